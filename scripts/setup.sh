@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs every system dependency of s3d from Debian 12 packages. Idempotent; run as root (or via sudo).
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  libopencv-dev libpcl-dev
+  libcli11-dev libspdlog-dev libfmt-dev libeigen3-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libomp-dev help2man python3
+)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  $SUDO apt-get update
+  $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+else
+  echo "setup.sh: all ${#PACKAGES[@]} packages already installed"
+fi

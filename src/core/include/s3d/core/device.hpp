@@ -1,0 +1,62 @@
+#pragma once
+// A run-time compute device. It flows from the CLI (`--device auto|cpu|cuda|cuda:N`) down to each op's
+// dispatcher, the only place where a backend is chosen.
+#include <string>
+#include <string_view>
+
+namespace s3d {
+
+class Device {
+ public:
+  enum class Kind {
+    kAuto,  ///< first visible CUDA device, else the CPU (with one warning from the caller)
+    kCpu,   ///< the CPU backends (OpenMP-parallel)
+    kCuda,  ///< a CUDA device; `index()` is relative to CUDA_VISIBLE_DEVICES
+  };
+
+  /// The CPU device.
+  Device() = default;
+  Device(Kind kind, int index = 0) : kind_(kind), index_(index) {}
+
+  /// Parses `auto`, `cpu`, `cuda` (= `cuda:0`) or `cuda:N`.
+  /// @throws InvalidArgument for anything else.
+  static Device parse(std::string_view text);
+
+  Kind kind() const { return kind_; }
+  int index() const { return index_; }
+  bool is_cpu() const { return kind_ == Kind::kCpu; }
+  bool is_cuda() const { return kind_ == Kind::kCuda; }
+  bool is_auto() const { return kind_ == Kind::kAuto; }
+
+  /// `cpu`, `cuda:N` or `auto`.
+  std::string to_string() const;
+
+  friend bool operator==(const Device& a, const Device& b) {
+    return a.kind_ == b.kind_ && (a.kind_ != Kind::kCuda || a.index_ == b.index_);
+  }
+  friend bool operator!=(const Device& a, const Device& b) { return !(a == b); }
+
+ private:
+  Kind kind_ = Kind::kCpu;
+  int index_ = 0;
+};
+
+/// True when this build has the CUDA backends (S3D_WITH_CUDA).
+bool cuda_built();
+
+/// Number of CUDA devices visible to this process (0 without CUDA, a driver, or a GPU). Never throws.
+int cuda_device_count();
+
+/// Turns a requested device into a concrete one.
+/// - `auto`: `cuda:0` when a GPU is visible, else `cpu`; `*fell_back_to_cpu` (if given) says which.
+/// - `cuda:N`: checked strictly; selects it as the calling thread's current CUDA device.
+/// @throws DeviceUnavailable when CUDA is not built or device N is not visible.
+Device resolve_device(const Device& requested, bool* fell_back_to_cpu = nullptr);
+
+/// One line describing the device, e.g. `NVIDIA H200 (sm_90, 132 SMs, 139 GiB)` or `CPU (16 threads)`.
+std::string describe_device(const Device& device);
+
+/// The CUDA runtime version and the architectures compiled in, e.g. `runtime 13.0, archs 90`; `off`.
+std::string cuda_build_info();
+
+}  // namespace s3d

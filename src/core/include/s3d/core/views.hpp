@@ -1,0 +1,38 @@
+#pragma once
+// Non-owning, trivially copyable views passed to kernels by value (CPU and CUDA alike).
+#include <cstddef>
+#include <cstdint>
+
+#include "s3d/core/host_device.hpp"
+
+namespace s3d {
+
+/// A 2-D image of T with a row pitch in elements (pitch >= width). Memory is owned elsewhere.
+template <typename T>
+struct ImageView {
+  T* data = nullptr;
+  int width = 0;
+  int height = 0;
+  std::ptrdiff_t pitch = 0;  ///< elements between the starts of two rows
+
+  S3D_HOST_DEVICE T* row(int y) const { return data + static_cast<std::ptrdiff_t>(y) * pitch; }
+  S3D_HOST_DEVICE T& operator()(int x, int y) const { return row(y)[x]; }
+  S3D_HOST_DEVICE bool empty() const { return width <= 0 || height <= 0; }
+  S3D_HOST_DEVICE std::size_t pixels() const { return static_cast<std::size_t>(width) * height; }
+};
+
+/// Makes a dense (pitch == width) view.
+template <typename T>
+S3D_HOST_DEVICE inline ImageView<T> make_image_view(T* data, int width, int height) {
+  return ImageView<T>{data, width, height, width};
+}
+
+/// A 1-D span, for kernels.
+template <typename T>
+struct Span {
+  T* data = nullptr;
+  std::size_t size = 0;
+  S3D_HOST_DEVICE T& operator[](std::size_t i) const { return data[i]; }
+};
+
+}  // namespace s3d

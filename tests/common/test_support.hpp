@@ -1,0 +1,53 @@
+#pragma once
+// Helpers shared by the test suites: the real-data folder and per-device instantiation.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "s3d/core/device.hpp"
+
+namespace s3d::test {
+
+/// The shared real-data folder (`../shared/data`, or $S3D_DATA_DIR).
+inline std::filesystem::path data_dir() {
+  if (const char* env = std::getenv("S3D_DATA_DIR")) return env;
+#ifdef S3D_TEST_DATA_DIR
+  return S3D_TEST_DATA_DIR;
+#else
+  return "../shared/data";
+#endif
+}
+
+/// True under CI=true: missing real data is then a failure, not a skip.
+inline bool running_in_ci() {
+  const char* ci = std::getenv("CI");
+  return ci && std::string(ci) == "true";
+}
+
+/// Path of `relative` inside the data folder; skips the test (fails under CI) when absent.
+#define S3D_REQUIRE_DATA(var, relative)                                                        \
+  const std::filesystem::path var = ::s3d::test::data_dir() / (relative);                      \
+  if (!std::filesystem::exists(var)) {                                                         \
+    if (::s3d::test::running_in_ci()) FAIL() << "real data missing under CI: " << var;         \
+    GTEST_SKIP() << "real data not found: " << var << " (set S3D_DATA_DIR)";                    \
+  }
+
+/// Devices a per-device test runs on: always the CPU, and `cuda:0` whenever CUDA is built (skipped
+/// at run time without a GPU, so CI shows the case as skipped rather than missing).
+inline std::vector<Device> test_devices() {
+  std::vector<Device> devices{Device(Device::Kind::kCpu)};
+  if (cuda_built()) devices.emplace_back(Device::Kind::kCuda, 0);
+  return devices;
+}
+
+/// Call at the top of a per-device test body.
+#define S3D_SKIP_IF_NO_DEVICE(device)                                                     \
+  if ((device).is_cuda() && ::s3d::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device"
+
+inline std::string device_test_name(const ::testing::TestParamInfo<Device>& info) {
+  return info.param.is_cuda() ? "cuda" : "cpu";
+}
+
+}  // namespace s3d::test
