@@ -1,0 +1,118 @@
+#pragma once
+// The frame every s3d tool is built on (docs/CLI.md): common flags, logging, batch inputs (positional
+// files, --input-list, --manifest JSON Lines), --shard, output templates, atomic outputs, --json
+// records, progress, exit codes, signal handling. A tool registers its own options on `app()`,
+// describes its items, and hands the frame one callback per item; `run()` does the rest.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "s3d/core/device.hpp"
+
+namespace s3d::cli {
+
+/// Process exit codes shared by all tools (documented in README and each --help).
+enum ExitCode : int {
+  kExitOk = 0,            ///< every item succeeded or was skipped
+  kExitItemFailed = 1,    ///< one or more items failed (bad or unusable input); others were processed
+  kExitUsage = 2,         ///< usage or configuration error (CLI11's own codes are remapped here)
+  kExitTransient = 75,    ///< no GPU for --device cuda, out of GPU memory, CUDA context lost
+  kExitInterrupted = 130, ///< SIGINT
+  kExitTerminated = 143,  ///< SIGTERM
+};
+
+/// One unit of work of a batch (an image pair, a detections file).
+struct Item {
+  std::size_t index = 0;            ///< position in the full input order (before --shard)
+  std::vector<std::string> inputs;  ///< input paths as given (`-` = stdin); `inputs_per_item` of them
+  nlohmann::json fields;            ///< the manifest record (empty object for positional inputs)
+  /// Name used in messages and output templates: the first input's path (`-` shows as `<stdin>`).
+  std::string name() const;
+};
+
+/// What a tool tells the frame about its items.
+struct ItemSpec {
+  /// Inputs per item: 1 (nms-filter) or 2 (sgm-depth: left right). Positional inputs are grouped by it.
+  int inputs_per_item = 1;
+  /// Manifest keys holding the inputs, in order (e.g. {"left","right"} or {"input"}).
+  std::vector<std::string> manifest_keys{"input"};
+};
+
+/// Per-item services the frame gives the item callback.
+class ItemContext {
+ public:
+  virtual ~ItemContext() = default;
+  /// Resolves the output path of `item` for output slot `slot` (0 = the first `-o`/default), applying
+  /// the name template placeholders ({} {/} {.} {/.} {//} {#}) and --output-dir. `default_ext` is used
+  /// when only --output-dir is given (e.g. ".pfm"); the result may be `-` (stdout).
+  virtual std::string output_path(std::size_t slot, const std::string& default_ext) const = 0;
+  /// Writes one output atomically: `write` gets a temporary path in the target folder and must write the
+  /// complete file there; on success it is renamed onto `path` (for `-`, copied to stdout). On an exception
+  /// the temp file is removed and nothing is left at `path`. Honors --overwrite / --skip-existing checks
+  /// made before the item started.
+  virtual void write_atomically(const std::string& path, const std::function<void(const std::string& tmp)>& write) = 0;
+  /// A readable path for `input` (for `-`, stdin is copied once into a temp file that the frame deletes).
+  virtual std::string readable_path(const std::string& input) = 0;
+  /// The concrete device for this run (auto already resolved).
+  virtual const Device& device() const = 0;
+};
+
+/// The tool-side callback: process one item, return fields for its JSON record (the frame adds
+/// "index", "input", "status", "seconds", and on failure "error"). Throw s3d exceptions on failure.
+using ItemHandler = std::function<nlohmann::json(const Item&, ItemContext&)>;
+/// Optional: the outputs an item will produce (for --skip-existing / overwrite checks before work).
+using OutputsOf = std::function<std::vector<std::string>(const Item&, ItemContext&)>;
+
+/// Settings every tool shares, filled by the frame from flags and --config.
+struct CommonSettings {
+  std::string device = "auto";
+  bool json = false;
+  std::string report_path;             ///< --report FILE (JSON Lines), empty = none
+  std::string progress = "auto";       ///< auto|always|never
+  bool overwrite = false;
+  bool skip_existing = false;
+  int threads = 0;                     ///< 0 = all cores
+  int verbosity = 0;                   ///< -q = -1, -v = 1, -vv = 2
+  bool fail_fast = false;
+  std::string shard;                   ///< "i/n", "auto" or empty
+  std::string input_list;              ///< --input-list FILE|-
+  std::string manifest;                ///< --manifest FILE|-
+  std::string output_dir;              ///< --output-dir DIR
+  std::vector<std::string> outputs;    ///< -o values (templates allowed), one per output slot
+  std::string format;                  ///< --format (for `-o -`, or to override the extension)
+  std::vector<std::string> positional; ///< positional inputs
+};
+
+class Tool {
+ public:
+  /// `name` is the executable name (`nms-filter`); `summary` one line for --help.
+  Tool(std::string name, std::string summary, ItemSpec spec);
+  ~Tool();
+
+  /// The CLI11 app, for the tool's own options (add them before `run`).
+  CLI::App& app();
+  /// Appends a real example to the end of --help (2-4 of them).
+  void add_example(std::string command_line, std::string what_it_does);
+  /// Effective settings (valid inside callbacks and after parsing).
+  const CommonSettings& settings() const;
+  /// Called after parsing, before any input is read: validate tool options (throw InvalidArgument ->
+  /// exit 2) and set up engines. Gets the resolved device.
+  void on_start(std::function<void(const Device&)> fn);
+  /// Adds fields to the final summary record (e.g. accuracy over the batch).
+  void on_summary(std::function<void(nlohmann::json& summary)> fn);
+  void outputs_of(OutputsOf fn);
+
+  /// Parses argv, runs every item of this shard through `handler`, writes records, returns the exit code.
+  /// Never throws.
+  int run(int argc, char** argv, ItemHandler handler);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace s3d::cli
