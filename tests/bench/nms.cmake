@@ -1,0 +1,1 @@
+# NMS benchmarks: owned by the detection work

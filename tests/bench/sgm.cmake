@@ -1,0 +1,1 @@
+# SGM benchmarks: owned by the stereo work
