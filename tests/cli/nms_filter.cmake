@@ -1,0 +1,1 @@
+# nms_filter tests

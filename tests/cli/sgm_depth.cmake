@@ -1,0 +1,1 @@
+# sgm_depth tests
