@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# There (the GPU machine): runs a packed `gpu` build (scripts/pack-gpu.sh): ctest -L gpu, then
+# compute-sanitizer memcheck and racecheck over the GPU test executables, then the benchmarks.
+# Logs and JSON go to $OUT (or ./gpu-check-out); a short table is printed last.
+set -uo pipefail
+pack="$(cd "${1:-.carry/gpu}" && pwd)"
+out="${OUT:-$PWD/gpu-check-out}"
+mkdir -p "$out"
+# CTest files hold the dev machine's absolute paths: point them at this copy.
+old_build="$(cat "$pack/BUILD_DIR")"
+find "$pack" -name CTestTestfile.cmake -exec sed -i "s#${old_build}#${pack}#g" {} +
+if [ -f "$pack/DATA_DIR" ]; then
+  old_data="$(cat "$pack/DATA_DIR")"
+  find "$pack" -name CTestTestfile.cmake -exec sed -i "s#S3D_DATA_DIR=[^\";]*#S3D_DATA_DIR=${pack}/data#g" {} +
+  export S3D_DATA_DIR="$pack/data"
+fi
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/device.txt"
+
+declare -A result
+(cd "$pack" && ctest -L gpu --output-on-failure --timeout 600) 2>&1 | tee "$out/ctest.log"
+result[ctest]=$([ "${PIPESTATUS[0]}" -eq 0 ] && echo pass || echo FAIL)
+
+tests=$(find "$pack/tests" -type f -perm -u+x -name 'test_*' | sort)
+for tool in memcheck racecheck; do
+  status=pass
+  for t in $tests; do
+    filter="${S3D_SANITIZER_FILTER:-*cuda*:*Cuda*:*CUDA*:*DeviceBuffer*}"
+    compute-sanitizer --tool "$tool" --error-exitcode 9 "$t" --gtest_brief=1 --gtest_filter="$filter" \
+      >"$out/${tool}-$(basename "$t").log" 2>&1 || { status=FAIL; echo "$tool failed: $(basename "$t")"; }
+  done
+  result[$tool]=$status
+done
+
+for b in $(find "$pack/tests/bench" -type f -perm -u+x -name 'bench_*' 2>/dev/null | sort); do
+  name=$(basename "$b")
+  "$b" --json "$out/$name.json" 2>&1 | tee "$out/$name.log"
+  result[$name]=$([ "${PIPESTATUS[0]}" -eq 0 ] && echo ran || echo FAIL)
+done
+for py in "$pack"/*.py; do
+  [ -f "$py" ] || continue
+  name=$(basename "$py" .py)
+  (cd "$pack" && python3 "$py" --out "$out/$name.json") 2>&1 | tee "$out/$name.log"
+done
+
+echo
+echo "== gpu-check summary ($(cat "$out/device.txt")) =="
+for k in "${!result[@]}"; do printf '%-24s %s\n' "$k" "${result[$k]}"; done | sort
