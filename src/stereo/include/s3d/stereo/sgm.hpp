@@ -1,0 +1,146 @@
+#pragma once
+// Semi-global matching (Hirschmüller, PAMI 2008) on census costs, CPU and CUDA, bit-identical.
+//
+// Pipeline (one file per stage under src/stereo/src, CPU `*_cpu.cpp` and CUDA `*_cuda.cu`):
+//   census -> aggregate (4 or 8 paths, costs computed on the fly from the census codes) -> wta
+//   (winner-take-all + uniqueness + parabola subpixel + confidence) -> lr_check (a second, full SGM
+//   run with the RIGHT image as reference: a true right-view match) -> median (3x3) -> speckle.
+//
+// Input: rectified grey images, 8-bit or 16-bit, left and right of the same size. Colour images are
+// converted to grey by the caller (s3d::io uses ITU-R BT.601 luma, OpenCV's COLOR_BGR2GRAY). Every pixel
+// value is data: black (0) pixels are matched like any other, nothing is masked silently.
+//
+// Output: disparity as float, in pixels (scale 1; subpixel values are fractional pixels, never the
+// 16x fixed point of OpenCV), left view, d = x_left - x_right. Invalid pixels hold kInvalidDisparity
+// (+infinity): rejected by uniqueness, left-right check, speckle filter, or with no match inside the
+// right image for the whole disparity range. Optional confidence in [0, 1] (0 where invalid).
+//
+// Determinism: all costs are integers; the only float math (subpixel, confidence, median, comparisons)
+// lives in S3D_HOST_DEVICE headers compiled without FMA contraction, so the CPU and CUDA backends return
+// bit-identical disparities and confidences, stage by stage and end to end.
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "s3d/core/device.hpp"
+#include "s3d/core/stream.hpp"
+#include "s3d/core/views.hpp"
+
+namespace s3d::stereo {
+
+/// Marks an invalid disparity (and the value the I/O layer turns into PFM inf / KITTI 0).
+inline constexpr float kInvalidDisparity = std::numeric_limits<float>::infinity();
+
+/// True for a valid (finite) disparity.
+inline bool is_valid_disparity(float d) { return d != kInvalidDisparity; }
+
+/// Census comparison pattern.
+enum class CensusKind {
+  kFull,             ///< every window pixel against the centre: w*h-1 bits (62 for 9x7); bit = (pixel < centre)
+  kCenterSymmetric,  ///< each pixel against its mirror through the centre: (w*h-1)/2 bits (31 for 9x7)
+};
+
+/// Parses "9x7", "cs9x7", "WxH" or "csWxH" (odd W <= 9, odd H <= 7) into `kind`, `width`, `height`.
+/// @throws InvalidArgument naming the bad text.
+void parse_census(const std::string& text, CensusKind& kind, int& width, int& height);
+
+/// All parameters of the matcher. Every field has a unit and a default; `validate()` says which is wrong.
+struct SgmParams {
+  int disparities = 128;   ///< D: number of disparities searched, [min_disparity, min_disparity + D). 16..1024
+  int min_disparity = 0;   ///< smallest disparity searched (pixels); negative allowed
+  int paths = 8;           ///< aggregation directions: 4 (horizontal + vertical) or 8 (+ diagonals)
+  int p1 = 10;             ///< penalty for a disparity change of 1 between neighbours (cost units = census bits)
+  int p2 = 120;            ///< penalty for larger changes; must be > p1
+  CensusKind census = CensusKind::kFull;  ///< census pattern
+  int census_width = 9;    ///< census window width (odd, 1..9)
+  int census_height = 7;   ///< census window height (odd, 1..7)
+  /// Uniqueness margin in percent, OpenCV's uniquenessRatio: a pixel is invalid when some cost S(d) with
+  /// |d - best| > 1 satisfies S(d) * (100 - uniqueness) < S(best) * 100. 0 disables. 0..99.
+  int uniqueness = 5;
+  bool subpixel = true;    ///< parabola fit through S(best-1), S(best), S(best+1); output stays in pixels
+  bool lr_check = true;    ///< left-right consistency with a true right-view SGM run
+  float lr_max_diff = 1.0f;  ///< LR tolerance (pixels): invalid when |d_left - d_right(x - d_left)| > this
+  bool median = true;      ///< 3x3 median over valid neighbours (invalid pixels stay invalid)
+  int speckle_size = 100;  ///< regions of <= this many pixels are invalidated (OpenCV filterSpeckles); 0 disables
+  float speckle_range = 2.0f;  ///< max disparity difference (pixels) between 4-neighbours of one region
+  bool confidence = false; ///< also output a confidence map: (S2 - S1) / S2, best vs second-best outside +-1
+
+  /// Checks every field on its own. @throws InvalidArgument naming the field (e.g. "p2 (10) must be > p1 (10)").
+  void validate() const;
+  /// Also checks against an image size (D and the range against the width, the window against the size).
+  /// @throws InvalidArgument naming the field.
+  void validate(int width, int height) const;
+
+  /// Bits in one census code (the largest matching cost): w*h-1 or (w*h-1)/2.
+  int census_bits() const;
+};
+
+/// Aggregated costs are stored as uint16 per (pixel, disparity), the sum over paths of L_r; each L_r is
+/// bounded by census_bits + p2, so validate() demands paths * (census_bits + p2) <= 65535.
+inline constexpr int kMaxAggregatedCost = 65535;
+
+/// Disparity (and optional confidence) of one pair. Row-major, pitch == width.
+struct SgmResult {
+  int width = 0;
+  int height = 0;
+  std::vector<float> disparity;   ///< width*height; kInvalidDisparity where invalid
+  std::vector<float> confidence;  ///< width*height when params.confidence, else empty
+  ImageView<const float> disparity_view() const { return {disparity.data(), width, height, width}; }
+};
+
+/// A matcher for one device, one parameter set and one image size. It allocates everything once in its
+/// constructor (CUDA: device buffers, pinned host staging, its own stream) and reuses the buffers for
+/// every pair. Not thread-safe: use one engine per thread.
+class SgmEngine {
+ public:
+  /// @param device  `cpu` or `cuda:N` (`auto` is resolved here).
+  /// @throws InvalidArgument (params.validate(width, height)), DeviceUnavailable, OutOfMemory, CudaError.
+  SgmEngine(const Device& device, const SgmParams& params, int width, int height);
+  ~SgmEngine();
+  SgmEngine(SgmEngine&&) noexcept;
+  SgmEngine& operator=(SgmEngine&&) noexcept;
+  SgmEngine(const SgmEngine&) = delete;
+  SgmEngine& operator=(const SgmEngine&) = delete;
+
+  /// Matches one pair of host images (any pitch). Synchronous: the result is complete on return.
+  /// @throws InvalidArgument when a size differs from the engine's, CudaError on a device failure.
+  SgmResult compute(ImageView<const std::uint8_t> left, ImageView<const std::uint8_t> right);
+  SgmResult compute(ImageView<const std::uint16_t> left, ImageView<const std::uint16_t> right);
+
+  /// Same, writing into caller storage (width*height floats each; `confidence` may be null). Lets a batch
+  /// loop reuse its host buffers too.
+  void compute(ImageView<const std::uint8_t> left, ImageView<const std::uint8_t> right, float* disparity,
+               float* confidence);
+  void compute(ImageView<const std::uint16_t> left, ImageView<const std::uint16_t> right, float* disparity,
+               float* confidence);
+
+  /// Device-resident entry (CUDA engines only): inputs and outputs in device memory, pitch in elements.
+  /// Queues the work on `stream` (nullptr = the engine's own stream) and returns without synchronizing.
+  /// `d_confidence` may have a null data pointer. @throws InvalidArgument on a CPU engine or a size mismatch.
+  void compute_device(ImageView<const std::uint8_t> d_left, ImageView<const std::uint8_t> d_right,
+                      ImageView<float> d_disparity, ImageView<float> d_confidence, StreamHandle stream = nullptr);
+  void compute_device(ImageView<const std::uint16_t> d_left, ImageView<const std::uint16_t> d_right,
+                      ImageView<float> d_disparity, ImageView<float> d_confidence, StreamHandle stream = nullptr);
+
+  /// The engine's CUDA stream (nullptr on the CPU).
+  StreamHandle stream() const;
+  const SgmParams& params() const;
+  const Device& device() const;
+  int width() const;
+  int height() const;
+
+  class Impl;  ///< backend implementation (CPU or CUDA)
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// One-shot convenience: builds an engine and matches one pair. Prefer SgmEngine for batches.
+SgmResult compute_sgm(const Device& device, const SgmParams& params, ImageView<const std::uint8_t> left,
+                      ImageView<const std::uint8_t> right);
+SgmResult compute_sgm(const Device& device, const SgmParams& params, ImageView<const std::uint16_t> left,
+                      ImageView<const std::uint16_t> right);
+
+}  // namespace s3d::stereo
