@@ -1,0 +1,122 @@
+#pragma once
+// Host images and the raster formats of the stereo tools: 8/16-bit PNG (and anything else OpenCV's
+// imgcodecs reads), the disparity PNG encodings (KITTI d*256, OpenCV fixed point d*16), 16-bit
+// millimetre depth, and evaluation masks. PFM lives in pfm.hpp, colour maps in colormap.hpp.
+//
+// Conventions shared by every function here:
+// - Images are dense, row-major, top row first, channels interleaved (RGB order, never OpenCV's BGR).
+// - A disparity or depth map held in memory is `ImageF` whose invalid pixels are +infinity
+//   (`kInvalid`); any non-finite value (NaN, -inf) is treated as invalid by every writer.
+// - Every failure throws s3d::IoError (cannot open, cannot decode, cannot write) or s3d::DataError (the
+//   file decodes but is not what the caller asked for, e.g. a colour image where a mask is expected);
+//   what() is one line that starts with the file's path.
+// No OpenCV type appears in this header: OpenCV is used inside the .cpp files only.
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "s3d/core/views.hpp"
+
+namespace s3d::io {
+
+/// The value of an invalid (unknown, unmatched, filtered) disparity or depth in memory.
+inline constexpr float kInvalid = std::numeric_limits<float>::infinity();
+
+/// A dense host image of `channels` interleaved samples of T per pixel. Owns its pixels.
+template <typename T>
+struct Image {
+  int width = 0;
+  int height = 0;
+  int channels = 1;
+  std::vector<T> data;  ///< width * height * channels samples, row-major, top row first
+
+  Image() = default;
+  Image(int w, int h, int c = 1, T fill = T{})
+      : width(w), height(h), channels(c), data(static_cast<std::size_t>(w) * h * c, fill) {}
+
+  bool empty() const { return width <= 0 || height <= 0; }
+  std::size_t pixels() const { return static_cast<std::size_t>(width) * height; }
+  /// Sample `c` of pixel (x, y); no bounds check.
+  T& at(int x, int y, int c = 0) {
+    return data[(static_cast<std::size_t>(y) * width + x) * channels + c];
+  }
+  const T& at(int x, int y, int c = 0) const {
+    return data[(static_cast<std::size_t>(y) * width + x) * channels + c];
+  }
+  /// A non-owning view for the stereo library (single-channel images only: pitch = width).
+  ImageView<const T> view() const { return ImageView<const T>{data.data(), width, height, width}; }
+  ImageView<T> view() { return ImageView<T>{data.data(), width, height, width}; }
+};
+
+using ImageU8 = Image<std::uint8_t>;
+using ImageU16 = Image<std::uint16_t>;
+using ImageF = Image<float>;
+
+/// What `probe_image` learns from a file's header.
+struct ImageInfo {
+  int width = 0;
+  int height = 0;
+  int channels = 0;   ///< 1 grey, 3 colour (a palette image counts as 3), 4 with alpha
+  int bit_depth = 0;  ///< 8 or 16 (32 for float formats)
+};
+
+/// Decodes `path` and reports its size, channel count and bit depth. @throws IoError
+ImageInfo probe_image(const std::string& path);
+
+/// Reads an image as 8-bit grey, the input of census matching.
+/// - 8-bit grey: as stored. 16-bit: the high byte (v >> 8, i.e. v * 255 / 65535 truncated).
+/// - colour (RGB, palette, with or without alpha; alpha is ignored): ITU-R BT.601 luma as OpenCV's
+///   `cvtColor(BGR2GRAY)` computes it, Y = 0.299 R + 0.587 G + 0.114 B in 14-bit fixed point, rounded.
+/// @throws IoError when the file cannot be read or decoded.
+ImageU8 read_grey8(const std::string& path);
+
+/// Reads an image as 16-bit grey: 16-bit files as stored, 8-bit files as stored (0..255, not rescaled),
+/// colour converted with the same BT.601 weights as `read_grey8`. @throws IoError
+ImageU16 read_grey16(const std::string& path);
+
+/// Reads an image as 8-bit RGB (grey is replicated; 16-bit keeps the high byte). For colouring clouds.
+/// @throws IoError
+ImageU8 read_rgb8(const std::string& path);
+
+/// Reads an evaluation mask (Middlebury nonocc/all/disc): true where the pixel equals `on_value`
+/// (255 = evaluated / near a discontinuity in those files). Colour/palette masks are read as grey.
+/// @throws IoError, DataError when the file is 16-bit.
+std::vector<std::uint8_t> read_mask(const std::string& path, int* width, int* height, int on_value = 255);
+
+/// Writes an 8-bit PNG (1 channel grey, 3 RGB, 4 RGBA) to exactly `path` (not atomic: callers such as
+/// the CLI frame hand a temporary path). The format follows the extension (`.png` recommended).
+/// @throws IoError, InvalidArgument for a channel count other than 1, 3, 4.
+void write_image(const std::string& path, const ImageU8& image);
+/// Writes a 16-bit single-channel PNG. @throws IoError
+void write_image(const std::string& path, const ImageU16& image);
+
+/// Integer PNG encodings of disparity and depth maps (16-bit single channel in every case).
+enum class PngEncoding {
+  kKitti,  ///< disparity * 256 rounded, 0 = invalid (KITTI devkit); range (0, 255.996]
+  kX16,    ///< disparity * 16 rounded, 0 = invalid (OpenCV StereoSGBM fixed point); range (0, 4095.94]
+  kMm,     ///< depth in millimetres rounded, 0 = invalid or beyond 65.535 m (depth maps only)
+};
+
+/// Parses `kitti`, `x16` or `mm`. @throws InvalidArgument
+PngEncoding parse_png_encoding(const std::string& text);
+/// The name `parse_png_encoding` accepts.
+const char* to_string(PngEncoding encoding);
+
+/// Encodes a disparity map (pixels) or depth map (metres, for kMm) to 16 bits. Invalid (non-finite),
+/// non-positive, and values beyond the encoding's range become 0 (so a 0 always reads back as invalid;
+/// a disparity of exactly 0 cannot be stored in these formats: use PFM for that).
+ImageU16 encode_png16(const ImageF& values, PngEncoding encoding);
+/// The inverse of `encode_png16`: 0 -> kInvalid, else v / 256, v / 16, or v / 1000 (metres).
+ImageF decode_png16(const ImageU16& values, PngEncoding encoding);
+
+/// Reads a ground-truth or previously written disparity map, choosing the decoding by the file:
+/// - `.pfm`: float as stored (non-finite values mean invalid, as in Middlebury's files).
+/// - 16-bit PNG: KITTI, d = v / 256 (0 = invalid) unless `scale` > 0 is given (d = v / scale).
+/// - 8-bit PNG (Middlebury): d = v / scale, 0 = invalid. `scale` <= 0 means: the first number of an
+///   `info.txt` beside the file (the Middlebury 2001/2003 layout), else DataError asking for a scale.
+/// @throws IoError, DataError
+ImageF read_disparity(const std::string& path, double scale = 0.0);
+
+}  // namespace s3d::io

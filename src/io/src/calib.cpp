@@ -1,0 +1,243 @@
+#include "s3d/io/calib.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <opencv2/core.hpp>
+#include <regex>
+#include <sstream>
+#include <vector>
+
+#include "s3d/core/errors.hpp"
+
+namespace s3d::io {
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError(path + ": cannot open calibration file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Numbers that follow `key` in `text` (across line breaks), up to `count` of them.
+bool numbers_after(const std::string& text, const std::string& key, int count, std::vector<double>* out) {
+  std::size_t pos = 0;
+  while ((pos = text.find(key, pos)) != std::string::npos) {
+    // `key` must start a line (or the file) so that "P2:" does not match inside "P_rect_02:"-like keys.
+    if (pos == 0 || text[pos - 1] == '\n' || text[pos - 1] == '\r') break;
+    pos += key.size();
+  }
+  if (pos == std::string::npos) return false;
+  std::istringstream in(text.substr(pos + key.size()));
+  out->clear();
+  double v = 0.0;
+  while (static_cast<int>(out->size()) < count && in >> v) out->push_back(v);
+  return static_cast<int>(out->size()) == count;
+}
+
+std::vector<double> all_numbers(const std::string& text, bool* only_numbers) {
+  std::string t = text;
+  for (char& c : t)
+    if (c == ',' || c == ';' || c == '[' || c == ']') c = ' ';
+  std::istringstream in(t);
+  std::vector<double> v;
+  std::string tok;
+  *only_numbers = true;
+  while (in >> tok) {
+    try {
+      std::size_t used = 0;
+      v.push_back(std::stod(tok, &used));
+      if (used != tok.size()) *only_numbers = false;
+    } catch (const std::logic_error&) {
+      *only_numbers = false;
+    }
+  }
+  return v;
+}
+
+StereoCalibration from_q(const double q[16], const std::string& format, const std::string& source) {
+  StereoCalibration c;
+  c.cx = -q[3];
+  c.cy = -q[7];
+  c.focal_px = q[11];
+  if (q[14] == 0.0) throw DataError(source + ": Q[3][2] is 0 (no baseline)");
+  c.baseline_m = 1.0 / std::fabs(q[14]);
+  c.doffs = q[15] / q[14];
+  c.has_principal_point = true;
+  c.source = source;
+  c.format = format;
+  return c;
+}
+
+StereoCalibration from_projections(const std::vector<double>& p2, const std::vector<double>& p3,
+                                    const std::string& format, const std::string& source) {
+  StereoCalibration c;
+  c.focal_px = p2[0];
+  c.cx = p2[2];
+  c.cy = p2[6];
+  if (c.focal_px == 0.0) throw DataError(source + ": focal length is 0");
+  c.baseline_m = (p2[3] - p3[3]) / c.focal_px;
+  c.doffs = p3[2] - p2[2];
+  c.has_principal_point = true;
+  c.source = source;
+  c.format = format;
+  return c;
+}
+
+// key=value / key: value pairs. Returns false when no pair was found.
+bool parse_pairs(const std::string& text, std::map<std::string, double>* kv) {
+  static const std::regex re(R"(([A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*([-+0-9.eE]+))");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it) {
+    try {
+      (*kv)[(*it)[1].str()] = std::stod((*it)[2].str());
+    } catch (const std::logic_error&) {
+    }
+  }
+  return !kv->empty();
+}
+
+bool from_pairs(const std::map<std::string, double>& kv, const std::string& format, const std::string& source,
+                StereoCalibration* c) {
+  auto get = [&](std::initializer_list<const char*> names, double* v) {
+    for (const char* n : names) {
+      auto it = kv.find(n);
+      if (it != kv.end()) {
+        *v = it->second;
+        return true;
+      }
+    }
+    return false;
+  };
+  if (!get({"focal_px", "focal", "f", "fx"}, &c->focal_px)) return false;
+  if (!get({"baseline_m", "baseline", "b"}, &c->baseline_m)) return false;
+  const bool has_cx = get({"cx"}, &c->cx);
+  const bool has_cy = get({"cy"}, &c->cy);
+  c->has_principal_point = has_cx && has_cy;
+  get({"doffs"}, &c->doffs);
+  c->source = source;
+  c->format = format;
+  return true;
+}
+
+StereoCalibration from_filestorage(const std::string& path) {
+  cv::FileStorage fs;
+  try {
+    fs.open(path, cv::FileStorage::READ);
+  } catch (const cv::Exception& e) {
+    throw IoError(path + ": cannot parse calibration: " + e.msg);
+  }
+  if (!fs.isOpened()) throw IoError(path + ": cannot open calibration file");
+  cv::Mat q, p1, p2;
+  fs["Q"] >> q;
+  if (q.total() == 16) {
+    q.convertTo(q, CV_64F);
+    return from_q(q.ptr<double>(), "Q", path);
+  }
+  fs["P1"] >> p1;
+  fs["P2"] >> p2;
+  if (p1.total() == 12 && p2.total() == 12) {
+    p1.convertTo(p1, CV_64F);
+    p2.convertTo(p2, CV_64F);
+    return from_projections(std::vector<double>(p1.ptr<double>(), p1.ptr<double>() + 12),
+                            std::vector<double>(p2.ptr<double>(), p2.ptr<double>() + 12), "P1P2", path);
+  }
+  std::map<std::string, double> kv;
+  for (const char* k : {"focal_px", "baseline_m", "cx", "cy", "doffs"}) {
+    cv::FileNode n = fs[k];
+    if (!n.empty() && n.isReal()) kv[k] = static_cast<double>(n);
+    else if (!n.empty() && n.isInt()) kv[k] = static_cast<int>(n);
+  }
+  StereoCalibration c;
+  if (from_pairs(kv, "yaml", path, &c)) return c;
+  throw DataError(path + ": no Q, P1/P2 or focal_px/baseline_m in this calibration file");
+}
+
+}  // namespace
+
+void StereoCalibration::validate() const {
+  if (!(std::isfinite(focal_px) && focal_px > 0.0))
+    throw DataError(source + ": focal length must be positive (got " + std::to_string(focal_px) + ")");
+  if (!(std::isfinite(baseline_m) && baseline_m > 0.0))
+    throw DataError(source + ": baseline must be positive (got " + std::to_string(baseline_m) + ")");
+}
+
+float StereoCalibration::depth(float d) const {
+  const double den = static_cast<double>(d) + doffs;
+  if (!std::isfinite(d) || !(den > 0.0)) return kInvalid;
+  return static_cast<float>(focal_px * baseline_m / den);
+}
+
+StereoCalibration read_calibration(const std::string& spec) {
+  StereoCalibration c;
+  if (!std::filesystem::exists(spec)) {
+    std::map<std::string, double> kv;
+    if (parse_pairs(spec, &kv) && from_pairs(kv, "inline", spec, &c) && spec.find('/') == std::string::npos) {
+      c.validate();
+      return c;
+    }
+    throw IoError(spec + ": no such calibration file");
+  }
+  std::string ext = std::filesystem::path(spec).extension().string();
+  for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const std::string text = read_text(spec);
+  if (ext == ".yml" || ext == ".yaml" || ext == ".xml" || text.rfind("%YAML", 0) == 0 ||
+      text.find("<opencv_storage>") != std::string::npos) {
+    c = from_filestorage(spec);
+  } else if (text.find("P_rect_02") != std::string::npos || text.find("P_rect_03") != std::string::npos) {
+    std::vector<double> p2, p3;
+    if (!numbers_after(text, "P_rect_02:", 12, &p2) || !numbers_after(text, "P_rect_03:", 12, &p3))
+      throw DataError(spec + ": KITTI calibration needs 12 numbers after both P_rect_02: and P_rect_03:");
+    c = from_projections(p2, p3, "kitti", spec);
+  } else if (text.find("P2:") != std::string::npos && text.find("P3:") != std::string::npos) {
+    std::vector<double> p2, p3;
+    if (!numbers_after(text, "P2:", 12, &p2) || !numbers_after(text, "P3:", 12, &p3))
+      throw DataError(spec + ": KITTI calibration needs 12 numbers after both P2: and P3:");
+    c = from_projections(p2, p3, "kitti", spec);
+  } else if (text.find("cam0=") != std::string::npos) {
+    std::vector<double> cam0;
+    if (!numbers_after(text, "cam0=[", 9, &cam0)) {
+      // numbers_after stops at ';' separators: strip them and retry on a cleaned copy.
+      std::string t = text;
+      for (char& ch : t)
+        if (ch == ';' || ch == ']') ch = ' ';
+      if (!numbers_after(t, "cam0=[", 9, &cam0)) throw DataError(spec + ": cannot parse cam0=[...] (Middlebury calib.txt)");
+    }
+    std::map<std::string, double> kv;
+    parse_pairs(text, &kv);
+    if (!kv.count("baseline")) throw DataError(spec + ": Middlebury calib.txt without baseline=");
+    c.focal_px = cam0[0];
+    c.cx = cam0[2];
+    c.cy = cam0[5];
+    c.baseline_m = kv["baseline"] / 1000.0;  // Middlebury gives millimetres
+    c.doffs = kv.count("doffs") ? kv["doffs"] : 0.0;
+    c.has_principal_point = true;
+    c.source = spec;
+    c.format = "middlebury";
+  } else {
+    bool only_numbers = false;
+    const std::vector<double> v = all_numbers(text, &only_numbers);
+    std::map<std::string, double> kv;
+    if (only_numbers && v.size() == 16) {
+      c = from_q(v.data(), "Q", spec);
+    } else if (parse_pairs(text, &kv) && from_pairs(kv, "pairs", spec, &c)) {
+    } else {
+      throw DataError(spec + ": unknown calibration format (expected KITTI P_rect_02/03, a 4x4 Q matrix, "
+                             "OpenCV YAML, Middlebury calib.txt, or focal_px=/baseline_m=)");
+    }
+  }
+  if (c.source.empty()) c.source = spec;
+  c.validate();
+  return c;
+}
+
+ImageF depth_from_disparity(const ImageF& disparity, const StereoCalibration& calib) {
+  ImageF out(disparity.width, disparity.height, 1, kInvalid);
+  for (std::size_t i = 0; i < disparity.pixels(); ++i) out.data[i] = calib.depth(disparity.data[i * disparity.channels]);
+  return out;
+}
+
+}  // namespace s3d::io

@@ -1,0 +1,222 @@
+#include "s3d/io/image.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "s3d/core/errors.hpp"
+#include "s3d/io/pfm.hpp"
+
+namespace s3d::io {
+namespace {
+
+// IMREAD_UNCHANGED keeps 16 bits; palette PNGs come back as BGR. We convert colour ourselves so the
+// BT.601 weights are those of cvtColor, whatever the codec would do under IMREAD_GRAYSCALE.
+cv::Mat load(const std::string& path) {
+  if (!std::filesystem::exists(path)) throw IoError(path + ": no such file");
+  cv::Mat m;
+  try {
+    m = cv::imread(path, cv::IMREAD_UNCHANGED);
+  } catch (const cv::Exception& e) {
+    throw IoError(path + ": cannot decode image: " + e.msg);
+  }
+  if (m.empty()) throw IoError(path + ": cannot read image (unreadable or not an image format OpenCV knows)");
+  if (m.depth() != CV_8U && m.depth() != CV_16U)
+    throw IoError(path + ": unsupported sample type (only 8- and 16-bit integer images)");
+  return m;
+}
+
+cv::Mat to_grey(const cv::Mat& m) {
+  cv::Mat g;
+  switch (m.channels()) {
+    case 1: g = m; break;
+    case 3: cv::cvtColor(m, g, cv::COLOR_BGR2GRAY); break;
+    case 4: cv::cvtColor(m, g, cv::COLOR_BGRA2GRAY); break;
+    default: g = cv::Mat(); break;
+  }
+  return g;
+}
+
+template <typename T>
+Image<T> from_mat(const cv::Mat& m) {
+  Image<T> out(m.cols, m.rows, m.channels());
+  const std::size_t row_bytes = static_cast<std::size_t>(m.cols) * m.channels() * sizeof(T);
+  for (int y = 0; y < m.rows; ++y)
+    std::memcpy(out.data.data() + static_cast<std::size_t>(y) * m.cols * m.channels(), m.ptr(y), row_bytes);
+  return out;
+}
+
+void write_mat(const std::string& path, const cv::Mat& m) {
+  bool ok = false;
+  try {
+    ok = cv::imwrite(path, m);
+  } catch (const cv::Exception& e) {
+    throw IoError(path + ": cannot write image: " + e.msg);
+  }
+  if (!ok) throw IoError(path + ": cannot write image");
+}
+
+std::string lower_ext(const std::string& path) {
+  std::string e = std::filesystem::path(path).extension().string();
+  for (char& c : e) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return e;
+}
+
+}  // namespace
+
+ImageInfo probe_image(const std::string& path) {
+  const cv::Mat m = load(path);
+  return ImageInfo{m.cols, m.rows, m.channels(), m.depth() == CV_16U ? 16 : 8};
+}
+
+ImageU8 read_grey8(const std::string& path) {
+  cv::Mat g = to_grey(load(path));
+  if (g.empty()) throw IoError(path + ": unsupported channel count");
+  if (g.depth() == CV_16U) {
+    cv::Mat h(g.size(), CV_8U);
+    for (int y = 0; y < g.rows; ++y)
+      for (int x = 0; x < g.cols; ++x) h.at<std::uint8_t>(y, x) = static_cast<std::uint8_t>(g.at<std::uint16_t>(y, x) >> 8);
+    g = h;
+  }
+  return from_mat<std::uint8_t>(g);
+}
+
+ImageU16 read_grey16(const std::string& path) {
+  cv::Mat g = to_grey(load(path));
+  if (g.empty()) throw IoError(path + ": unsupported channel count");
+  if (g.depth() == CV_8U) g.convertTo(g, CV_16U);
+  return from_mat<std::uint16_t>(g);
+}
+
+ImageU8 read_rgb8(const std::string& path) {
+  cv::Mat m = load(path);
+  if (m.depth() == CV_16U) m.convertTo(m, CV_8U, 1.0 / 256.0);
+  cv::Mat rgb;
+  switch (m.channels()) {
+    case 1: cv::cvtColor(m, rgb, cv::COLOR_GRAY2RGB); break;
+    case 3: cv::cvtColor(m, rgb, cv::COLOR_BGR2RGB); break;
+    case 4: cv::cvtColor(m, rgb, cv::COLOR_BGRA2RGB); break;
+    default: throw IoError(path + ": unsupported channel count");
+  }
+  return from_mat<std::uint8_t>(rgb);
+}
+
+std::vector<std::uint8_t> read_mask(const std::string& path, int* width, int* height, int on_value) {
+  cv::Mat g = to_grey(load(path));
+  if (g.empty() || g.depth() != CV_8U) throw DataError(path + ": a mask must be an 8-bit image");
+  std::vector<std::uint8_t> mask(static_cast<std::size_t>(g.cols) * g.rows);
+  for (int y = 0; y < g.rows; ++y)
+    for (int x = 0; x < g.cols; ++x)
+      mask[static_cast<std::size_t>(y) * g.cols + x] = g.at<std::uint8_t>(y, x) == on_value ? 1 : 0;
+  if (width) *width = g.cols;
+  if (height) *height = g.rows;
+  return mask;
+}
+
+void write_image(const std::string& path, const ImageU8& image) {
+  int type = 0;
+  switch (image.channels) {
+    case 1: type = CV_8UC1; break;
+    case 3: type = CV_8UC3; break;
+    case 4: type = CV_8UC4; break;
+    default: throw InvalidArgument(path + ": cannot write an image of " + std::to_string(image.channels) + " channels");
+  }
+  cv::Mat m(image.height, image.width, type, const_cast<std::uint8_t*>(image.data.data()));
+  cv::Mat bgr;
+  if (image.channels == 3) cv::cvtColor(m, bgr, cv::COLOR_RGB2BGR);
+  else if (image.channels == 4) cv::cvtColor(m, bgr, cv::COLOR_RGBA2BGRA);
+  else bgr = m;
+  write_mat(path, bgr);
+}
+
+void write_image(const std::string& path, const ImageU16& image) {
+  if (image.channels != 1) throw InvalidArgument(path + ": 16-bit images are written single-channel only");
+  cv::Mat m(image.height, image.width, CV_16UC1, const_cast<std::uint16_t*>(image.data.data()));
+  write_mat(path, m);
+}
+
+PngEncoding parse_png_encoding(const std::string& text) {
+  if (text == "kitti") return PngEncoding::kKitti;
+  if (text == "x16") return PngEncoding::kX16;
+  if (text == "mm") return PngEncoding::kMm;
+  throw InvalidArgument("unknown PNG encoding '" + text + "' (expected kitti, x16 or mm)");
+}
+
+const char* to_string(PngEncoding encoding) {
+  switch (encoding) {
+    case PngEncoding::kKitti: return "kitti";
+    case PngEncoding::kX16: return "x16";
+    case PngEncoding::kMm: return "mm";
+  }
+  return "?";
+}
+
+namespace {
+double scale_of(PngEncoding e) {
+  switch (e) {
+    case PngEncoding::kKitti: return 256.0;
+    case PngEncoding::kX16: return 16.0;
+    case PngEncoding::kMm: return 1000.0;
+  }
+  return 1.0;
+}
+}  // namespace
+
+ImageU16 encode_png16(const ImageF& values, PngEncoding encoding) {
+  const double s = scale_of(encoding);
+  ImageU16 out(values.width, values.height, 1, 0);
+  for (std::size_t i = 0; i < values.pixels(); ++i) {
+    const float v = values.data[i * values.channels];
+    if (!std::isfinite(v) || v <= 0.0f) continue;
+    const double q = std::round(static_cast<double>(v) * s);
+    // Values that would round to 0 or overflow 16 bits cannot be stored: they read back as invalid.
+    if (q < 1.0 || q > 65535.0) continue;
+    out.data[i] = static_cast<std::uint16_t>(q);
+  }
+  return out;
+}
+
+ImageF decode_png16(const ImageU16& values, PngEncoding encoding) {
+  const double s = scale_of(encoding);
+  ImageF out(values.width, values.height, 1, kInvalid);
+  for (std::size_t i = 0; i < values.pixels(); ++i) {
+    const std::uint16_t v = values.data[i * values.channels];
+    if (v != 0) out.data[i] = static_cast<float>(v / s);
+  }
+  return out;
+}
+
+ImageF read_disparity(const std::string& path, double scale) {
+  if (lower_ext(path) == ".pfm") {
+    ImageF d = read_pfm(path);
+    if (d.channels != 1) throw DataError(path + ": a disparity PFM must have one channel");
+    return d;
+  }
+  const cv::Mat raw = load(path);
+  cv::Mat g = to_grey(raw);
+  if (g.empty()) throw DataError(path + ": a disparity image must be single-channel");
+  if (scale <= 0.0) {
+    if (g.depth() == CV_16U) {
+      scale = 256.0;
+    } else {
+      const auto info = std::filesystem::path(path).parent_path() / "info.txt";
+      std::ifstream in(info);
+      if (!(in >> scale) || scale <= 0.0)
+        throw DataError(path + ": 8-bit disparity needs a scale (d = value / scale): give one, or an info.txt beside it");
+    }
+  }
+  ImageF out(g.cols, g.rows, 1, kInvalid);
+  for (int y = 0; y < g.rows; ++y)
+    for (int x = 0; x < g.cols; ++x) {
+      const double v = g.depth() == CV_16U ? g.at<std::uint16_t>(y, x) : g.at<std::uint8_t>(y, x);
+      if (v != 0) out.at(x, y) = static_cast<float>(v / scale);
+    }
+  return out;
+}
+
+}  // namespace s3d::io
