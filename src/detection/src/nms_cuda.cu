@@ -1,0 +1,1011 @@
+// CUDA backend of NMS: all groups in one batched pipeline, exact (same pair math as the CPU backend).
+//
+// Hard NMS, for M boxes of G groups:
+//  1. rank: stable radix sort by score (descending), then stable by group -> priority order p (group-major,
+//     score descending, input index ascending). `min_score` / NaN scores sort last and are cut off.
+//  2. spatial order q: within each group, boxes are re-sorted by the Morton code of their centre, so that a
+//     64-box tile covers a small area.
+//  3. sparse bitmask: a 64x64 tile pair (row tile r, column tile c) is evaluated only when the two tiles'
+//     bounds overlap and they share a group. Row box i's 64-bit word for tile c holds bit j iff j is in
+//     i's group, ranks higher than i, and IoU(j, i) passes: the "upper triangle" of the priority order,
+//     stored per suppressed box. Memory is pairs x 64 words, not M^2/64.
+//  4. scan: greedy NMS = the lexicographically first maximal independent set of this graph. It is found by
+//     parallel rounds (Blelloch et al. 2012, "greedy sequential MIS is parallel"): a box is removed as soon
+//     as one of its suppressors is kept, and kept as soon as all of them are removed; decisions are final,
+//     so the in-place (Gauss-Seidel) update is exact. One cooperative kernel runs all rounds with grid-wide
+//     syncs; there is no 64-thread serial scan and no host round trip per round.
+//  5. output: kept flags by global rank give the torchvision batched_nms order (score desc, index asc).
+// Soft-NMS: one block per group runs mmcv's selection loop (block-wide argmax, parallel decay).
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <cub/cub.cuh>
+#include <thrust/iterator/counting_iterator.h>
+#include <vector>
+
+#include "nms_backend.hpp"
+#include "nms_math.hpp"
+#include "s3d/core/cuda_check.cuh"
+#include "s3d/core/device_buffer.hpp"
+#include "s3d/core/errors.hpp"
+
+namespace s3d::detection::detail {
+namespace {
+
+namespace cg = cooperative_groups;
+
+constexpr int kTile = 64;
+constexpr unsigned kDeadKey = 0xFFFFFFFFu;
+
+__host__ __device__ inline unsigned ordered_bits(float f) {
+  unsigned b;
+  memcpy(&b, &f, 4);
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+__device__ inline float from_ordered(unsigned o) {
+  const unsigned b = (o & 0x80000000u) ? (o & 0x7FFFFFFFu) : ~o;
+  float f;
+  memcpy(&f, &b, 4);
+  return f;
+}
+
+__global__ void score_keys_kernel(int n, const float* scores, float min_score, unsigned* keys, int* idx,
+                                  int* valid_count) {
+  int local = 0;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const float s = scores[i];
+    unsigned bits;
+    memcpy(&bits, &s, 4);
+    const bool ok = s >= min_score;  // NaN fails
+    keys[i] = ok ? descending_score_key(s, bits) : kDeadKey;
+    idx[i] = i;
+    local += ok ? 1 : 0;
+  }
+  if (valid_count) {
+    for (int o = 16; o > 0; o >>= 1) local += __shfl_down_sync(0xFFFFFFFFu, local, o);
+    if ((threadIdx.x & 31) == 0 && local) atomicAdd(valid_count, local);
+  }
+}
+
+/// Group key per rank s (sign flipped so that int64 order = uint64 order); dead entries go last.
+__global__ void group_keys_kernel(int m, const int* idx_s, const unsigned* key_s, const std::int64_t* groups,
+                                  unsigned long long* gkey, int* s_val) {
+  const int s = blockIdx.x * blockDim.x + threadIdx.x;
+  if (s >= m) return;
+  const bool dead = key_s[s] == kDeadKey;
+  gkey[s] = dead ? ~0ull : (static_cast<unsigned long long>(groups[idx_s[s]]) ^ 0x8000000000000000ull);
+  s_val[s] = s;
+}
+
+/// head[p] = 1 where a new group starts (p-order). `gkey` may be null (one group).
+__global__ void head_flags_kernel(int m, const unsigned long long* gkey, int* head, int* start_or_zero) {
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= m) return;
+  const int h = (p == 0 || (gkey && gkey[p] != gkey[p - 1])) ? 1 : 0;
+  head[p] = h;
+  if (start_or_zero) start_or_zero[p] = h ? p : 0;
+}
+
+struct MaxOp {
+  __device__ int operator()(int a, int b) const { return a > b ? a : b; }
+};
+
+__global__ void top_k_flags_kernel(int m, const int* seg_start, long long k, unsigned char* flags) {
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= m) return;
+  flags[p] = (p - seg_start[p]) < k ? 1 : 0;
+}
+
+/// Box preparation in p-order: geometry, pruning bounds, and whether the box can intersect anything.
+template <bool kRot>
+struct BoxOf;
+template <>
+struct BoxOf<false> {
+  using type = AxisBox;
+};
+template <>
+struct BoxOf<true> {
+  using type = RotBox;
+};
+
+template <bool kRot>
+__global__ void prepare_kernel(int m, const int* s_of_p, const int* idx_s, const unsigned* key_s,
+                               const float* boxes, int offset, typename BoxOf<kRot>::type* prep, float4* bounds,
+                               unsigned char* can, unsigned* extent) {
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= m) return;
+  const int s = s_of_p ? s_of_p[p] : p;
+  const int i = idx_s[s];
+  const bool dead = key_s[s] == kDeadKey;
+  bool ok;
+  float4 b;
+  if constexpr (kRot) {
+    const RotBox r = make_rot_box(boxes + static_cast<std::size_t>(i) * 5);
+    prep[p] = r;
+    b = make_float4(r.xmin, r.ymin, r.xmax, r.ymax);
+    ok = r.valid != 0;
+  } else {
+    const float* q = boxes + static_cast<std::size_t>(i) * 4;
+    prep[p] = make_axis_box(q, offset);
+    b = make_float4(q[0], q[1], q[2], q[3]);
+    ok = offset != 0 || (q[2] > q[0] && q[3] > q[1]);
+  }
+  ok = ok && !dead;
+  bounds[p] = b;
+  can[p] = ok ? 1 : 0;
+  if (ok && extent) {
+    atomicMin(&extent[0], ordered_bits(b.x));
+    atomicMin(&extent[1], ordered_bits(b.y));
+    atomicMax(&extent[2], ordered_bits(b.z));
+    atomicMax(&extent[3], ordered_bits(b.w));
+  }
+}
+
+__global__ void init_extent_kernel(unsigned* extent) {
+  extent[0] = extent[1] = 0xFFFFFFFFu;
+  extent[2] = extent[3] = 0u;
+}
+
+__device__ inline unsigned spread16(unsigned v) {
+  v &= 0xFFFFu;
+  v = (v | (v << 8)) & 0x00FF00FFu;
+  v = (v | (v << 4)) & 0x0F0F0F0Fu;
+  v = (v | (v << 2)) & 0x33333333u;
+  v = (v | (v << 1)) & 0x55555555u;
+  return v;
+}
+
+/// Spatial key per p: (group index << 32) | Morton(centre). Boxes that cannot overlap get Morton 0.
+__global__ void morton_kernel(int m, const int* group_index, const float4* bounds, const unsigned char* can,
+                              const unsigned* extent, unsigned long long* key, int* p_val) {
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= m) return;
+  const float x0 = from_ordered(extent[0]), y0 = from_ordered(extent[1]);
+  const float x1 = from_ordered(extent[2]), y1 = from_ordered(extent[3]);
+  unsigned code = 0;
+  if (can[p]) {
+    const float4 b = bounds[p];
+    const float cx = 0.5f * b.x + 0.5f * b.z, cy = 0.5f * b.y + 0.5f * b.w;
+    const float sx = x1 > x0 ? 65535.f / (x1 - x0) : 0.f, sy = y1 > y0 ? 65535.f / (y1 - y0) : 0.f;
+    const unsigned qx = static_cast<unsigned>(fminf(fmaxf((cx - x0) * sx, 0.f), 65535.f));
+    const unsigned qy = static_cast<unsigned>(fminf(fmaxf((cy - y0) * sy, 0.f), 65535.f));
+    code = spread16(qx) | (spread16(qy) << 1);
+  }
+  const unsigned long long g = group_index ? static_cast<unsigned long long>(group_index[p]) : 0ull;
+  key[p] = (g << 32) | code;
+  p_val[p] = p;
+}
+
+/// Gathers p-order data into q-order.
+template <typename Box>
+__global__ void gather_q_kernel(int m, const int* p_of_q, const Box* prep_p, const float4* bounds_p,
+                                const unsigned char* can_p, const int* group_p, Box* prep_q, float4* bounds_q,
+                                unsigned char* can_q, int* group_q) {
+  const int q = blockIdx.x * blockDim.x + threadIdx.x;
+  if (q >= m) return;
+  const int p = p_of_q[q];
+  prep_q[q] = prep_p[p];
+  bounds_q[q] = bounds_p[p];
+  can_q[q] = can_p[p];
+  group_q[q] = group_p ? group_p[p] : 0;
+}
+
+/// Per tile: union bounds of boxes that can overlap, and the tile range of its groups.
+__global__ void tile_bounds_kernel(int m, int tiles, const float4* bounds_q, const unsigned char* can_q,
+                                   const int* group_q, const int* group_start, const int* group_end,
+                                   float4* tile_box, int2* tile_range) {
+  const int t = blockIdx.x;
+  const int q = t * kTile + threadIdx.x;
+  float4 b = make_float4(INFINITY, INFINITY, -INFINITY, -INFINITY);
+  if (q < m && can_q[q]) b = bounds_q[q];
+  for (int o = 16; o > 0; o >>= 1) {
+    b.x = fminf(b.x, __shfl_down_sync(0xFFFFFFFFu, b.x, o));
+    b.y = fminf(b.y, __shfl_down_sync(0xFFFFFFFFu, b.y, o));
+    b.z = fmaxf(b.z, __shfl_down_sync(0xFFFFFFFFu, b.z, o));
+    b.w = fmaxf(b.w, __shfl_down_sync(0xFFFFFFFFu, b.w, o));
+  }
+  __shared__ float4 part[2];
+  if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = b;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const float4 a = part[0], c = part[1];
+    tile_box[t] = make_float4(fminf(a.x, c.x), fminf(a.y, c.y), fmaxf(a.z, c.z), fmaxf(a.w, c.w));
+    const int first = t * kTile, last = min(m, first + kTile) - 1;
+    const int g0 = group_q[first], g1 = group_q[last];
+    tile_range[t] = make_int2(group_start[g0] / kTile, (group_end[g1] - 1) / kTile);
+  }
+}
+
+__global__ void decrement_kernel(int m, int* v) {
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < m) v[p] -= 1;
+}
+
+__global__ void clamp_count_kernel(std::int64_t* count, long long limit) {
+  if (*count > limit) *count = limit;
+}
+
+__global__ void init_state_kernel(int m, const unsigned char* can_q, unsigned char* state) {
+  const int q = blockIdx.x * blockDim.x + threadIdx.x;
+  if (q < m) state[q] = can_q[q] ? 0 : 1;  // boxes that intersect nothing are kept (dead ones are dropped later)
+}
+
+__global__ void group_bounds_kernel(int m, const int* head, const int* group_index, int* group_start,
+                                    int* group_end) {
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= m) return;
+  if (head[p]) {
+    group_start[group_index[p]] = p;
+    if (p > 0) group_end[group_index[p - 1]] = p;
+  }
+  if (p == m - 1) group_end[group_index[p]] = m;
+}
+
+__device__ inline bool tiles_overlap(float4 a, float4 b, float margin) {
+  return a.z + margin >= b.x && b.z + margin >= a.x && a.w + margin >= b.y && b.w + margin >= a.y;
+}
+
+constexpr int kPairBlock = 128;
+
+/// Candidate column tiles per row tile: count pass (offsets == nullptr) or fill pass.
+__global__ void tile_pairs_kernel(int tiles, const float4* tile_box, const int2* tile_range, const unsigned* extent,
+                                  int offset, const long long* offsets, long long* counts, int* pair_row,
+                                  int* pair_col) {
+  using Scan = cub::BlockScan<int, kPairBlock>;
+  __shared__ typename Scan::TempStorage scan_tmp;
+  const float mag = fmaxf(fmaxf(fabsf(from_ordered(extent[0])), fabsf(from_ordered(extent[1]))),
+                          fmaxf(fabsf(from_ordered(extent[2])), fabsf(from_ordered(extent[3]))));
+  const float margin = prune_margin(offset, mag);
+  for (int r = blockIdx.x; r < tiles; r += gridDim.x) {
+    const float4 a = tile_box[r];
+    const int2 range = tile_range[r];
+    long long base = offsets ? offsets[r] : 0;
+    long long count = 0;
+    for (int c0 = range.x; c0 <= range.y; c0 += kPairBlock) {
+      const int c = c0 + threadIdx.x;
+      const int ok = (c <= range.y && tiles_overlap(a, tile_box[c], margin)) ? 1 : 0;
+      if (!offsets) {
+        count += __syncthreads_count(ok);
+      } else {
+        int pos, total;
+        Scan(scan_tmp).ExclusiveSum(ok, pos, total);
+        if (ok) {
+          pair_row[base + pos] = r;
+          pair_col[base + pos] = c;
+        }
+        base += total;
+        __syncthreads();
+      }
+    }
+    if (!offsets && threadIdx.x == 0) counts[r] = count;
+  }
+}
+
+/// Bit j of word (pair, t): box j of column tile ranks higher than row box i = r*64+t in the same group,
+/// and IoU(j, i) passes. Boxes that cannot overlap have no bits.
+template <bool kRot>
+__global__ void mask_kernel(long long pairs, int m, const int* pair_row, const int* pair_col,
+                            const typename BoxOf<kRot>::type* prep_q, const int* prio_q, const int* group_q,
+                            const unsigned char* can_q, int offset, float thr, bool ge, unsigned long long* words) {
+  using Box = typename BoxOf<kRot>::type;
+  __shared__ Box sbox[kTile];
+  __shared__ int sprio[kTile], sgroup[kTile];
+  __shared__ unsigned char scan_ok[kTile];
+  const int t = threadIdx.x;
+  for (long long pair = blockIdx.x; pair < pairs; pair += gridDim.x) {
+    const int r = pair_row[pair], c = pair_col[pair];
+    const int j = c * kTile + t;
+    if (j < m) {
+      sbox[t] = prep_q[j];
+      sprio[t] = prio_q[j];
+      sgroup[t] = group_q[j];
+      scan_ok[t] = can_q[j];
+    } else {
+      scan_ok[t] = 0;
+    }
+    __syncthreads();
+    const int i = r * kTile + t;
+    unsigned long long bits = 0;
+    if (i < m && can_q[i]) {
+      const Box mine = prep_q[i];
+      const int pi = prio_q[i], gi = group_q[i];
+      for (int k = 0; k < kTile; ++k) {
+        if (!scan_ok[k] || sgroup[k] != gi || sprio[k] >= pi) continue;
+        float iou;
+        if constexpr (kRot) {
+          iou = rot_iou(sbox[k], mine);
+        } else {
+          iou = axis_iou(sbox[k], mine, offset);
+        }
+        if (iou_passes(iou, thr, ge)) bits |= 1ull << k;
+      }
+    }
+    words[pair * kTile + t] = bits;
+    __syncthreads();
+  }
+}
+
+/// All rounds of the parallel greedy scan in one cooperative kernel. state: 0 undecided, 1 kept, 2 removed.
+__global__ void scan_rounds_kernel(int m, const long long* offsets, const int* pair_col,
+                                   const unsigned long long* words, unsigned char* state, unsigned* counters,
+                                   int* rounds_out) {
+  cg::grid_group grid = cg::this_grid();
+  volatile unsigned char* vstate = state;
+  volatile unsigned* vcount = counters;
+  const int stride = gridDim.x * blockDim.x;
+  for (int round = 0;; ++round) {
+    unsigned local = 0;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < m; i += stride) {
+      if (vstate[i] != 0) continue;
+      const int r = i / kTile, t = i % kTile;
+      bool pending = false, removed = false;
+      const long long end = offsets[r + 1];
+      for (long long k = offsets[r]; k < end && !removed; ++k) {
+        unsigned long long w = words[k * kTile + t];
+        const int base = pair_col[k] * kTile;
+        while (w) {
+          const int b = __ffsll(static_cast<long long>(w)) - 1;
+          w &= w - 1;
+          const unsigned char s = vstate[base + b];
+          if (s == 1) {
+            removed = true;
+            break;
+          }
+          if (s == 0) pending = true;
+        }
+      }
+      if (removed) {
+        vstate[i] = 2;
+      } else if (!pending) {
+        vstate[i] = 1;
+      } else {
+        ++local;
+      }
+    }
+    for (int o = 16; o > 0; o >>= 1) local += __shfl_down_sync(0xFFFFFFFFu, local, o);
+    if ((threadIdx.x & 31) == 0 && local) atomicAdd(&counters[round % 3], local);
+    if (grid.thread_rank() == 0) counters[(round + 1) % 3] = 0;
+    grid.sync();
+    if (vcount[round % 3] == 0) {
+      if (grid.thread_rank() == 0) *rounds_out = round + 1;
+      return;
+    }
+  }
+}
+
+/// kept flag by global rank s.
+__global__ void kept_by_rank_kernel(int m, const int* p_of_q, const int* s_of_p, const unsigned* key_s,
+                                    const unsigned char* state, unsigned char* flag_s) {
+  const int q = blockIdx.x * blockDim.x + threadIdx.x;
+  if (q >= m) return;
+  const int p = p_of_q[q];
+  const int s = s_of_p ? s_of_p[p] : p;
+  flag_s[s] = (state[q] == 1 && key_s[s] != kDeadKey) ? 1 : 0;
+}
+
+__global__ void finish_output_kernel(const int* count, const int* idx, const float* scores_in, std::int64_t* keep,
+                                     float* scores_out, std::int64_t* count_out) {
+  const int n = *count;
+  for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < n; k += gridDim.x * blockDim.x) {
+    const int i = idx[k];
+    keep[k] = i;
+    scores_out[k] = scores_in[i];
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) *count_out = n;
+}
+
+// ---- soft-NMS ----
+
+constexpr int kSoftBlock = 512;
+
+template <bool kRot>
+__global__ void soft_kernel(const int* group_start, const int* group_end, const typename BoxOf<kRot>::type* prep,
+                            const unsigned char* can, const int* s_of_p, const int* idx_s, const float* scores,
+                            int method, float thr, bool ge, float sigma, float min_score, int offset, float* cur,
+                            unsigned char* alive, unsigned long long* out_key, float* out_score,
+                            int* total_selected) {
+  using Box = typename BoxOf<kRot>::type;
+  const int g = blockIdx.x;
+  const int b = group_start[g], e = group_end[g];
+  for (int p = b + threadIdx.x; p < e; p += blockDim.x) {
+    const float s = scores[idx_s[s_of_p ? s_of_p[p] : p]];
+    cur[p] = s;
+    alive[p] = s >= min_score ? 1 : 0;
+    out_key[p] = ~0ull;
+  }
+  __shared__ unsigned long long warp_best[kSoftBlock / 32];
+  __shared__ unsigned long long best_key;
+  __shared__ int best_pos;
+  int selected = 0;
+  __syncthreads();
+  for (;;) {
+    unsigned long long mine = ~0ull;
+    int mine_pos = -1;
+    for (int p = b + threadIdx.x; p < e; p += blockDim.x) {
+      if (!alive[p]) continue;
+      const float s = cur[p];
+      unsigned bits;
+      memcpy(&bits, &s, 4);
+      const int i = idx_s[s_of_p ? s_of_p[p] : p];
+      const unsigned long long key =
+          (static_cast<unsigned long long>(descending_score_key(s, bits)) << 32) | static_cast<unsigned>(i);
+      if (key < mine) {
+        mine = key;
+        mine_pos = p;
+      }
+    }
+    unsigned long long v = mine;
+    for (int o = 16; o > 0; o >>= 1) {
+      const unsigned long long other = __shfl_down_sync(0xFFFFFFFFu, v, o);
+      v = other < v ? other : v;
+    }
+    if ((threadIdx.x & 31) == 0) warp_best[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      unsigned long long best = ~0ull;
+      for (int w = 0; w < kSoftBlock / 32; ++w) best = warp_best[w] < best ? warp_best[w] : best;
+      best_key = best;
+    }
+    __syncthreads();
+    const unsigned long long best = best_key;
+    if (best == ~0ull) break;
+    if (mine == best) best_pos = mine_pos;
+    __syncthreads();
+    const int a = best_pos;
+    if (threadIdx.x == 0) {
+      out_key[b + selected] = best;
+      out_score[b + selected] = cur[a];
+      alive[a] = 0;
+    }
+    ++selected;
+    __syncthreads();
+    if (can[a]) {
+      const Box box_a = prep[a];
+      for (int p = b + threadIdx.x; p < e; p += blockDim.x) {
+        if (!alive[p]) continue;
+        float s = cur[p];
+        if (can[p]) {
+          float iou;
+          if constexpr (kRot) {
+            iou = rot_iou(box_a, prep[p]);
+          } else {
+            iou = axis_iou(box_a, prep[p], offset);
+          }
+          s = s * soft_weight(iou, method, thr, ge, sigma);
+          cur[p] = s;
+        }
+        if (s < min_score) alive[p] = 0;
+      }
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) atomicAdd(total_selected, selected);
+}
+
+__global__ void finish_soft_kernel(const int* count, const unsigned long long* keys, const float* scores_in,
+                                   std::int64_t* keep, float* scores_out, std::int64_t* count_out) {
+  const int n = *count;
+  for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < n; k += gridDim.x * blockDim.x) {
+    keep[k] = static_cast<std::int64_t>(keys[k] & 0xFFFFFFFFull);
+    scores_out[k] = scores_in[k];
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) *count_out = n;
+}
+
+// ---- max_dets ----
+
+__global__ void image_keys_kernel(int k, const std::int64_t* keep, const std::int64_t* images,
+                                  unsigned long long* key, int* pos) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= k) return;
+  key[t] = images ? static_cast<unsigned long long>(images[keep[t]]) ^ 0x8000000000000000ull : 0ull;
+  pos[t] = t;
+}
+
+__global__ void rank_in_image_kernel(int k, const int* seg_start, const int* pos, long long max_dets,
+                                     unsigned char* flag) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= k) return;
+  flag[pos[t]] = (t - seg_start[t]) < max_dets ? 1 : 0;
+}
+
+__global__ void gather_selected_kernel(const int* count, const int* sel, const std::int64_t* keep_in,
+                                       const float* score_in, std::int64_t* keep_out, float* score_out,
+                                       std::int64_t* count_out) {
+  const int n = *count;
+  for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < n; k += gridDim.x * blockDim.x) {
+    keep_out[k] = keep_in[sel[k]];
+    score_out[k] = score_in[sel[k]];
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) *count_out = n;
+}
+
+unsigned blocks(std::size_t n, unsigned block = 256) { return std::max(1u, ::s3d::detail::grid_size(n, block)); }
+
+int bit_length(unsigned long long v) {
+  int b = 0;
+  while (v) {
+    ++b;
+    v >>= 1;
+  }
+  return b;
+}
+
+}  // namespace
+
+struct NmsCuda::State {
+  int device = 0;
+  int sm_count = 0;
+  // host-path staging
+  DeviceBuffer<float> in_boxes, in_scores;
+  DeviceBuffer<std::int64_t> in_groups, in_images;
+  // ranking
+  DeviceBuffer<unsigned> key_a, key_b;
+  DeviceBuffer<int> idx_a, idx_s;  // idx_s[s] = input index of rank s
+  DeviceBuffer<unsigned long long> gkey_a, gkey_p;
+  DeviceBuffer<int> sval_a, s_of_p;
+  DeviceBuffer<int> head, seg_start, group_index, group_start, group_end, scratch_int;
+  DeviceBuffer<unsigned char> flags;
+  // geometry
+  DeviceBuffer<AxisBox> axis_p, axis_q;
+  DeviceBuffer<RotBox> rot_p, rot_q;
+  DeviceBuffer<float4> bounds_p, bounds_q;
+  DeviceBuffer<unsigned char> can_p, can_q;
+  DeviceBuffer<int> group_q, p_of_q, p_val;
+  DeviceBuffer<unsigned long long> skey_a, skey_b;
+  DeviceBuffer<unsigned> extent;
+  // sparse mask and scan
+  DeviceBuffer<float4> tile_box;
+  DeviceBuffer<int2> tile_range;
+  DeviceBuffer<long long> pair_counts, pair_offsets;
+  DeviceBuffer<int> pair_row, pair_col;
+  DeviceBuffer<unsigned long long> words;
+  DeviceBuffer<unsigned char> state;
+  DeviceBuffer<unsigned> counters;
+  DeviceBuffer<int> rounds, count_int;
+  // soft
+  DeviceBuffer<float> cur, soft_score, soft_score_b;
+  DeviceBuffer<unsigned long long> soft_key, soft_key_b;
+  // output
+  DeviceBuffer<std::int64_t> keep, keep_b, count;
+  DeviceBuffer<float> out_scores, out_scores_b;
+  DeviceBuffer<unsigned char> temp;
+  // pinned host scratch
+  long long* host = nullptr;
+  NmsEngine::Stats stats;
+  bool use_sop = false;  // s_of_p holds the p -> s map (else p == s)
+
+  explicit State(int dev) : device(dev) {
+    S3D_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, dev));
+    S3D_CUDA_CHECK(cudaMallocHost(&host, 8 * sizeof(long long)));
+  }
+  ~State() {
+    if (host) cudaFreeHost(host);
+  }
+
+  template <typename F>
+  void cub_call(F&& f, StreamHandle stream) {
+    std::size_t bytes = 0;
+    S3D_CUDA_CHECK(f(static_cast<void*>(nullptr), bytes));
+    temp.resize(std::max<std::size_t>(bytes, 1), stream);
+    S3D_CUDA_CHECK(f(static_cast<void*>(temp.data()), bytes));
+  }
+
+  long long read_int(const int* d_value, StreamHandle stream) {
+    int v = 0;
+    S3D_CUDA_CHECK(cudaMemcpyAsync(host, d_value, sizeof(int), cudaMemcpyDeviceToHost, stream));
+    S3D_CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::memcpy(&v, host, sizeof(int));
+    return v;
+  }
+  long long read_ll(const long long* d_value, StreamHandle stream) {
+    S3D_CUDA_CHECK(cudaMemcpyAsync(host, d_value, sizeof(long long), cudaMemcpyDeviceToHost, stream));
+    S3D_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return host[0];
+  }
+
+  void set_count_zero(StreamHandle stream) {
+    count.resize(1, stream);
+    S3D_CUDA_CHECK(cudaMemsetAsync(count.data(), 0, sizeof(std::int64_t), stream));
+  }
+
+  void run(const NmsInput& in, const NmsParams& prm, StreamHandle st);
+  template <bool kRot>
+  void run_hard(const NmsInput& in, const NmsParams& prm, int m, bool grouped, StreamHandle st);
+  template <bool kRot>
+  void run_soft(const NmsInput& in, const NmsParams& prm, int m, bool grouped, StreamHandle st);
+  void apply_max_dets(const NmsInput& in, const NmsParams& prm, StreamHandle st);
+};
+
+void NmsCuda::State::run(const NmsInput& in, const NmsParams& prm, StreamHandle st) {
+  stats = {};
+  stats.rounds = -1;
+  const int n = static_cast<int>(in.count);
+  set_count_zero(st);
+  keep.resize(std::max(n, 1), st);
+  out_scores.resize(std::max(n, 1), st);
+  if (n == 0) return;
+
+  // 1. Rank by score (stable, descending); dead (NaN, below min_score) last.
+  key_a.resize(n, st);
+  key_b.resize(n, st);
+  idx_a.resize(n, st);
+  idx_s.resize(n, st);
+  count_int.resize(2, st);
+  const bool filtering = prm.min_score > -INFINITY;
+  if (filtering) S3D_CUDA_CHECK(cudaMemsetAsync(count_int.data(), 0, sizeof(int), st));
+  score_keys_kernel<<<blocks(n), 256, 0, st>>>(n, in.scores, prm.min_score, key_a.data(), idx_a.data(),
+                                                filtering ? count_int.data() : nullptr);
+  S3D_CUDA_CHECK_LAUNCH();
+  cub_call([&](void* t, std::size_t& b) {
+    return cub::DeviceRadixSort::SortPairs(t, b, key_a.data(), key_b.data(), idx_a.data(), idx_s.data(), n, 0, 32, st);
+  }, st);
+  int m = n;
+  if (filtering) m = static_cast<int>(read_int(count_int.data(), st));
+  if (m == 0) return;
+
+  // 2. Group-major order p (stable by group over the ranked list).
+  const bool grouped = in.group_ids != nullptr;
+  if (grouped) {
+    gkey_a.resize(m, st);
+    gkey_p.resize(m, st);
+    sval_a.resize(m, st);
+    s_of_p.resize(m, st);
+    group_keys_kernel<<<blocks(m), 256, 0, st>>>(m, idx_s.data(), key_b.data(), in.group_ids, gkey_a.data(),
+                                                  sval_a.data());
+    S3D_CUDA_CHECK_LAUNCH();
+    cub_call([&](void* t, std::size_t& b) {
+      return cub::DeviceRadixSort::SortPairs(t, b, gkey_a.data(), gkey_p.data(), sval_a.data(), s_of_p.data(), m, 0,
+                                             64, st);
+    }, st);
+  }
+  // 3. pre_top_k per group: compact p-order to the first k of each group.
+  if (prm.pre_top_k > 0 && prm.pre_top_k < m) {
+    head.resize(m, st);
+    seg_start.resize(m, st);
+    scratch_int.resize(m, st);
+    flags.resize(m, st);
+    head_flags_kernel<<<blocks(m), 256, 0, st>>>(m, grouped ? gkey_p.data() : nullptr, head.data(), scratch_int.data());
+    S3D_CUDA_CHECK_LAUNCH();
+    cub_call([&](void* t, std::size_t& b) {
+      return cub::DeviceScan::InclusiveScan(t, b, scratch_int.data(), seg_start.data(), MaxOp(), m, st);
+    }, st);
+    top_k_flags_kernel<<<blocks(m), 256, 0, st>>>(m, seg_start.data(), prm.pre_top_k, flags.data());
+    S3D_CUDA_CHECK_LAUNCH();
+    // p -> s values, compacted (identity p -> s when ungrouped)
+    if (!grouped) {
+      s_of_p.resize(m, st);
+      sval_a.resize(m, st);
+      cub_call([&](void* t, std::size_t& b) {
+        return cub::DeviceSelect::Flagged(t, b, thrust::counting_iterator<int>(0), flags.data(), s_of_p.data(),
+                                          count_int.data(), m, st);
+      }, st);
+    } else {
+      sval_a.resize(m, st);
+      gkey_a.resize(m, st);
+      cub_call([&](void* t, std::size_t& b) {
+        return cub::DeviceSelect::Flagged(t, b, s_of_p.data(), flags.data(), sval_a.data(), count_int.data(), m, st);
+      }, st);
+      cub_call([&](void* t, std::size_t& b) {
+        return cub::DeviceSelect::Flagged(t, b, gkey_p.data(), flags.data(), gkey_a.data(), count_int.data() + 1, m,
+                                          st);
+      }, st);
+      std::swap(sval_a, s_of_p);
+      std::swap(gkey_a, gkey_p);
+    }
+    m = static_cast<int>(read_int(count_int.data(), st));
+    if (m == 0) return;
+    use_sop = true;
+  } else {
+    use_sop = grouped;
+  }
+  stats.boxes = m;
+  if (prm.method == NmsMethod::kHard) {
+    if (prm.rotated) {
+      run_hard<true>(in, prm, m, grouped, st);
+    } else {
+      run_hard<false>(in, prm, m, grouped, st);
+    }
+  } else {
+    if (prm.rotated) {
+      run_soft<true>(in, prm, m, grouped, st);
+    } else {
+      run_soft<false>(in, prm, m, grouped, st);
+    }
+  }
+  if (prm.max_dets > 0) apply_max_dets(in, prm, st);
+}
+
+}  // namespace s3d::detection::detail
+
+namespace s3d::detection::detail {
+
+template <bool kRot>
+void NmsCuda::State::run_hard(const NmsInput& in, const NmsParams& prm, int m, bool grouped, StreamHandle st) {
+  using Box = typename BoxOf<kRot>::type;
+  DeviceBuffer<Box>& prep_p_buf = [&]() -> DeviceBuffer<Box>& {
+    if constexpr (kRot) return rot_p; else return axis_p;
+  }();
+  DeviceBuffer<Box>& prep_q_buf = [&]() -> DeviceBuffer<Box>& {
+    if constexpr (kRot) return rot_q; else return axis_q;
+  }();
+  const int* sop = use_sop ? s_of_p.data() : nullptr;
+  prep_p_buf.resize(m, st);
+  prep_q_buf.resize(m, st);
+  bounds_p.resize(m, st);
+  bounds_q.resize(m, st);
+  can_p.resize(m, st);
+  can_q.resize(m, st);
+  extent.resize(4, st);
+  init_extent_kernel<<<1, 1, 0, st>>>(extent.data());
+  S3D_CUDA_CHECK_LAUNCH();
+  prepare_kernel<kRot><<<blocks(m), 256, 0, st>>>(m, sop, idx_s.data(), key_b.data(), in.boxes, prm.pixel_offset,
+                                                   prep_p_buf.data(), bounds_p.data(), can_p.data(), extent.data());
+  S3D_CUDA_CHECK_LAUNCH();
+
+  // Groups: index per p and [start, end) per group (same ranges in p- and q-order).
+  head.resize(m, st);
+  group_index.resize(m, st);
+  group_start.resize(m, st);
+  group_end.resize(m, st);
+  head_flags_kernel<<<blocks(m), 256, 0, st>>>(m, grouped ? gkey_p.data() : nullptr, head.data(), nullptr);
+  S3D_CUDA_CHECK_LAUNCH();
+  cub_call([&](void* t, std::size_t& b) {
+    return cub::DeviceScan::InclusiveSum(t, b, head.data(), group_index.data(), m, st);
+  }, st);
+  decrement_kernel<<<blocks(m), 256, 0, st>>>(m, group_index.data());
+  S3D_CUDA_CHECK_LAUNCH();
+  group_bounds_kernel<<<blocks(m), 256, 0, st>>>(m, head.data(), group_index.data(), group_start.data(),
+                                                  group_end.data());
+  S3D_CUDA_CHECK_LAUNCH();
+
+  // Spatial order q within each group.
+  skey_a.resize(m, st);
+  skey_b.resize(m, st);
+  p_val.resize(m, st);
+  p_of_q.resize(m, st);
+  group_q.resize(m, st);
+  morton_kernel<<<blocks(m), 256, 0, st>>>(m, grouped ? group_index.data() : nullptr, bounds_p.data(), can_p.data(),
+                                            extent.data(), skey_a.data(), p_val.data());
+  S3D_CUDA_CHECK_LAUNCH();
+  const int end_bit = grouped ? 32 + bit_length(static_cast<unsigned long long>(m)) : 32;
+  cub_call([&](void* t, std::size_t& b) {
+    return cub::DeviceRadixSort::SortPairs(t, b, skey_a.data(), skey_b.data(), p_val.data(), p_of_q.data(), m, 0,
+                                           end_bit, st);
+  }, st);
+  gather_q_kernel<Box><<<blocks(m), 256, 0, st>>>(m, p_of_q.data(), prep_p_buf.data(), bounds_p.data(), can_p.data(),
+                                                   group_index.data(), prep_q_buf.data(), bounds_q.data(),
+                                                   can_q.data(), group_q.data());
+  S3D_CUDA_CHECK_LAUNCH();
+
+  // Tiles and candidate tile pairs.
+  const int tiles = (m + kTile - 1) / kTile;
+  tile_box.resize(tiles, st);
+  tile_range.resize(tiles, st);
+  tile_bounds_kernel<<<tiles, kTile, 0, st>>>(m, tiles, bounds_q.data(), can_q.data(), group_q.data(),
+                                              group_start.data(), group_end.data(), tile_box.data(),
+                                              tile_range.data());
+  S3D_CUDA_CHECK_LAUNCH();
+  pair_counts.resize(tiles + 1, st);
+  pair_offsets.resize(tiles + 1, st);
+  S3D_CUDA_CHECK(cudaMemsetAsync(pair_counts.data() + tiles, 0, sizeof(long long), st));
+  const unsigned pair_grid = static_cast<unsigned>(std::min(tiles, sm_count * 16));
+  tile_pairs_kernel<<<pair_grid, kPairBlock, 0, st>>>(tiles, tile_box.data(), tile_range.data(), extent.data(),
+                                                      prm.pixel_offset, nullptr, pair_counts.data(), nullptr, nullptr);
+  S3D_CUDA_CHECK_LAUNCH();
+  cub_call([&](void* t, std::size_t& b) {
+    return cub::DeviceScan::ExclusiveSum(t, b, pair_counts.data(), pair_offsets.data(), tiles + 1, st);
+  }, st);
+  const long long pairs = read_ll(pair_offsets.data() + tiles, st);
+  stats.tile_pairs = pairs;
+  pair_row.resize(static_cast<std::size_t>(pairs), st);
+  pair_col.resize(static_cast<std::size_t>(pairs), st);
+  words.resize(static_cast<std::size_t>(pairs) * kTile, st);
+  tile_pairs_kernel<<<pair_grid, kPairBlock, 0, st>>>(tiles, tile_box.data(), tile_range.data(), extent.data(),
+                                                      prm.pixel_offset, pair_offsets.data(), nullptr, pair_row.data(),
+                                                      pair_col.data());
+  S3D_CUDA_CHECK_LAUNCH();
+  const unsigned mask_grid = static_cast<unsigned>(std::min<long long>(pairs, 1ll << 24));
+  mask_kernel<kRot><<<mask_grid, kTile, 0, st>>>(pairs, m, pair_row.data(), pair_col.data(), prep_q_buf.data(),
+                                                 p_of_q.data(), group_q.data(), can_q.data(), prm.pixel_offset,
+                                                 prm.iou_threshold, prm.suppress_at_equal, words.data());
+  S3D_CUDA_CHECK_LAUNCH();
+
+  // Parallel greedy scan.
+  state.resize(m, st);
+  counters.resize(3, st);
+  rounds.resize(1, st);
+  S3D_CUDA_CHECK(cudaMemsetAsync(counters.data(), 0, 3 * sizeof(unsigned), st));
+  init_state_kernel<<<blocks(m), 256, 0, st>>>(m, can_q.data(), state.data());
+  S3D_CUDA_CHECK_LAUNCH();
+  static int blocks_per_sm = 0;
+  if (blocks_per_sm == 0) {
+    S3D_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, scan_rounds_kernel, 256, 0));
+    blocks_per_sm = std::max(1, blocks_per_sm);
+  }
+  const unsigned scan_grid = std::min<unsigned>(blocks(m), static_cast<unsigned>(blocks_per_sm * sm_count));
+  {
+    int m_arg = m;
+    const long long* off = pair_offsets.data();
+    const int* col = pair_col.data();
+    const unsigned long long* w = words.data();
+    unsigned char* stt = state.data();
+    unsigned* cnt = counters.data();
+    int* rnd = rounds.data();
+    void* args[] = {&m_arg, &off, &col, &w, &stt, &cnt, &rnd};
+    S3D_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(scan_rounds_kernel), dim3(scan_grid),
+                                               dim3(256), args, 0, st));
+  }
+
+  // Output in global rank order.
+  const int n = static_cast<int>(in.count);
+  flags.resize(n, st);
+  S3D_CUDA_CHECK(cudaMemsetAsync(flags.data(), 0, n, st));
+  kept_by_rank_kernel<<<blocks(m), 256, 0, st>>>(m, p_of_q.data(), sop, key_b.data(), state.data(), flags.data());
+  S3D_CUDA_CHECK_LAUNCH();
+  cub_call([&](void* t, std::size_t& b) {
+    return cub::DeviceSelect::Flagged(t, b, idx_s.data(), flags.data(), idx_a.data(), count_int.data(), n, st);
+  }, st);
+  finish_output_kernel<<<blocks(m), 256, 0, st>>>(count_int.data(), idx_a.data(), in.scores, keep.data(),
+                                                   out_scores.data(), count.data());
+  S3D_CUDA_CHECK_LAUNCH();
+}
+
+template <bool kRot>
+void NmsCuda::State::run_soft(const NmsInput& in, const NmsParams& prm, int m, bool grouped, StreamHandle st) {
+  using Box = typename BoxOf<kRot>::type;
+  DeviceBuffer<Box>& prep_p_buf = [&]() -> DeviceBuffer<Box>& {
+    if constexpr (kRot) return rot_p; else return axis_p;
+  }();
+  const int* sop = use_sop ? s_of_p.data() : nullptr;
+  prep_p_buf.resize(m, st);
+  bounds_p.resize(m, st);
+  can_p.resize(m, st);
+  prepare_kernel<kRot><<<blocks(m), 256, 0, st>>>(m, sop, idx_s.data(), key_b.data(), in.boxes, prm.pixel_offset,
+                                                   prep_p_buf.data(), bounds_p.data(), can_p.data(), nullptr);
+  S3D_CUDA_CHECK_LAUNCH();
+  head.resize(m, st);
+  group_index.resize(m, st);
+  group_start.resize(m, st);
+  group_end.resize(m, st);
+  head_flags_kernel<<<blocks(m), 256, 0, st>>>(m, grouped ? gkey_p.data() : nullptr, head.data(), nullptr);
+  S3D_CUDA_CHECK_LAUNCH();
+  cub_call([&](void* t, std::size_t& b) {
+    return cub::DeviceScan::InclusiveSum(t, b, head.data(), group_index.data(), m, st);
+  }, st);
+  decrement_kernel<<<blocks(m), 256, 0, st>>>(m, group_index.data());
+  S3D_CUDA_CHECK_LAUNCH();
+  group_bounds_kernel<<<blocks(m), 256, 0, st>>>(m, head.data(), group_index.data(), group_start.data(),
+                                                  group_end.data());
+  S3D_CUDA_CHECK_LAUNCH();
+  const int groups = static_cast<int>(read_int(group_index.data() + (m - 1), st)) + 1;
+
+  cur.resize(m, st);
+  flags.resize(m, st);
+  soft_key.resize(m, st);
+  soft_key_b.resize(m, st);
+  soft_score.resize(m, st);
+  soft_score_b.resize(m, st);
+  S3D_CUDA_CHECK(cudaMemsetAsync(count_int.data(), 0, sizeof(int), st));
+  const int method = prm.method == NmsMethod::kSoftLinear ? 1 : 2;
+  soft_kernel<kRot><<<groups, kSoftBlock, 0, st>>>(group_start.data(), group_end.data(), prep_p_buf.data(),
+                                                   can_p.data(), sop, idx_s.data(), in.scores, method,
+                                                   prm.iou_threshold, prm.suppress_at_equal, prm.sigma,
+                                                   prm.soft_min_score, prm.pixel_offset, cur.data(), flags.data(),
+                                                   soft_key.data(), soft_score.data(), count_int.data());
+  S3D_CUDA_CHECK_LAUNCH();
+  cub_call([&](void* t, std::size_t& b) {
+    return cub::DeviceRadixSort::SortPairs(t, b, soft_key.data(), soft_key_b.data(), soft_score.data(),
+                                           soft_score_b.data(), m, 0, 64, st);
+  }, st);
+  finish_soft_kernel<<<blocks(m), 256, 0, st>>>(count_int.data(), soft_key_b.data(), soft_score_b.data(), keep.data(),
+                                                 out_scores.data(), count.data());
+  S3D_CUDA_CHECK_LAUNCH();
+}
+
+void NmsCuda::State::apply_max_dets(const NmsInput& in, const NmsParams& prm, StreamHandle st) {
+  if (!in.image_ids) {
+    clamp_count_kernel<<<1, 1, 0, st>>>(count.data(), prm.max_dets);
+    S3D_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  const long long k = read_ll(reinterpret_cast<const long long*>(count.data()), st);
+  if (k <= prm.max_dets) return;
+  const int kk = static_cast<int>(k);
+  skey_a.resize(kk, st);
+  skey_b.resize(kk, st);
+  p_val.resize(kk, st);
+  p_of_q.resize(kk, st);
+  head.resize(kk, st);
+  scratch_int.resize(kk, st);
+  seg_start.resize(kk, st);
+  flags.resize(kk, st);
+  idx_a.resize(kk, st);
+  keep_b.resize(kk, st);
+  out_scores_b.resize(kk, st);
+  image_keys_kernel<<<blocks(kk), 256, 0, st>>>(kk, keep.data(), in.image_ids, skey_a.data(), p_val.data());
+  S3D_CUDA_CHECK_LAUNCH();
+  cub_call([&](void* t, std::size_t& b) {
+    return cub::DeviceRadixSort::SortPairs(t, b, skey_a.data(), skey_b.data(), p_val.data(), p_of_q.data(), kk, 0, 64,
+                                           st);
+  }, st);
+  head_flags_kernel<<<blocks(kk), 256, 0, st>>>(kk, skey_b.data(), head.data(), scratch_int.data());
+  S3D_CUDA_CHECK_LAUNCH();
+  cub_call([&](void* t, std::size_t& b) {
+    return cub::DeviceScan::InclusiveScan(t, b, scratch_int.data(), seg_start.data(), MaxOp(), kk, st);
+  }, st);
+  rank_in_image_kernel<<<blocks(kk), 256, 0, st>>>(kk, seg_start.data(), p_of_q.data(), prm.max_dets, flags.data());
+  S3D_CUDA_CHECK_LAUNCH();
+  cub_call([&](void* t, std::size_t& b) {
+    return cub::DeviceSelect::Flagged(t, b, thrust::counting_iterator<int>(0), flags.data(), idx_a.data(),
+                                      count_int.data(), kk, st);
+  }, st);
+  gather_selected_kernel<<<blocks(kk), 256, 0, st>>>(count_int.data(), idx_a.data(), keep.data(), out_scores.data(),
+                                                      keep_b.data(), out_scores_b.data(), count.data());
+  S3D_CUDA_CHECK_LAUNCH();
+  std::swap(keep, keep_b);
+  std::swap(out_scores, out_scores_b);
+}
+
+NmsCuda::NmsCuda(int device_index) : state_(std::make_unique<State>(device_index)) {}
+NmsCuda::~NmsCuda() = default;
+
+void NmsCuda::run_device(const NmsInput& device_input, const NmsParams& params, StreamHandle stream) {
+  state_->run(device_input, params, stream);
+}
+
+NmsResult NmsCuda::run_host(const NmsInput& in, const NmsParams& params, StreamHandle st) {
+  State& s = *state_;
+  const std::size_t n = static_cast<std::size_t>(in.count);
+  NmsInput dev;
+  dev.count = in.count;
+  if (n) {
+    s.in_boxes.copy_from_host_async(in.boxes, n * params.box_dim(), st);
+    s.in_scores.copy_from_host_async(in.scores, n, st);
+    dev.boxes = s.in_boxes.data();
+    dev.scores = s.in_scores.data();
+    if (in.group_ids) {
+      s.in_groups.copy_from_host_async(in.group_ids, n, st);
+      dev.group_ids = s.in_groups.data();
+    }
+    if (in.image_ids) {
+      s.in_images.copy_from_host_async(in.image_ids, n, st);
+      dev.image_ids = s.in_images.data();
+    }
+  }
+  s.run(dev, params, st);
+  return download(st);
+}
+
+const std::int64_t* NmsCuda::keep() const { return state_->keep.data(); }
+const float* NmsCuda::scores() const { return state_->out_scores.data(); }
+const std::int64_t* NmsCuda::keep_count() const { return state_->count.data(); }
+
+NmsResult NmsCuda::download(StreamHandle st) const {
+  State& s = *state_;
+  NmsResult r;
+  const long long k = s.read_ll(reinterpret_cast<const long long*>(s.count.data()), st);
+  r.keep.resize(static_cast<std::size_t>(k));
+  r.scores.resize(static_cast<std::size_t>(k));
+  if (k > 0) {
+    S3D_CUDA_CHECK(cudaMemcpyAsync(r.keep.data(), s.keep.data(), k * sizeof(std::int64_t), cudaMemcpyDeviceToHost, st));
+    S3D_CUDA_CHECK(cudaMemcpyAsync(r.scores.data(), s.out_scores.data(), k * sizeof(float), cudaMemcpyDeviceToHost, st));
+    S3D_CUDA_CHECK(cudaStreamSynchronize(st));
+  }
+  return r;
+}
+
+NmsEngine::Stats NmsCuda::stats() const {
+  NmsEngine::Stats st = state_->stats;
+  if (st.tile_pairs > 0 && state_->rounds.data()) {
+    int r = 0;
+    S3D_CUDA_CHECK(cudaMemcpy(&r, state_->rounds.data(), sizeof(int), cudaMemcpyDeviceToHost));
+    st.rounds = r;
+  }
+  return st;
+}
+
+}  // namespace s3d::detection::detail
