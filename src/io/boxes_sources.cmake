@@ -1,1 +1,2 @@
-list(APPEND S3D_IO_SOURCES)  # boxes: filled by the boxes work
+# boxes: detection box files (COCO results JSON, CSV, JSON Lines, MOTChallenge det.txt, VOC text folders)
+list(APPEND S3D_IO_SOURCES src/boxes.cpp src/boxes_text.cpp src/boxes_json.cpp)
