@@ -1,0 +1,313 @@
+// NMS semantics, parameters, edge cases, CPU vs CUDA, rotated and soft-NMS against straightforward references.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "nms_test_util.hpp"
+#include "s3d/core/errors.hpp"
+#include "s3d/detection/nms.hpp"
+#include "test_support.hpp"
+
+namespace s3d::detection {
+namespace {
+
+using test::BoxSet;
+
+class NmsDeviceTest : public ::testing::TestWithParam<Device> {
+ protected:
+  void SetUp() override { S3D_SKIP_IF_NO_DEVICE(GetParam()); }
+  NmsResult run(const BoxSet& s, const NmsParams& p, bool groups = true, bool images = true) {
+    return nms(GetParam(), s.input(groups, images), p);
+  }
+};
+
+TEST(NmsParamsTest, ValidateNamesTheField) {
+  NmsParams p;
+  EXPECT_NO_THROW(p.validate());
+  auto expect_field = [](NmsParams q, const char* field) {
+    try {
+      q.validate();
+      ADD_FAILURE() << "no throw for " << field;
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  };
+  NmsParams q = p;
+  q.iou_threshold = 1.5f;
+  expect_field(q, "iou_threshold");
+  q = p;
+  q.iou_threshold = NAN;
+  expect_field(q, "iou_threshold");
+  q = p;
+  q.iou_threshold = 0.f;
+  q.suppress_at_equal = true;
+  expect_field(q, "iou_threshold");
+  q = p;
+  q.pixel_offset = 2;
+  expect_field(q, "pixel_offset");
+  q = p;
+  q.rotated = true;
+  q.pixel_offset = 1;
+  expect_field(q, "pixel_offset");
+  q = p;
+  q.sigma = 0.f;
+  expect_field(q, "sigma");
+  q = p;
+  q.soft_min_score = -1.f;
+  expect_field(q, "soft_min_score");
+  q = p;
+  q.min_score = NAN;
+  expect_field(q, "min_score");
+  q = p;
+  q.pre_top_k = -1;
+  expect_field(q, "pre_top_k");
+  q = p;
+  q.max_dets = -2;
+  expect_field(q, "max_dets");
+}
+
+TEST(NmsIouTest, MatchesHandComputedValues) {
+  NmsParams p;
+  const float a[4] = {0, 0, 10, 10}, b[4] = {5, 0, 15, 10};
+  EXPECT_FLOAT_EQ(nms_iou(a, b, p), 50.f / 150.f);
+  const float z[4] = {3, 3, 3, 8};  // zero area: inter 0
+  EXPECT_EQ(nms_iou(a, z, p), 0.f);
+  EXPECT_TRUE(std::isnan(nms_iou(z, z, p)));  // 0/0, as torchvision
+  p.pixel_offset = 1;
+  EXPECT_FLOAT_EQ(nms_iou(a, b, p), 66.f / (121.f + 121.f - 66.f));
+  NmsParams r;
+  r.rotated = true;
+  const float ra[5] = {0, 0, 2, 2, 0}, rb[5] = {1, 0, 2, 2, 0};
+  EXPECT_NEAR(nms_iou(ra, rb, r), 2.f / 6.f, 1e-6);
+  // a square and the same square turned by 45 degrees: inter = 8 (sqrt 2 - 1) for side 2
+  const float rc[5] = {0, 0, 2, 2, static_cast<float>(M_PI / 4)};
+  const double inter = 8.0 * (std::sqrt(2.0) - 1.0);
+  EXPECT_NEAR(nms_iou(ra, rc, r), inter / (8.0 - inter), 1e-6);
+  // a 90-degree turn of a w x h box is the h x w box
+  const float rd[5] = {5, 5, 4, 2, static_cast<float>(M_PI / 2)}, re[5] = {5, 5, 2, 4, 0};
+  EXPECT_NEAR(nms_iou(rd, re, r), 1.0, 1e-6);
+  // angle 0 agrees with the axis-aligned IoU
+  const float ax[4] = {10, 20, 40, 35}, bx[4] = {25, 22, 50, 44};
+  const float rax[5] = {25, 27.5f, 30, 15, 0}, rbx[5] = {37.5f, 33, 25, 22, 0};
+  EXPECT_NEAR(nms_iou(rax, rbx, r), nms_iou(ax, bx, NmsParams{}), 1e-6);
+  const float far[5] = {100, 100, 2, 2, 0.3f};
+  EXPECT_EQ(nms_iou(ra, far, r), 0.f);
+}
+
+TEST_P(NmsDeviceTest, EmptyAndSingleBox) {
+  BoxSet s;
+  NmsParams p;
+  EXPECT_TRUE(run(s, p).keep.empty());
+  s.boxes = {1, 2, 3, 4};
+  s.scores = {0.5f};
+  const auto r = run(s, p);
+  ASSERT_EQ(r.keep.size(), 1u);
+  EXPECT_EQ(r.keep[0], 0);
+  EXPECT_EQ(r.scores[0], 0.5f);
+}
+
+TEST_P(NmsDeviceTest, TorchvisionTiesAndDegenerateBoxes) {
+  BoxSet s;
+  // 0,1 identical with equal scores: lower index wins. 2 zero-area inside 0. 3 inverted. 4 IoU exactly 0.5.
+  s.boxes = {0, 0, 10, 10, 0, 0, 10, 10, 5, 5, 5, 9, 8, 8, 2, 2, 0, 0, 10, 5};
+  s.scores = {0.9f, 0.9f, 0.95f, 0.99f, 0.8f};
+  NmsParams p;  // thr 0.5, strict
+  auto r = run(s, p);
+  EXPECT_EQ(r.keep, (std::vector<std::int64_t>{3, 2, 0, 4}));
+  p.suppress_at_equal = true;  // IoU(0,4) = 0.5 >= 0.5 now suppresses
+  r = run(s, p);
+  EXPECT_EQ(r.keep, (std::vector<std::int64_t>{3, 2, 0}));
+}
+
+TEST_P(NmsDeviceTest, PixelOffsetChangesTheIou) {
+  BoxSet s;
+  s.boxes = {0, 0, 9, 9, 5, 0, 14, 9};  // +1: inter 5x10=50, union 150 -> 1/3; no +1: 36/126
+  s.scores = {0.9f, 0.8f};
+  NmsParams p;
+  p.iou_threshold = 0.3f;
+  EXPECT_EQ(run(s, p).keep.size(), 2u);  // 0.2857 <= 0.3
+  p.pixel_offset = 1;
+  EXPECT_EQ(run(s, p).keep.size(), 1u);  // 0.333 > 0.3
+}
+
+TEST_P(NmsDeviceTest, RandomClusteredMatchesReference) {
+  for (int trial = 0; trial < 6; ++trial) {
+    const std::int64_t n = 63 + trial * 731;  // odd sizes, not multiples of 64
+    const auto s = test::clustered(n, 1000 + trial, trial % 2 ? 5 : 1, trial % 3 == 0 ? 8 : 0);
+    for (float thr : {0.f, 0.3f, 0.5f, 0.7f}) {
+      NmsParams p;
+      p.iou_threshold = thr;
+      EXPECT_EQ(run(s, p).keep, test::reference_hard(s, p)) << "n=" << n << " thr=" << thr;
+    }
+  }
+}
+
+TEST_P(NmsDeviceTest, EachParameterMatchesReference) {
+  const auto s = test::clustered(3001, 77, 9, 16);
+  std::vector<NmsParams> cases;
+  NmsParams p;
+  p.iou_threshold = 0.6f;
+  cases.push_back(p);
+  p.suppress_at_equal = true;
+  cases.push_back(p);
+  p = {};
+  p.pixel_offset = 1;
+  cases.push_back(p);
+  p = {};
+  p.min_score = 0.4f;
+  cases.push_back(p);
+  p = {};
+  p.pre_top_k = 37;
+  cases.push_back(p);
+  p = {};
+  p.max_dets = 11;
+  cases.push_back(p);
+  p = {};
+  p.min_score = 0.2f;
+  p.pre_top_k = 100;
+  p.max_dets = 25;
+  p.iou_threshold = 0.45f;
+  cases.push_back(p);
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    EXPECT_EQ(run(s, cases[c]).keep, test::reference_hard(s, cases[c])) << "case " << c;
+    EXPECT_EQ(run(s, cases[c], false, false).keep, test::reference_hard(s, cases[c], false, false)) << "case " << c;
+  }
+}
+
+TEST_P(NmsDeviceTest, LargeSingleGroupMatchesReferenceQuickly) {
+  // Exercises the CPU grid path (groups > 512 boxes) and many CUDA tiles.
+  const auto s = test::clustered(20011, 4242, 1, 0, 0.02f, 3000.f);
+  NmsParams p;
+  p.iou_threshold = 0.5f;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = run(s, p, false, false);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.keep, test::reference_hard(s, p, false, false));
+  EXPECT_LT(ms, 1000.0);
+}
+
+TEST_P(NmsDeviceTest, NanScoresAreDropped) {
+  BoxSet s;
+  s.boxes = {0, 0, 10, 10, 0, 0, 10, 10, 20, 20, 30, 30};
+  s.scores = {NAN, 0.5f, 0.7f};
+  const auto r = run(s, NmsParams{});
+  EXPECT_EQ(r.keep, (std::vector<std::int64_t>{2, 1}));
+}
+
+TEST_P(NmsDeviceTest, NonFiniteCoordinateIsADataError) {
+  BoxSet s;
+  s.boxes = {0, 0, 10, 10, 0, NAN, 10, 10};
+  s.scores = {0.5f, 0.7f};
+  EXPECT_THROW(run(s, NmsParams{}), DataError);
+}
+
+TEST_P(NmsDeviceTest, RotatedMatchesBruteForce) {
+  for (int trial = 0; trial < 3; ++trial) {
+    const auto s = test::rotated_clustered(501 + 700 * trial, 9 + trial, trial == 1 ? 4 : 1, trial == 2 ? 6 : 0);
+    for (float thr : {0.1f, 0.5f}) {
+      NmsParams p;
+      p.rotated = true;
+      p.iou_threshold = thr;
+      EXPECT_EQ(run(s, p).keep, test::reference_hard(s, p)) << trial << " " << thr;
+    }
+  }
+}
+
+TEST_P(NmsDeviceTest, SoftLinearMatchesReference) {
+  const auto s = test::clustered(1500, 5, 3, 0);
+  NmsParams p;
+  p.method = NmsMethod::kSoftLinear;
+  p.iou_threshold = 0.3f;
+  p.soft_min_score = 0.05f;
+  const auto r = run(s, p);
+  const auto ref = test::reference_soft(s, p);
+  EXPECT_EQ(r.keep, ref.keep);
+  EXPECT_EQ(r.scores, ref.scores);
+}
+
+TEST_P(NmsDeviceTest, SoftGaussianMatchesReference) {
+  const auto s = test::clustered(1200, 6, 2, 0);
+  NmsParams p;
+  p.method = NmsMethod::kSoftGaussian;
+  p.sigma = 0.5f;
+  p.soft_min_score = 0.01f;
+  const auto r = run(s, p);
+  const auto ref = test::reference_soft(s, p);
+  ASSERT_EQ(r.keep.size(), ref.keep.size());
+  EXPECT_EQ(r.keep, ref.keep);
+  for (std::size_t k = 0; k < r.scores.size(); ++k) EXPECT_NEAR(r.scores[k], ref.scores[k], 1e-6f * ref.scores[k]);
+}
+
+TEST_P(NmsDeviceTest, SoftRotatedAndMaxDets) {
+  auto s = test::rotated_clustered(700, 12, 3, 0);
+  NmsParams p;
+  p.rotated = true;
+  p.method = NmsMethod::kSoftLinear;
+  p.iou_threshold = 0.2f;
+  const auto ref = test::reference_soft(s, p);
+  EXPECT_EQ(run(s, p).keep, ref.keep);
+  p.max_dets = 50;
+  const auto r = run(s, p, true, false);
+  ASSERT_EQ(r.keep.size(), 50u);
+  EXPECT_EQ(r.keep, std::vector<std::int64_t>(ref.keep.begin(), ref.keep.begin() + 50));
+}
+
+// CUDA-only comparisons against the CPU backend (bit-identical keep lists and scores).
+class NmsCudaVsCpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  }
+};
+
+TEST_F(NmsCudaVsCpuTest, ClusteredWithTiesDuplicatesDegenerate) {
+  const Device cpu(Device::Kind::kCpu), gpu(Device::Kind::kCuda, 0);
+  for (int trial = 0; trial < 8; ++trial) {
+    const auto s = test::clustered(5000 + 9973 * trial, 31 + trial, trial % 4 == 0 ? 1 : 80, trial % 2 ? 4 : 0,
+                                   0.05f, 2000.f, 5 + 10 * trial);
+    for (NmsMethod method : {NmsMethod::kHard, NmsMethod::kSoftGaussian}) {
+      if (method != NmsMethod::kHard && trial > 2) continue;
+      NmsParams p;
+      p.method = method;
+      p.iou_threshold = trial % 3 == 0 ? 0.7f : 0.5f;
+      const auto a = nms(cpu, s.input(), p), b = nms(gpu, s.input(), p);
+      EXPECT_EQ(a.keep, b.keep) << trial;
+      EXPECT_EQ(a.scores, b.scores) << trial;
+    }
+  }
+}
+
+TEST_F(NmsCudaVsCpuTest, EngineReusesBuffersAcrossSizes) {
+  NmsEngine engine(Device(Device::Kind::kCuda, 0));
+  const Device cpu(Device::Kind::kCpu);
+  for (std::int64_t n : {100000, 17, 0, 1, 4099, 65, 64, 100000}) {
+    const auto s = test::clustered(n, static_cast<std::uint32_t>(n) + 1, 3, 0);
+    NmsParams p;
+    EXPECT_EQ(engine.run(s.input(), p).keep, nms(cpu, s.input(), p).keep) << n;
+  }
+}
+
+TEST_F(NmsCudaVsCpuTest, TwoMillionBoxes) {
+  const auto s = test::clustered(2000000, 2024, 1, 0, 0.01f, 40000.f, 30);
+  NmsParams p;
+  p.iou_threshold = 0.5f;
+  NmsEngine engine(Device(Device::Kind::kCuda, 0));
+  const auto g = engine.run(s.input(false, false), p);
+  const auto stats = engine.last_stats();
+  std::printf("2M boxes: kept %zu, tile pairs %lld (dense would be %lld), rounds %lld\n", g.keep.size(),
+              static_cast<long long>(stats.tile_pairs), static_cast<long long>(31250LL * 31250LL),
+              static_cast<long long>(stats.rounds));
+  const auto c = nms(Device(Device::Kind::kCpu), s.input(false, false), p);
+  EXPECT_EQ(g.keep, c.keep);
+  EXPECT_GT(g.keep.size(), 10000u);
+  // per-class too: 2M boxes over 80 groups in one call
+  auto s2 = test::clustered(2000000, 7, 80, 0, 0.01f, 20000.f, 30);
+  EXPECT_EQ(engine.run(s2.input(), p).keep, nms(Device(Device::Kind::kCpu), s2.input(), p).keep);
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, NmsDeviceTest, ::testing::ValuesIn(s3d::test::test_devices()),
+                         s3d::test::device_test_name);
+
+}  // namespace
+}  // namespace s3d::detection
