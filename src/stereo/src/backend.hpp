@@ -1,0 +1,75 @@
+#pragma once
+// Internal: the backend entry points behind the dispatchers (stages.cpp, sgm.cpp). Host functions in
+// s3d::stereo::detail::cpu take host pointers; those in ::cuda take device pointers and a stream, queue
+// work and never synchronize. No CUDA types here.
+#include <cstddef>
+#include <cstdint>
+
+#include "s3d/core/stream.hpp"
+#include "s3d/core/views.hpp"
+#include "s3d/stereo/sgm.hpp"
+
+namespace s3d::stereo::detail {
+
+struct CensusSpec {
+  CensusKind kind = CensusKind::kFull;
+  int width = 9;   ///< window width (odd)
+  int height = 7;  ///< window height (odd)
+};
+
+/// One matching run: reference image is left (sign = -1: target x - d) or right (sign = +1: target x + d).
+struct MatchSpec {
+  int width = 0;
+  int height = 0;
+  int disparities = 0;
+  int min_disparity = 0;
+  int sign = -1;
+  int max_cost = 62;  ///< census bits: cost of a target outside the image
+  int paths = 8;
+  int p1 = 10;
+  int p2 = 120;
+  int uniqueness = 0;
+  bool subpixel = true;
+};
+
+MatchSpec make_match_spec(const SgmParams& params, int width, int height, bool right_view);
+
+namespace cpu {
+template <typename T>
+void census(ImageView<const T> image, CensusSpec spec, std::uint64_t* out);
+/// Matching cost volume [y][x][d], uint8 (max_cost <= 62 fits).
+void cost_volume(const std::uint64_t* ref, const std::uint64_t* target, const MatchSpec& spec, std::uint8_t* cost);
+/// Sum over paths of L_r into `volume` ([y][x][d], dense). `cost` from cost_volume().
+void aggregate(const std::uint8_t* cost, const MatchSpec& spec, std::uint16_t* volume);
+void wta(const std::uint16_t* volume, const MatchSpec& spec, float* disparity, float* confidence);
+void lr_check(float* left, const float* right, int width, int height, float max_diff);
+void median3x3(const float* in, float* out, int width, int height);
+/// In place. `scratch` holds >= 2*width*height ints.
+void speckle(float* disparity, int width, int height, int max_size, float max_diff, int* scratch);
+}  // namespace cpu
+
+
+namespace cuda {
+/// Volume pitch (elements per pixel) used on the device: disparities rounded up to the warp layout.
+int volume_pitch(int disparities);
+template <typename T>
+void census(ImageView<const T> d_image, CensusSpec spec, std::uint64_t* d_out, StreamHandle stream);
+/// `d_volume` holds width*height*volume_pitch(D) uint16.
+void aggregate(const std::uint64_t* d_ref, const std::uint64_t* d_target, const MatchSpec& spec,
+               std::uint16_t* d_volume, StreamHandle stream);
+/// Disparity/confidence with row pitches in elements; `d_confidence` may be null.
+void wta(const std::uint16_t* d_volume, const MatchSpec& spec, float* d_disparity, std::ptrdiff_t disp_pitch,
+         float* d_confidence, std::ptrdiff_t conf_pitch, StreamHandle stream);
+void lr_check(float* d_left, std::ptrdiff_t left_pitch, const float* d_right, int width, int height,
+              float max_diff, StreamHandle stream);
+void median3x3(const float* d_in, std::ptrdiff_t in_pitch, float* d_out, std::ptrdiff_t out_pitch, int width,
+               int height, StreamHandle stream);
+/// In place; `d_scratch` holds >= 2*width*height ints.
+void speckle(float* d_disparity, std::ptrdiff_t pitch, int width, int height, int max_size, float max_diff,
+             int* d_scratch, StreamHandle stream);
+/// Zeroes confidence where the disparity is invalid (after the post-filters).
+void mask_confidence(const float* d_disparity, std::ptrdiff_t disp_pitch, float* d_confidence,
+                     std::ptrdiff_t conf_pitch, int width, int height, StreamHandle stream);
+}  // namespace cuda
+
+}  // namespace s3d::stereo::detail

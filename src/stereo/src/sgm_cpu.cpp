@@ -1,0 +1,91 @@
+// SgmEngine, CPU backend: buffers allocated once, stages run in order (see sgm.hpp).
+#include <cstring>
+#include <vector>
+
+#include "engine_impl.hpp"
+#include "median_math.hpp"
+#include "s3d/core/errors.hpp"
+
+namespace s3d::stereo::detail {
+namespace {
+
+class CpuEngine final : public SgmEngine::Impl {
+ public:
+  CpuEngine(const Device& device, const SgmParams& params, int width, int height)
+      : Impl(device, params, width, height) {
+    const std::size_t n = static_cast<std::size_t>(width) * height;
+    const std::size_t nd = n * params.disparities;
+    census_left_.resize(n);
+    census_right_.resize(n);
+    cost_.resize(nd);
+    volume_.resize(nd);
+    disp_.resize(n);
+    tmp_.resize(n);
+    if (params.lr_check) disp_right_.resize(n);
+    if (params.speckle_size > 0) scratch_.resize(2 * n);
+  }
+
+  void compute(ImageView<const std::uint8_t> l, ImageView<const std::uint8_t> r, float* disp, float* conf) override {
+    run(l, r, disp, conf);
+  }
+  void compute(ImageView<const std::uint16_t> l, ImageView<const std::uint16_t> r, float* disp, float* conf) override {
+    run(l, r, disp, conf);
+  }
+  void compute_device(ImageView<const std::uint8_t>, ImageView<const std::uint8_t>, ImageView<float>,
+                      ImageView<float>, StreamHandle) override {
+    throw InvalidArgument("SgmEngine::compute_device needs a CUDA engine (this one runs on the CPU)");
+  }
+  void compute_device(ImageView<const std::uint16_t>, ImageView<const std::uint16_t>, ImageView<float>,
+                      ImageView<float>, StreamHandle) override {
+    throw InvalidArgument("SgmEngine::compute_device needs a CUDA engine (this one runs on the CPU)");
+  }
+
+ private:
+  template <typename T>
+  void run(ImageView<const T> left, ImageView<const T> right, float* out_disp, float* out_conf) {
+    const SgmParams& p = params_;
+    const int W = width_, H = height_;
+    const std::size_t n = static_cast<std::size_t>(W) * H;
+    const CensusSpec cs{p.census, p.census_width, p.census_height};
+    cpu::census(left, cs, census_left_.data());
+    cpu::census(right, cs, census_right_.data());
+    const MatchSpec sl = make_match_spec(p, W, H, false);
+    cpu::cost_volume(census_left_.data(), census_right_.data(), sl, cost_.data());
+    cpu::aggregate(cost_.data(), sl, volume_.data());
+    float* conf = p.confidence ? out_conf : nullptr;
+    cpu::wta(volume_.data(), sl, disp_.data(), conf);
+    if (p.lr_check) {
+      const MatchSpec sr = make_match_spec(p, W, H, true);
+      cpu::cost_volume(census_right_.data(), census_left_.data(), sr, cost_.data());
+      cpu::aggregate(cost_.data(), sr, volume_.data());
+      cpu::wta(volume_.data(), sr, disp_right_.data(), nullptr);
+      cpu::lr_check(disp_.data(), disp_right_.data(), W, H, p.lr_max_diff);
+    }
+    const float* cur = disp_.data();
+    if (p.median) {
+      cpu::median3x3(disp_.data(), out_disp, W, H);
+    } else {
+      std::memcpy(out_disp, cur, n * sizeof(float));
+    }
+    if (p.speckle_size > 0) cpu::speckle(out_disp, W, H, p.speckle_size, p.speckle_range, scratch_.data());
+    if (conf) {
+      for (std::size_t i = 0; i < n; ++i)
+        if (!finite_disparity(out_disp[i])) conf[i] = 0.0f;
+    }
+  }
+
+  std::vector<std::uint64_t> census_left_, census_right_;
+  std::vector<std::uint8_t> cost_;
+  std::vector<std::uint16_t> volume_;
+  std::vector<float> disp_, disp_right_, tmp_;
+  std::vector<int> scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<SgmEngine::Impl> make_cpu_engine(const Device& device, const SgmParams& params, int width,
+                                                 int height) {
+  return std::make_unique<CpuEngine>(device, params, width, height);
+}
+
+}  // namespace s3d::stereo::detail

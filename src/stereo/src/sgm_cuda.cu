@@ -1,0 +1,149 @@
+// SgmEngine, CUDA backend: device buffers, pinned host staging and a stream, all made once in the
+// constructor; compute() = copy into pinned staging, H2D, the stage kernels, D2H, one synchronize.
+#include <cstring>
+
+#include "engine_impl.hpp"
+#include "s3d/core/cuda_check.cuh"
+#include "s3d/core/device_buffer.hpp"
+
+namespace s3d::stereo::detail {
+namespace {
+
+class CudaEngine final : public SgmEngine::Impl {
+ public:
+  CudaEngine(const Device& device, const SgmParams& params, int width, int height)
+      : Impl(device, params, width, height) {
+    S3D_CUDA_CHECK(cudaSetDevice(device.index()));
+    S3D_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    try {
+      const std::size_t n = static_cast<std::size_t>(width) * height;
+      img_left_.resize(n, stream_);
+      img_right_.resize(n, stream_);
+      census_left_.resize(n, stream_);
+      census_right_.resize(n, stream_);
+      volume_.resize(n * cuda::volume_pitch(params.disparities), stream_);
+      disp_.resize(n, stream_);
+      out_disp_.resize(n, stream_);
+      if (params.confidence) out_conf_.resize(n, stream_);
+      if (params.lr_check) disp_right_.resize(n, stream_);
+      if (params.speckle_size > 0) scratch_.resize(2 * n, stream_);
+      S3D_CUDA_CHECK(cudaMallocHost(&host_in_, 2 * n * sizeof(std::uint16_t)));
+      S3D_CUDA_CHECK(cudaMallocHost(&host_out_, 2 * n * sizeof(float)));
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  ~CudaEngine() override { release(); }
+
+  void compute(ImageView<const std::uint8_t> l, ImageView<const std::uint8_t> r, float* disp, float* conf) override {
+    run_host(l, r, disp, conf);
+  }
+  void compute(ImageView<const std::uint16_t> l, ImageView<const std::uint16_t> r, float* disp, float* conf) override {
+    run_host(l, r, disp, conf);
+  }
+  void compute_device(ImageView<const std::uint8_t> l, ImageView<const std::uint8_t> r, ImageView<float> disp,
+                      ImageView<float> conf, StreamHandle stream) override {
+    run_device(l, r, disp, conf, stream ? stream : stream_);
+  }
+  void compute_device(ImageView<const std::uint16_t> l, ImageView<const std::uint16_t> r, ImageView<float> disp,
+                      ImageView<float> conf, StreamHandle stream) override {
+    run_device(l, r, disp, conf, stream ? stream : stream_);
+  }
+  StreamHandle stream() const override { return stream_; }
+
+ private:
+  void release() noexcept {
+    if (stream_) cudaStreamSynchronize(stream_);
+    img_left_.reset();
+    img_right_.reset();
+    census_left_.reset();
+    census_right_.reset();
+    volume_.reset();
+    disp_.reset();
+    disp_right_.reset();
+    out_disp_.reset();
+    out_conf_.reset();
+    scratch_.reset();
+    if (host_in_) cudaFreeHost(host_in_);
+    if (host_out_) cudaFreeHost(host_out_);
+    host_in_ = nullptr;
+    host_out_ = nullptr;
+    if (stream_) {
+      cudaStreamSynchronize(stream_);
+      cudaStreamDestroy(stream_);
+    }
+    stream_ = nullptr;
+  }
+
+  template <typename T>
+  void run_device(ImageView<const T> left, ImageView<const T> right, ImageView<float> disp, ImageView<float> conf,
+                  cudaStream_t s) {
+    const SgmParams& p = params_;
+    const int W = width_, H = height_;
+    const CensusSpec cs{p.census, p.census_width, p.census_height};
+    cuda::census(left, cs, census_left_.data(), s);
+    cuda::census(right, cs, census_right_.data(), s);
+    const MatchSpec sl = make_match_spec(p, W, H, false);
+    cuda::aggregate(census_left_.data(), census_right_.data(), sl, volume_.data(), s);
+    float* d_conf = p.confidence ? conf.data : nullptr;
+    cuda::wta(volume_.data(), sl, disp_.data(), W, d_conf, conf.pitch, s);
+    if (p.lr_check) {
+      const MatchSpec sr = make_match_spec(p, W, H, true);
+      cuda::aggregate(census_right_.data(), census_left_.data(), sr, volume_.data(), s);
+      cuda::wta(volume_.data(), sr, disp_right_.data(), W, nullptr, 0, s);
+      cuda::lr_check(disp_.data(), W, disp_right_.data(), W, H, p.lr_max_diff, s);
+    }
+    if (p.median) {
+      cuda::median3x3(disp_.data(), W, disp.data, disp.pitch, W, H, s);
+    } else {
+      S3D_CUDA_CHECK(cudaMemcpy2DAsync(disp.data, disp.pitch * sizeof(float), disp_.data(), W * sizeof(float),
+                                       W * sizeof(float), H, cudaMemcpyDeviceToDevice, s));
+    }
+    if (p.speckle_size > 0) cuda::speckle(disp.data, disp.pitch, W, H, p.speckle_size, p.speckle_range, scratch_.data(), s);
+    if (d_conf) cuda::mask_confidence(disp.data, disp.pitch, d_conf, conf.pitch, W, H, s);
+  }
+
+  template <typename T>
+  void run_host(ImageView<const T> left, ImageView<const T> right, float* out_disp, float* out_conf) {
+    const int W = width_, H = height_;
+    const std::size_t n = static_cast<std::size_t>(W) * H;
+    T* hl = reinterpret_cast<T*>(host_in_);
+    T* hr = hl + n;
+    for (int y = 0; y < H; ++y) {
+      std::memcpy(hl + static_cast<std::size_t>(y) * W, left.row(y), W * sizeof(T));
+      std::memcpy(hr + static_cast<std::size_t>(y) * W, right.row(y), W * sizeof(T));
+    }
+    T* dl = reinterpret_cast<T*>(img_left_.data());
+    T* dr = reinterpret_cast<T*>(img_right_.data());
+    S3D_CUDA_CHECK(cudaMemcpyAsync(dl, hl, n * sizeof(T), cudaMemcpyHostToDevice, stream_));
+    S3D_CUDA_CHECK(cudaMemcpyAsync(dr, hr, n * sizeof(T), cudaMemcpyHostToDevice, stream_));
+    ImageView<float> conf{out_conf_.data(), W, H, W};
+    run_device(ImageView<const T>{dl, W, H, W}, ImageView<const T>{dr, W, H, W}, ImageView<float>{out_disp_.data(), W, H, W},
+               conf, stream_);
+    S3D_CUDA_CHECK(cudaMemcpyAsync(host_out_, out_disp_.data(), n * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    if (out_conf)
+      S3D_CUDA_CHECK(cudaMemcpyAsync(host_out_ + n, out_conf_.data(), n * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    S3D_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    std::memcpy(out_disp, host_out_, n * sizeof(float));
+    if (out_conf) std::memcpy(out_conf, host_out_ + n, n * sizeof(float));
+  }
+
+  cudaStream_t stream_ = nullptr;
+  DeviceBuffer<std::uint16_t> img_left_, img_right_;  // 8-bit input uses the first half of each
+  DeviceBuffer<std::uint64_t> census_left_, census_right_;
+  DeviceBuffer<std::uint16_t> volume_;
+  DeviceBuffer<float> disp_, disp_right_, out_disp_, out_conf_;
+  DeviceBuffer<int> scratch_;
+  void* host_in_ = nullptr;
+  float* host_out_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<SgmEngine::Impl> make_cuda_engine(const Device& device, const SgmParams& params, int width,
+                                                  int height) {
+  return std::make_unique<CudaEngine>(device, params, width, height);
+}
+
+}  // namespace s3d::stereo::detail
