@@ -17,12 +17,12 @@ namespace s3d::cli {
 
 /// Process exit codes shared by all tools (documented in README and each --help).
 enum ExitCode : int {
-  kExitOk = 0,            ///< every item succeeded or was skipped
-  kExitItemFailed = 1,    ///< one or more items failed (bad or unusable input); others were processed
-  kExitUsage = 2,         ///< usage or configuration error (CLI11's own codes are remapped here)
-  kExitTransient = 75,    ///< no GPU for --device cuda, out of GPU memory, CUDA context lost
-  kExitInterrupted = 130, ///< SIGINT
-  kExitTerminated = 143,  ///< SIGTERM
+  kExitOk = 0,             ///< every item succeeded or was skipped
+  kExitItemFailed = 1,     ///< one or more items failed (bad or unusable input); others were processed
+  kExitUsage = 2,          ///< usage or configuration error (CLI11's own codes are remapped here)
+  kExitTransient = 75,     ///< no GPU for --device cuda, out of GPU memory, CUDA context lost
+  kExitInterrupted = 130,  ///< SIGINT
+  kExitTerminated = 143,   ///< SIGTERM
 };
 
 /// One unit of work of a batch (an image pair, a detections file).
@@ -48,12 +48,19 @@ class ItemContext {
   virtual ~ItemContext() = default;
   /// Resolves the output path of `item` for output slot `slot` (0 = the first `-o`/default), applying
   /// the name template placeholders ({} {/} {.} {/.} {//} {#}) and --output-dir. `default_ext` is used
-  /// when only --output-dir is given (e.g. ".pfm"); the result may be `-` (stdout).
+  /// when only --output-dir is given (e.g. ".pfm": `DIR/{/.}.pfm`); the result may be `-` (stdout). A relative
+  /// -o result is placed under --output-dir when both are given. Returns "" when the slot was not asked for
+  /// (neither a -o for it nor --output-dir): optional outputs are skipped, and write_atomically("") fails
+  /// the item with "no output path".
   virtual std::string output_path(std::size_t slot, const std::string& default_ext) const = 0;
   /// Writes one output atomically: `write` gets a temporary path in the target folder and must write the
   /// complete file there; on success it is renamed onto `path` (for `-`, copied to stdout). On an exception
   /// the temp file is removed and nothing is left at `path`. Honors --overwrite / --skip-existing checks
-  /// made before the item started.
+  /// made before the item started. Details: missing parent folders are created; the temp name keeps the
+  /// target's extension (for `-` it is --format's), so writers choosing by extension work; an existing
+  /// `path` fails the item (IoError) without --overwrite, or ends it as "skipped" under --skip-existing;
+  /// the written path is reported as the record's "output" ("outputs" when several).
+  /// @throws IoError when the writer produced no file or the rename fails; whatever `write` throws.
   virtual void write_atomically(const std::string& path, const std::function<void(const std::string& tmp)>& write) = 0;
   /// A readable path for `input` (for `-`, stdin is copied once into a temp file that the frame deletes).
   virtual std::string readable_path(const std::string& input) = 0;
@@ -62,7 +69,9 @@ class ItemContext {
 };
 
 /// The tool-side callback: process one item, return fields for its JSON record (the frame adds
-/// "index", "input", "status", "seconds", and on failure "error"). Throw s3d exceptions on failure.
+/// "type":"item", "index", "input" (+ "inputs" for several), "status", "seconds", "output", and on failure
+/// "error"). Throw s3d exceptions on failure: IoError/DataError/InvalidArgument fail the item (the batch
+/// goes on), DeviceUnavailable/OutOfMemory/CudaError stop the batch with exit 75.
 using ItemHandler = std::function<nlohmann::json(const Item&, ItemContext&)>;
 /// Optional: the outputs an item will produce (for --skip-existing / overwrite checks before work).
 using OutputsOf = std::function<std::vector<std::string>(const Item&, ItemContext&)>;
@@ -71,21 +80,30 @@ using OutputsOf = std::function<std::vector<std::string>(const Item&, ItemContex
 struct CommonSettings {
   std::string device = "auto";
   bool json = false;
-  std::string report_path;             ///< --report FILE (JSON Lines), empty = none
-  std::string progress = "auto";       ///< auto|always|never
+  std::string report_path;        ///< --report FILE (JSON Lines), empty = none
+  std::string progress = "auto";  ///< auto|always|never
   bool overwrite = false;
   bool skip_existing = false;
-  int threads = 0;                     ///< 0 = all cores
-  int verbosity = 0;                   ///< -q = -1, -v = 1, -vv = 2
+  int threads = 0;    ///< 0 = all cores
+  int verbosity = 0;  ///< -q = -1, -v = 1, -vv = 2
   bool fail_fast = false;
-  std::string shard;                   ///< "i/n", "auto" or empty
-  std::string input_list;              ///< --input-list FILE|-
-  std::string manifest;                ///< --manifest FILE|-
-  std::string output_dir;              ///< --output-dir DIR
-  std::vector<std::string> outputs;    ///< -o values (templates allowed), one per output slot
-  std::string format;                  ///< --format (for `-o -`, or to override the extension)
-  std::vector<std::string> positional; ///< positional inputs
+  std::string shard;                    ///< "i/n", "auto" or empty
+  int shard_count = 0;                  ///< --shard-count N: the count for `--shard auto` under JOB_COMPLETION_INDEX
+  std::string input_list;               ///< --input-list FILE|-
+  std::string manifest;                 ///< --manifest FILE|-
+  std::string output_dir;               ///< --output-dir DIR
+  std::vector<std::string> outputs;     ///< -o values (templates allowed), one per output slot
+  std::string format;                   ///< --format (for `-o -`, or to override the extension)
+  std::vector<std::string> positional;  ///< positional inputs
 };
+
+/// True once SIGINT or SIGTERM was received. A long item may poll it and throw to be dropped early (the
+/// frame then records nothing for that item and exits 130/143); otherwise the item finishes first.
+bool interrupt_requested();
+
+/// The output format for `path`: --format when given, else the path's extension without the dot, in
+/// lower case (`disp.PFM` -> `pfm`); empty for `-` without --format.
+std::string format_of(const std::string& path, const CommonSettings& settings);
 
 class Tool {
  public:
