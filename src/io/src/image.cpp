@@ -86,9 +86,10 @@ ImageU8 read_grey8(const std::string& path) {
   return from_mat<std::uint8_t>(g);
 }
 
-ImageU16 read_grey16(const std::string& path) {
+ImageU16 read_grey16(const std::string& path, int* bit_depth) {
   cv::Mat g = to_grey(load(path));
   if (g.empty()) throw IoError(path + ": unsupported channel count");
+  if (bit_depth) *bit_depth = g.depth() == CV_16U ? 16 : 8;
   if (g.depth() == CV_8U) g.convertTo(g, CV_16U);
   return from_mat<std::uint16_t>(g);
 }

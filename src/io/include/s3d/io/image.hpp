@@ -48,6 +48,8 @@ struct Image {
   /// A non-owning view for the stereo library (single-channel images only: pitch = width).
   ImageView<const T> view() const { return ImageView<const T>{data.data(), width, height, width}; }
   ImageView<T> view() { return ImageView<T>{data.data(), width, height, width}; }
+  /// The read-only view, also from a non-const image.
+  ImageView<const T> cview() const { return view(); }
 };
 
 using ImageU8 = Image<std::uint8_t>;
@@ -73,8 +75,9 @@ ImageInfo probe_image(const std::string& path);
 ImageU8 read_grey8(const std::string& path);
 
 /// Reads an image as 16-bit grey: 16-bit files as stored, 8-bit files as stored (0..255, not rescaled),
-/// colour converted with the same BT.601 weights as `read_grey8`. @throws IoError
-ImageU16 read_grey16(const std::string& path);
+/// colour converted with the same BT.601 weights as `read_grey8`. `bit_depth` (if given) receives the
+/// file's depth, 8 or 16. @throws IoError
+ImageU16 read_grey16(const std::string& path, int* bit_depth = nullptr);
 
 /// Reads an image as 8-bit RGB (grey is replicated; 16-bit keeps the high byte). For colouring clouds.
 /// @throws IoError

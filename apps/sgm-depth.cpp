@@ -1,0 +1,510 @@
+// sgm-depth: rectified stereo pairs -> disparity, depth, point cloud, confidence, colour picture.
+// Thin: the matcher is s3d::stereo, the formats s3d::io, the batch/flags/exit codes the s3d::cli frame.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "s3d/cli/tool.hpp"
+#include "s3d/core/errors.hpp"
+#include "s3d/io/calib.hpp"
+#include "s3d/io/colormap.hpp"
+#include "s3d/io/image.hpp"
+#include "s3d/io/pfm.hpp"
+#include "s3d/io/ply.hpp"
+#include "s3d/io/stereo_eval.hpp"
+#include "s3d/stereo/sgm.hpp"
+#include "sgm_depth/datasets.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace s3d::sgm_depth {
+namespace {
+
+enum class Emit { kDisparity, kDepth, kCloud, kConfidence, kColor };
+
+Emit parse_emit(const std::string& s) {
+  if (s == "disparity") return Emit::kDisparity;
+  if (s == "depth") return Emit::kDepth;
+  if (s == "cloud") return Emit::kCloud;
+  if (s == "confidence") return Emit::kConfidence;
+  if (s == "color" || s == "colour") return Emit::kColor;
+  throw InvalidArgument("--emit " + s + ": expected disparity, depth, cloud, confidence or color");
+}
+
+// Default name suffix of each output under --output-dir (only disparity keeps the bare stem).
+const char* default_suffix(Emit e) {
+  switch (e) {
+    case Emit::kDisparity: return ".pfm";
+    case Emit::kDepth: return "_depth.pfm";
+    case Emit::kCloud: return "_cloud.ply";
+    case Emit::kConfidence: return "_confidence.pfm";
+    case Emit::kColor: return "_color.png";
+  }
+  return "";
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+struct Options {
+  stereo::SgmParams params;  // defaults are the library's (chosen on the real scenes, docs/ACCURACY.md)
+  std::string census = "9x7";
+  float lr_tol = stereo::SgmParams{}.lr_max_diff;
+  bool no_lr_check = false;
+  bool subpixel_on = false, subpixel_off = false, median_on = false, median_off = false;
+  std::vector<std::string> emit_names;
+  std::vector<Emit> emits;
+  std::string calib;
+  std::string eval;
+  std::string png_encoding;  // empty = kitti for disparity, mm for depth
+  double gt_scale = 0.0;
+  std::string colormap = "turbo";
+  float max_depth = 0.0f;
+  std::string ply_format = "binary";
+};
+
+// Per-region sums of the metrics over the evaluated items of the batch, for the summary record.
+struct EvalTotals {
+  std::mutex mutex;
+  std::size_t items = 0;
+  std::map<std::string, std::map<std::string, double>> sums;  // region -> metric -> sum of per-item values
+  std::map<std::string, std::size_t> counts;                   // region -> items with a finite value
+  std::map<std::string, std::size_t> gt_pixels, estimated, bad2_pixels_all;
+  void add(const io::EvalResult& r) {
+    std::lock_guard<std::mutex> lock(mutex);
+    ++items;
+    for (const auto& e : r.regions) {
+      if (e.gt_pixels == 0) continue;
+      auto& s = sums[e.region];
+      s["bad1_all"] += e.bad1_all;
+      s["bad2_all"] += e.bad2_all;
+      s["d1_all"] += e.d1_all;
+      s["density"] += e.density;
+      if (e.estimated > 0) {
+        s["bad1_est"] += e.bad1_est;
+        s["bad2_est"] += e.bad2_est;
+        s["d1_est"] += e.d1_est;
+        s["avg_err_est"] += e.avg_err_est;
+      }
+      ++counts[e.region];
+    }
+  }
+  json to_json() {
+    std::lock_guard<std::mutex> lock(mutex);
+    json j{{"items", items}};
+    json regions = json::object();
+    for (auto& [region, s] : sums) {
+      json r = json::object();
+      for (auto& [k, v] : s) r["mean_" + k] = v / static_cast<double>(counts[region]);
+      r["items"] = counts[region];
+      regions[region] = r;
+    }
+    j["regions"] = regions;
+    return j;
+  }
+};
+
+class App {
+ public:
+  App()
+      : tool_("sgm-depth", "rectified stereo pairs -> disparity / depth / point cloud (census + semi-global matching)",
+              cli::ItemSpec{2, {"left", "right"}}) {
+    add_options();
+    tool_.on_start([this](const Device& d) { start(d); });
+    tool_.outputs_of([this](const cli::Item& item, cli::ItemContext& ctx) { return outputs(item, ctx); });
+    tool_.on_summary([this](json& s) {
+      if (totals_.items > 0) s["eval"] = totals_.to_json();
+    });
+  }
+
+  int run(int argc, char** argv) {
+    return tool_.run(argc, argv, [this](const cli::Item& item, cli::ItemContext& ctx) { return process(item, ctx); });
+  }
+
+  double gt_scale_hint() const { return opt_.gt_scale; }
+
+ private:
+  void add_options() {
+    CLI::App& app = tool_.app();
+    stereo::SgmParams& p = opt_.params;
+    const char* g = "Matching";
+    app.add_option("-D,--disparities", p.disparities, "number of disparities searched (16..1024)")
+        ->capture_default_str()->group(g);
+    app.add_option("--min-disparity", p.min_disparity, "smallest disparity (pixels, may be negative)")
+        ->capture_default_str()->group(g);
+    app.add_option("--paths", p.paths, "aggregation paths")->check(CLI::IsMember({4, 8}))->capture_default_str()->group(g);
+    app.add_option("--p1", p.p1, "penalty for a disparity change of 1 (census bits)")->capture_default_str()->group(g);
+    app.add_option("--p2", p.p2, "penalty for larger changes (> p1)")->capture_default_str()->group(g);
+    app.add_option("--census", opt_.census, "census window: 9x7 (full) or cs9x7 (centre-symmetric), or [cs]WxH")
+        ->capture_default_str()->group(g);
+    app.add_option("--uniqueness", p.uniqueness, "uniqueness margin, percent (0 = off)")->capture_default_str()->group(g);
+    auto* sub = app.add_flag("--subpixel", opt_.subpixel_on, std::string("parabola subpixel refinement") +
+                                 (p.subpixel ? " (default)" : ""))->group(g);
+    app.add_flag("--no-subpixel", opt_.subpixel_off, "integer disparities")->excludes(sub)->group(g);
+    app.add_option("--lr-check", opt_.lr_tol, "left-right check with tolerance TOL pixels")
+        ->type_name("TOL")->capture_default_str()->group(g);
+    app.add_flag("--no-lr-check", opt_.no_lr_check, "no left-right check")->excludes("--lr-check")->group(g);
+    auto* med = app.add_flag("--median", opt_.median_on, std::string("3x3 median filter") + (p.median ? " (default)" : ""))
+                    ->group(g);
+    app.add_flag("--no-median", opt_.median_off, "no median filter")->excludes(med)->group(g);
+    app.add_option("--speckle-size", p.speckle_size, "invalidate regions of <= N pixels (0 = off)")
+        ->capture_default_str()->group(g);
+    app.add_option("--speckle-range", p.speckle_range, "max disparity step inside one speckle region (pixels)")
+        ->capture_default_str()->group(g);
+
+    const char* o = "Outputs";
+    app.add_option("--emit", opt_.emit_names,
+                   "output to write, repeatable, one -o each (in order): disparity, depth, cloud, confidence, color")
+        ->type_name("WHAT")->group(o);
+    app.add_option("--png-encoding", opt_.png_encoding,
+                   "16-bit PNG encoding: kitti (d*256), x16 (d*16), mm (depth in millimetres); default kitti for "
+                   "disparity, mm for depth")
+        ->check(CLI::IsMember({"kitti", "x16", "mm"}))->group(o);
+    app.add_option("--calib", opt_.calib,
+                   "calibration for depth/cloud: KITTI P_rect_02/03 file, OpenCV Q (text or YAML), Middlebury calib.txt, "
+                   "or focal_px=F,baseline_m=B")
+        ->type_name("FILE")->group(o);
+    app.add_option("--colormap", opt_.colormap, "colour map of --emit color")
+        ->check(CLI::IsMember({"turbo", "jet", "grey"}))->capture_default_str()->group(o);
+    app.add_option("--max-depth", opt_.max_depth, "drop cloud points farther than this (metres; 0 = keep all)")
+        ->group(o);
+    app.add_option("--ply-format", opt_.ply_format, "PLY encoding")
+        ->check(CLI::IsMember({"binary", "ascii"}))->capture_default_str()->group(o);
+
+    const char* e = "Evaluation";
+    app.add_option("--eval", opt_.eval,
+                   "ground-truth disparity (PFM, KITTI 16-bit PNG, or 8-bit Middlebury PNG): adds bad-1/bad-2/avg "
+                   "error/D1/density to the record (also a manifest's `gt` key)")
+        ->type_name("GT")->group(e);
+    app.add_option("--gt-scale", opt_.gt_scale,
+                   "d = value / SCALE for integer ground truth (default: 256 for 16-bit, info.txt beside 8-bit)")
+        ->group(e);
+
+    tool_.add_example("sgm-depth left.png right.png -o disp.pfm", "one pair, float disparity (PFM)");
+    tool_.add_example(
+        "sgm-depth L.png R.png --calib calib.txt --emit disparity --emit depth --emit cloud -o d.png -o z.png -o c.ply",
+        "KITTI-style 16-bit disparity, depth in mm and a coloured point cloud");
+    tool_.add_example("sgm-depth kitti/training --disparities 192 --output-dir out --json > records.jsonl",
+                      "a KITTI folder (image_2/ + image_3/), evaluated against disp_occ_0/ when present");
+    tool_.add_example("sgm-depth imL.png imR.png --eval groundtruth.png --emit color -o disp_color.png --json",
+                      "accuracy against Middlebury ground truth, with a picture");
+  }
+
+  void start(const Device& device) {
+    device_ = device;
+    stereo::SgmParams& p = opt_.params;
+    stereo::parse_census(opt_.census, p.census, p.census_width, p.census_height);
+    p.lr_check = !opt_.no_lr_check;
+    if (opt_.subpixel_on) p.subpixel = true;
+    if (opt_.subpixel_off) p.subpixel = false;
+    if (opt_.median_on) p.median = true;
+    if (opt_.median_off) p.median = false;
+    p.lr_max_diff = opt_.lr_tol;
+    const auto& s = tool_.settings();
+    if (opt_.emit_names.empty()) {
+      // Without --emit: a disparity map when an output is named; none for a pure evaluation run.
+      if (!s.outputs.empty() || !s.output_dir.empty()) opt_.emit_names.push_back("disparity");
+      else if (opt_.eval.empty() && s.manifest.empty())
+        throw InvalidArgument("no output: give -o FILE, --output-dir DIR, or --eval GT");
+    }
+    for (const auto& n : opt_.emit_names) opt_.emits.push_back(parse_emit(n));
+    p.confidence = std::find(opt_.emits.begin(), opt_.emits.end(), Emit::kConfidence) != opt_.emits.end();
+    p.validate();  // before any input is read: a bad combination is a usage error (exit 2)
+    if (s.outputs.size() > opt_.emits.size())
+      throw InvalidArgument(std::to_string(s.outputs.size()) + " outputs (-o) for " + std::to_string(opt_.emits.size()) +
+                            " --emit: give one -o per --emit");
+    if (s.outputs.size() < opt_.emits.size() && s.output_dir.empty())
+      throw InvalidArgument("--emit " + opt_.emit_names[s.outputs.size()] + " has no -o (give one -o per --emit, or --output-dir)");
+    const bool needs_calib = std::any_of(opt_.emits.begin(), opt_.emits.end(),
+                                         [](Emit e) { return e == Emit::kDepth || e == Emit::kCloud; });
+    if (!opt_.calib.empty()) {
+      calib_ = std::make_unique<io::StereoCalibration>(io::read_calibration(opt_.calib));
+    } else if (needs_calib && s.manifest.empty()) {
+      throw InvalidArgument("--emit depth/cloud needs --calib FILE (or a manifest `calib` key)");
+    }
+    if (opt_.png_encoding == "mm" &&
+        std::any_of(opt_.emits.begin(), opt_.emits.end(), [](Emit e) { return e == Emit::kDisparity; })) {
+      // mm is a depth encoding; a disparity PNG with it would be meaningless, unless no disparity PNG is written.
+      for (std::size_t i = 0; i < opt_.emits.size() && i < s.outputs.size(); ++i)
+        if (opt_.emits[i] == Emit::kDisparity && format_of(s.outputs[i]) == "png")
+          throw InvalidArgument("--png-encoding mm is for depth; disparity PNGs use kitti or x16");
+    }
+  }
+
+  // The format of an output path: --format wins, else the extension (lower case, no dot).
+  std::string format_of(const std::string& path) const {
+    const auto& s = tool_.settings();
+    if (!s.format.empty()) return lower(s.format);
+    std::string e = lower(fs::path(path).extension().string());
+    return e.empty() ? "" : e.substr(1);
+  }
+
+  std::string output_for(const cli::Item& item, cli::ItemContext& ctx, std::size_t slot) const {
+    const auto& s = tool_.settings();
+    const Emit e = opt_.emits[slot];
+    // Dataset records carry a name (`cones`, `000005_10`): use it rather than the left image's stem (`imL`).
+    if (slot >= s.outputs.size() && !s.output_dir.empty() && item.fields.is_object() && item.fields.contains("name") &&
+        item.fields["name"].is_string())
+      return (fs::path(s.output_dir) / (item.fields["name"].get<std::string>() + default_suffix(e))).string();
+    return ctx.output_path(slot, default_suffix(e));
+  }
+
+  std::vector<std::string> outputs(const cli::Item& item, cli::ItemContext& ctx) const {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < opt_.emits.size(); ++i) out.push_back(output_for(item, ctx, i));
+    return out;
+  }
+
+  static std::string field(const cli::Item& item, const char* key) {
+    if (item.fields.is_object() && item.fields.contains(key) && item.fields[key].is_string())
+      return item.fields[key].get<std::string>();
+    return "";
+  }
+
+  json process(const cli::Item& item, cli::ItemContext& ctx) {
+    const std::string& left_name = item.inputs.at(0);
+    const std::string& right_name = item.inputs.at(1);
+    const std::string left_path = ctx.readable_path(left_name);
+    const std::string right_path = ctx.readable_path(right_name);
+
+    // 1. Inputs. Everything that can fail on the data happens before the first output is written.
+    int left_bits = 8, right_bits = 8;
+    io::ImageU16 left16, right16;
+    try {
+      left16 = io::read_grey16(left_path, &left_bits);
+    } catch (const IoError& e) {
+      throw IoError(left_name + ": " + strip_path(e.what(), left_path));
+    }
+    try {
+      right16 = io::read_grey16(right_path, &right_bits);
+    } catch (const IoError& e) {
+      throw IoError(right_name + ": " + strip_path(e.what(), right_path));
+    }
+    if (left16.width != right16.width || left16.height != right16.height)
+      throw DataError(left_name + ": " + size_text(left16) + " but " + right_name + " is " + size_text(right16));
+    const int w = left16.width, h = left16.height;
+
+    std::unique_ptr<io::StereoCalibration> item_calib;
+    const io::StereoCalibration* calib = calib_.get();
+    if (const std::string c = field(item, "calib"); !c.empty() && opt_.calib.empty()) {
+      item_calib = std::make_unique<io::StereoCalibration>(io::read_calibration(c));
+      calib = item_calib.get();
+    }
+    const bool needs_calib = std::any_of(opt_.emits.begin(), opt_.emits.end(),
+                                         [](Emit e) { return e == Emit::kDepth || e == Emit::kCloud; });
+    if (needs_calib && !calib) throw DataError(left_name + ": --emit depth/cloud needs a calibration (--calib or `calib`)");
+
+    std::string gt_path = opt_.eval.empty() ? field(item, "gt") : opt_.eval;
+    io::ImageF gt;
+    std::vector<io::EvalMask> masks;
+    if (!gt_path.empty()) {
+      double scale = opt_.gt_scale;
+      if (scale <= 0.0 && item.fields.is_object() && item.fields.contains("gt_scale") && item.fields["gt_scale"].is_number())
+        scale = item.fields["gt_scale"].get<double>();
+      gt = io::read_disparity(gt_path, scale);
+      if (gt.width != w || gt.height != h)
+        throw DataError(gt_path + ": ground truth is " + size_text(gt) + " but " + left_name + " is " + size_text(left16));
+      masks = io::find_masks(gt_path, w, h);
+    }
+
+    // 2. Match. The engine is built once per image size and reused over the batch.
+    if (!engine_ || engine_->width() != w || engine_->height() != h) {
+      engine_.reset();
+      try {
+        engine_ = std::make_unique<stereo::SgmEngine>(device_, opt_.params, w, h);
+      } catch (const InvalidArgument& e) {
+        // D or the window does not fit this image: a property of this item, not of the command line.
+        throw DataError(left_name + ": " + e.what());
+      }
+    }
+    stereo::SgmResult result;
+    const bool sixteen = left_bits == 16 || right_bits == 16;
+    if (sixteen) {
+      result = engine_->compute(left16.cview(), right16.cview());
+    } else {
+      io::ImageU8 l8(w, h), r8(w, h);
+      std::transform(left16.data.begin(), left16.data.end(), l8.data.begin(), [](std::uint16_t v) { return std::uint8_t(v); });
+      std::transform(right16.data.begin(), right16.data.end(), r8.data.begin(), [](std::uint16_t v) { return std::uint8_t(v); });
+      result = engine_->compute(l8.cview(), r8.cview());
+    }
+    io::ImageF disparity(w, h);
+    disparity.data = std::move(result.disparity);
+
+    json rec = json::object();
+    rec["right"] = right_name;
+    rec["width"] = w;
+    rec["height"] = h;
+    rec["bit_depth"] = sixteen ? 16 : 8;
+    rec["disparities"] = opt_.params.disparities;
+    rec["min_disparity"] = opt_.params.min_disparity;
+    std::size_t valid = 0;
+    for (float d : disparity.data) valid += std::isfinite(d);
+    rec["density"] = 100.0 * static_cast<double>(valid) / static_cast<double>(disparity.pixels());
+    if (calib) rec["calib"] = {{"source", calib->source}, {"format", calib->format}, {"focal_px", calib->focal_px},
+                               {"baseline_m", calib->baseline_m}};
+
+    if (!gt_path.empty()) {
+      const io::EvalResult ev = io::evaluate_disparity(disparity, gt, masks);
+      json j = io::to_json(ev);
+      j["gt"] = gt_path;
+      rec["eval"] = j;
+      totals_.add(ev);
+    }
+
+    // 3. Outputs, each atomic.
+    json outs = json::array();
+    for (std::size_t slot = 0; slot < opt_.emits.size(); ++slot) {
+      const std::string path = output_for(item, ctx, slot);
+      if (path.empty()) continue;
+      const Emit e = opt_.emits[slot];
+      std::string fmt = format_of(path);
+      write_output(ctx, path, fmt, e, disparity, result.confidence, calib, left_path);
+      outs.push_back({{"emit", opt_.emit_names[slot]}, {"path", path}});
+    }
+    rec["outputs"] = outs;
+    if (!outs.empty()) rec["output"] = outs.front()["path"];
+    return rec;
+  }
+
+  void write_output(cli::ItemContext& ctx, const std::string& path, const std::string& fmt, Emit e,
+                    const io::ImageF& disparity, const std::vector<float>& confidence,
+                    const io::StereoCalibration* calib, const std::string& left_path) {
+    const int w = disparity.width, h = disparity.height;
+    auto bad_format = [&](const char* allowed) {
+      return InvalidArgument(path + ": cannot write " + std::string(emit_name(e)) + " as '" + fmt + "' (use " + allowed + ")");
+    };
+    switch (e) {
+      case Emit::kDisparity: {
+        if (fmt == "pfm") {
+          ctx.write_atomically(path, [&](const std::string& tmp) { io::write_pfm(tmp, disparity); });
+        } else if (fmt == "png") {
+          const io::PngEncoding enc = opt_.png_encoding.empty() ? io::PngEncoding::kKitti : io::parse_png_encoding(opt_.png_encoding);
+          const io::ImageU16 img = io::encode_png16(disparity, enc);
+          ctx.write_atomically(path, [&](const std::string& tmp) { io::write_image(tmp, img); });
+        } else {
+          throw bad_format(".pfm or .png");
+        }
+        break;
+      }
+      case Emit::kDepth: {
+        const io::ImageF depth = io::depth_from_disparity(disparity, *calib);
+        if (fmt == "pfm") {
+          ctx.write_atomically(path, [&](const std::string& tmp) { io::write_pfm(tmp, depth); });
+        } else if (fmt == "png") {
+          const io::ImageU16 img = io::encode_png16(depth, io::PngEncoding::kMm);
+          ctx.write_atomically(path, [&](const std::string& tmp) { io::write_image(tmp, img); });
+        } else {
+          throw bad_format(".pfm (metres) or .png (millimetres)");
+        }
+        break;
+      }
+      case Emit::kCloud: {
+        if (fmt != "ply") throw bad_format(".ply");
+        const io::ImageU8 colour = io::read_rgb8(left_path);
+        const io::PointCloud cloud =
+            io::cloud_from_disparity(disparity, *calib, &colour, opt_.max_depth > 0 ? opt_.max_depth : io::kInvalid);
+        const io::PlyFormat pf = opt_.ply_format == "ascii" ? io::PlyFormat::kAscii : io::PlyFormat::kBinaryLittleEndian;
+        ctx.write_atomically(path, [&](const std::string& tmp) { io::write_ply(tmp, cloud, pf); });
+        break;
+      }
+      case Emit::kConfidence: {
+        io::ImageF conf(w, h);
+        conf.data = confidence;
+        if (conf.data.size() != conf.pixels()) throw DataError(path + ": the matcher returned no confidence");
+        if (fmt == "pfm") {
+          ctx.write_atomically(path, [&](const std::string& tmp) { io::write_pfm(tmp, conf); });
+        } else if (fmt == "png") {
+          io::ImageU8 img(w, h);
+          for (std::size_t i = 0; i < img.data.size(); ++i)
+            img.data[i] = static_cast<std::uint8_t>(std::lround(std::clamp(conf.data[i], 0.0f, 1.0f) * 255.0f));
+          ctx.write_atomically(path, [&](const std::string& tmp) { io::write_image(tmp, img); });
+        } else {
+          throw bad_format(".pfm or .png (confidence * 255)");
+        }
+        break;
+      }
+      case Emit::kColor: {
+        if (fmt != "png" && fmt != "jpg" && fmt != "ppm" && fmt != "bmp") throw bad_format(".png");
+        const float lo = static_cast<float>(opt_.params.min_disparity);
+        const float hi = lo + static_cast<float>(opt_.params.disparities);
+        const io::ImageU8 img = io::colorize(disparity, lo, hi, io::parse_colormap(opt_.colormap));
+        ctx.write_atomically(path, [&](const std::string& tmp) { io::write_image(tmp, img); });
+        break;
+      }
+    }
+  }
+
+  static const char* emit_name(Emit e) {
+    switch (e) {
+      case Emit::kDisparity: return "disparity";
+      case Emit::kDepth: return "depth";
+      case Emit::kCloud: return "cloud";
+      case Emit::kConfidence: return "confidence";
+      case Emit::kColor: return "color";
+    }
+    return "?";
+  }
+
+  template <typename T>
+  static std::string size_text(const io::Image<T>& img) {
+    return std::to_string(img.width) + "x" + std::to_string(img.height);
+  }
+
+  // io errors start with the path they were given (for `-`, a temp file): keep only what follows it.
+  static std::string strip_path(const std::string& message, const std::string& path) {
+    if (message.rfind(path + ": ", 0) == 0) return message.substr(path.size() + 2);
+    return message;
+  }
+
+  cli::Tool tool_;
+  Options opt_;
+  Device device_;
+  std::unique_ptr<io::StereoCalibration> calib_;
+  std::unique_ptr<stereo::SgmEngine> engine_;
+  EvalTotals totals_;
+};
+
+}  // namespace
+}  // namespace s3d::sgm_depth
+
+int main(int argc, char** argv) {
+  // Dataset folders among the positional inputs become a temporary manifest (see sgm_depth/datasets.hpp).
+  std::vector<std::string> args(argv, argv + argc);
+  static const std::vector<std::string> kValueOptions = {
+      "-o", "--output", "--output-dir", "--input-list", "--manifest", "--format", "--shard", "--shard-count",
+      "--device", "--threads", "--report", "--progress", "--config", "--generate-completion", "-D", "--disparities",
+      "--min-disparity", "--paths", "--p1", "--p2", "--census", "--uniqueness", "--lr-check", "--speckle-size",
+      "--speckle-range", "--emit", "--png-encoding", "--calib", "--colormap", "--max-depth", "--ply-format", "--eval",
+      "--gt-scale"};
+  double gt_scale = 0.0;
+  for (std::size_t i = 1; i + 1 < args.size(); ++i)
+    if (args[i] == "--gt-scale") gt_scale = std::atof(args[i + 1].c_str());
+  std::string manifest;
+  try {
+    manifest = s3d::sgm_depth::expand_dataset_args(args, kValueOptions, gt_scale);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sgm-depth: %s\n", e.what());
+    return dynamic_cast<const s3d::InvalidArgument*>(&e) ? s3d::cli::kExitUsage : s3d::cli::kExitItemFailed;
+  }
+  std::vector<char*> cargs;
+  for (auto& a : args) cargs.push_back(a.data());
+  int code = 0;
+  {
+    s3d::sgm_depth::App app;
+    code = app.run(static_cast<int>(cargs.size()), cargs.data());
+  }
+  if (!manifest.empty()) {
+    std::error_code ec;
+    fs::remove(manifest, ec);
+  }
+  return code;
+}

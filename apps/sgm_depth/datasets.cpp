@@ -1,0 +1,143 @@
+#include "datasets.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "s3d/core/errors.hpp"
+
+namespace fs = std::filesystem;
+
+namespace s3d::sgm_depth {
+namespace {
+
+bool is_image(const fs::path& p) {
+  std::string e = p.extension().string();
+  std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return std::tolower(c); });
+  return e == ".png" || e == ".jpg" || e == ".jpeg" || e == ".ppm" || e == ".pgm" || e == ".tif" || e == ".tiff" ||
+         e == ".bmp";
+}
+
+// A Middlebury scene folder -> one record, or null.
+nlohmann::json middlebury_scene(const fs::path& dir, double gt_scale) {
+  struct Layout {
+    const char* left;
+    const char* right;
+    std::vector<const char*> gts;
+    bool needs_scale;
+  };
+  const Layout layouts[] = {{"im0.png", "im1.png", {"disp0GT.pfm", "disp0.pfm"}, false},
+                            {"imL.png", "imR.png", {"groundtruth.png", "disp2.png"}, false},
+                            {"view1.png", "view5.png", {"disp1.png"}, true}};
+  for (const Layout& l : layouts) {
+    if (!fs::is_regular_file(dir / l.left) || !fs::is_regular_file(dir / l.right)) continue;
+    nlohmann::json r{{"left", (dir / l.left).string()}, {"right", (dir / l.right).string()},
+                     {"name", dir.filename().string()}};
+    for (const char* g : l.gts) {
+      const fs::path gt = dir / g;
+      if (!fs::is_regular_file(gt)) continue;
+      if (l.needs_scale && gt_scale <= 0.0) break;
+      r["gt"] = gt.string();
+      if (gt_scale > 0.0 && gt.extension() != ".pfm") r["gt_scale"] = gt_scale;
+      break;
+    }
+    if (fs::is_regular_file(dir / "calib.txt")) r["calib"] = (dir / "calib.txt").string();
+    return r;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<nlohmann::json> dataset_items(const std::string& folder, double gt_scale) {
+  const fs::path dir(folder);
+  std::vector<nlohmann::json> items;
+  if (fs::is_directory(dir / "image_2") && fs::is_directory(dir / "image_3")) {
+    std::vector<fs::path> lefts;
+    for (const auto& e : fs::directory_iterator(dir / "image_2"))
+      if (e.is_regular_file() && is_image(e.path())) lefts.push_back(e.path());
+    std::sort(lefts.begin(), lefts.end());
+    for (const fs::path& l : lefts) {
+      const fs::path r = dir / "image_3" / l.filename();
+      if (!fs::is_regular_file(r)) continue;
+      nlohmann::json rec{{"left", l.string()}, {"right", r.string()}, {"name", l.stem().string()}};
+      for (const char* g : {"disp_occ_0", "disp_noc_0", "disp_occ", "disp_noc"}) {
+        const fs::path gt = dir / g / l.filename();
+        if (fs::is_regular_file(gt)) {
+          rec["gt"] = gt.string();
+          break;
+        }
+      }
+      // KITTI 2015 frames are <seq>_<frame>.png; the calibration is per sequence: <seq>.txt.
+      const std::string stem = l.stem().string();
+      const fs::path calib = dir / "calib_cam_to_cam" / (stem.substr(0, stem.find('_')) + ".txt");
+      if (fs::is_regular_file(calib)) rec["calib"] = calib.string();
+      items.push_back(rec);
+    }
+  } else if (auto one = middlebury_scene(dir, gt_scale); !one.is_null()) {
+    items.push_back(one);
+  } else if (fs::is_directory(dir)) {
+    std::vector<fs::path> subs;
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.is_directory()) subs.push_back(e.path());
+    std::sort(subs.begin(), subs.end());
+    for (const fs::path& s : subs)
+      if (auto r = middlebury_scene(s, gt_scale); !r.is_null()) items.push_back(r);
+  }
+  if (items.empty())
+    throw DataError(folder + ": no stereo pairs found (expected image_2/ + image_3/, im0/im1, imL/imR or "
+                             "view1/view5, or subfolders holding them)");
+  return items;
+}
+
+std::string expand_dataset_args(std::vector<std::string>& args, const std::vector<std::string>& value_options,
+                                double gt_scale) {
+  std::vector<std::size_t> positional;
+  bool any_folder = false;
+  bool after_dashdash = false;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (!after_dashdash && a == "--") {
+      after_dashdash = true;
+      continue;
+    }
+    if (!after_dashdash && a.size() > 1 && a[0] == '-') {
+      if (a.find('=') == std::string::npos &&
+          std::find(value_options.begin(), value_options.end(), a) != value_options.end())
+        ++i;  // its value
+      continue;
+    }
+    positional.push_back(i);
+    if (a != "-" && fs::is_directory(a)) any_folder = true;
+  }
+  if (!any_folder) return "";
+  std::vector<nlohmann::json> records;
+  std::vector<std::string> pending;  // plain files, paired in order
+  for (std::size_t i : positional) {
+    const std::string& a = args[i];
+    if (a != "-" && fs::is_directory(a)) {
+      if (!pending.empty()) throw InvalidArgument(pending.front() + ": a left image without its right image");
+      for (auto& r : dataset_items(a, gt_scale)) records.push_back(std::move(r));
+    } else {
+      pending.push_back(a);
+      if (pending.size() == 2) {
+        records.push_back({{"left", pending[0]}, {"right", pending[1]}});
+        pending.clear();
+      }
+    }
+  }
+  if (!pending.empty()) throw InvalidArgument(pending.front() + ": a left image without its right image");
+  for (auto it = positional.rbegin(); it != positional.rend(); ++it) args.erase(args.begin() + static_cast<long>(*it));
+  const fs::path tmp = fs::temp_directory_path() / ("sgm-depth-datasets-" + std::to_string(::getpid()) + ".jsonl");
+  std::ofstream out(tmp);
+  for (const auto& r : records) out << r.dump() << '\n';
+  out.close();
+  if (!out) throw IoError(tmp.string() + ": cannot write the dataset manifest");
+  args.push_back("--manifest");
+  args.push_back(tmp.string());
+  return tmp.string();
+}
+
+}  // namespace s3d::sgm_depth
