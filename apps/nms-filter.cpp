@@ -282,7 +282,16 @@ int main(int argc, char** argv) {
       }
     }
 
-    s3d::io::DetectionTable table = s3d::io::read_boxes(path, read);
+    s3d::io::DetectionTable table;
+    try {
+      table = s3d::io::read_boxes(path, read);
+    } catch (const s3d::DataError& e) {
+      // The frame prefixes messages that do not start with the input's path; for stdin that path is `-`,
+      // so hand it the message without our `<stdin>: ` (it adds its own).
+      const std::string what = e.what(), prefix = read.display_name + ": ";
+      if (from_stdin && what.rfind(prefix, 0) == 0) throw s3d::DataError(what.substr(prefix.size()));
+      throw;
+    }
     for (const auto& reason : table.dropped_reasons) spdlog::info("dropped: {}", reason);
     if (table.dropped_invalid > table.dropped_reasons.size())
       spdlog::info("dropped: ... {} more", table.dropped_invalid - table.dropped_reasons.size());

@@ -290,6 +290,14 @@ std::vector<std::string> choose_box_fields(const std::vector<std::string>& avail
   return {};
 }
 
+std::string forgotten_angle(const std::vector<std::string>& available, const BoxReadOptions& options) {
+  if (options.rotated || options.encoding != BoxEncoding::kAuto || !options.box_fields.empty()) return {};
+  const std::string angle = find_field(available, {"angle", "theta"});
+  if (angle.empty()) return {};
+  return "has an angle field '" + angle + "': give --rotated for rotated boxes, or --box-format to read them "
+         "axis-aligned without the angle";
+}
+
 std::string expected_box_fields(const BoxReadOptions& options) {
   auto join = [](const std::vector<std::string>& v) {
     std::string s;

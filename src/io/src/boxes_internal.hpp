@@ -29,6 +29,9 @@ const std::vector<std::string>& score_field_names();
 /// sets `*encoding` to the resolved encoding; empty when nothing matches.
 std::vector<std::string> choose_box_fields(const std::vector<std::string>& available, const BoxReadOptions& options,
                                            BoxEncoding* encoding);
+/// "" or a message when `available` has an angle column (angle, theta) but the boxes are read as axis-aligned
+/// by auto-detected names: the user most likely forgot `rotated` (an explicit encoding silences this).
+std::string forgotten_angle(const std::vector<std::string>& available, const BoxReadOptions& options);
 /// Text listing what choose_box_fields looks for, for error messages.
 std::string expected_box_fields(const BoxReadOptions& options);
 /// The first of `candidates` present in `available` (without case), as spelled there; "" if none.

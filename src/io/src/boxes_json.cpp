@@ -156,6 +156,8 @@ class JsonRecords {
         builder_.bad_record(where, "no bbox and no box fields " + expected_box_fields(options_));
         return false;
       }
+      if (std::string angle = forgotten_angle(names, options_); !angle.empty())
+        throw DataError(table_.source + ": " + where + ": " + angle);
       table_.encoding = encoding;
       check_names_ = box_names_;
     }

@@ -166,6 +166,7 @@ void read_csv(DetectionTable& table, const BoxReadOptions& options) {
       box_names = choose_box_fields(columns, options, &encoding);
       if (box_names.empty())
         throw DataError(where + "no box columns " + expected_box_fields(options) + " (columns: " + join(columns) + ")");
+      if (std::string angle = forgotten_angle(columns, options); !angle.empty()) throw DataError(where + angle);
       table.encoding = encoding;
       for (const auto& b : box_names) box_col.push_back(index_of(columns, b));
       std::string score_name = options.score_field.empty() ? find_field(columns, score_field_names())
