@@ -44,6 +44,9 @@ class StderrSink final : public spdlog::sinks::base_sink<std::mutex> {
         case spdlog::level::warn:
           on = "\033[1;33m";
           break;
+        case spdlog::level::info:
+          on = "\033[32m";
+          break;
         case spdlog::level::debug:
         case spdlog::level::trace:
           on = "\033[2m";

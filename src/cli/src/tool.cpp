@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <regex>
 #include <sstream>
 
 #include "completion.hpp"
@@ -138,6 +139,7 @@ struct Tool::Impl {
   void add_common_options();
   std::string footer() const;
   nlohmann::json effective_settings() const;
+  std::string config_text() const;
   void setup_logging();
   bool show_progress = false;
   std::vector<Item> collect_items();
@@ -309,7 +311,7 @@ void Tool::Impl::add_common_options() {
   app.add_flag_callback(
          "--print-config",
          [this] {
-           std::cout << app.config_to_str(/*default_also=*/true, /*write_description=*/false) << std::flush;
+           std::cout << config_text() << std::flush;
            throw CLI::Success();
          },
          "print the effective settings (TOML, usable with --config) and exit")
@@ -379,6 +381,42 @@ nlohmann::json Tool::Impl::effective_settings() const {
     out["config"] = config->as<std::string>();
   out["positional"] = s.positional;
   return out;
+}
+
+// TOML that --config reads back: options with a value (given, from a config, or a non-empty default);
+// the inputs are not settings and are left out.
+std::string Tool::Impl::config_text() const {
+  auto value = [](const std::string& v) {
+    static const std::regex kBare("-?[0-9]+(\\.[0-9]+)?|true|false");
+    if (std::regex_match(v, kBare)) return v;
+    std::string q = "\"";
+    for (char c : v) q += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+    return q + "\"";
+  };
+  std::ostringstream os;
+  os << "# " << name << " " << S3D_VERSION << ": effective settings (read back with --config FILE)\n";
+  for (const CLI::Option* opt : app.get_options()) {
+    if (!opt->get_configurable() || opt->get_lnames().empty()) continue;
+    const std::string key = opt->get_lnames().front();
+    if (key == "help" || key == "config") continue;
+    if (opt->get_expected_max() == 0) {
+      // Only flags that are on: a flag read from a config counts as given, even `=false` (and would
+      // trip --overwrite/--skip-existing's exclusion).
+      if (opt->count() > 0) os << key << "=true\n";
+      continue;
+    }
+    const auto& results = opt->results();
+    if (results.empty()) {
+      if (!opt->get_default_str().empty()) os << key << "=" << value(opt->get_default_str()) << "\n";
+    } else if (opt->get_items_expected_max() > 1) {
+      os << key << "=[";
+      for (std::size_t i = 0; i < results.size(); ++i) os << (i ? ", " : "") << value(results[i]);
+      os << "]\n";
+    } else {
+      os << key << "=" << value(results.back()) << "\n";
+    }
+  }
+  return os.str();
 }
 
 void Tool::Impl::setup_logging() {
@@ -519,6 +557,7 @@ int Tool::Impl::run(int argc, char** argv, const ItemHandler& handler) {
   for (const Item& item : items) {
     if (detail::pending_signal()) break;
     const auto t0 = Clock::now();
+    log->debug("item {}: {}", item.index + 1, item.name());
     nlohmann::json record = base_record(item);
     bool allow_overwrite = s.overwrite;
     std::string status = "ok";

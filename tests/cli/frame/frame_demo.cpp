@@ -1,0 +1,55 @@
+// s3d-frame-demo: a tiny tool on the CLI frame, used only by the frame's end-to-end tests.
+// It "processes" a text file by upper-casing it. Markers in the input drive the failure paths:
+//   FAIL        -> DataError (the item fails, the batch goes on)
+//   TRANSIENT   -> DeviceUnavailable (exit 75, the batch stops)
+// --sleep-ms N makes every item slow (for the kill test); --bad-start makes on_start throw InvalidArgument.
+#include <cctype>
+#include <chrono>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <thread>
+
+#include "s3d/cli/tool.hpp"
+#include "s3d/core/errors.hpp"
+
+int main(int argc, char** argv) {
+  s3d::cli::Tool tool("s3d-frame-demo", "Upper-case text files (a test tool for the s3d CLI frame)",
+                      s3d::cli::ItemSpec{1, {"input"}});
+  int sleep_ms = 0;
+  bool bad_start = false;
+  tool.app().add_option("--sleep-ms", sleep_ms, "sleep this long in every item")->capture_default_str();
+  tool.app().add_flag("--bad-start", bad_start, "fail in on_start with InvalidArgument");
+  tool.add_example("s3d-frame-demo notes.txt -o notes.up.txt", "upper-case one file");
+  tool.add_example("s3d-frame-demo --manifest m.jsonl --output-dir out --json > done.jsonl",
+                   "a batch with JSON Lines records");
+  tool.add_example("cat notes.txt | s3d-frame-demo - -o -", "stdin to stdout");
+
+  tool.on_start([&](const s3d::Device&) {
+    if (bad_start) throw s3d::InvalidArgument("--bad-start was given");
+  });
+  tool.outputs_of([](const s3d::cli::Item&, s3d::cli::ItemContext& ctx) {
+    return std::vector<std::string>{ctx.output_path(0, ".up.txt")};
+  });
+  std::size_t total_chars = 0;
+  tool.on_summary([&](nlohmann::json& summary) { summary["total_chars"] = total_chars; });
+
+  return tool.run(argc, argv, [&](const s3d::cli::Item& item, s3d::cli::ItemContext& ctx) {
+    const std::string in_path = ctx.readable_path(item.inputs[0]);
+    std::ifstream in(in_path, std::ios::binary);
+    if (!in) throw s3d::IoError(item.inputs[0] + ": cannot open");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.find("TRANSIENT") != std::string::npos) throw s3d::DeviceUnavailable("simulated lost GPU");
+    if (text.find("FAIL") != std::string::npos) throw s3d::DataError("contains the failure marker FAIL");
+    if (sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
+    for (auto& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    const std::string out = ctx.output_path(0, ".up.txt");
+    ctx.write_atomically(out, [&](const std::string& tmp) {
+      std::ofstream o(tmp, std::ios::binary);
+      o << text;
+      if (!o) throw s3d::IoError(out + ": write failed");
+    });
+    total_chars += text.size();
+    return nlohmann::json{{"chars", text.size()}, {"device", ctx.device().to_string()}};
+  });
+}

@@ -1,0 +1,180 @@
+// Unit tests of the CLI frame's pure pieces: output templates, --shard parsing and partitioning, manifest
+// and input-list parsing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "s3d/cli/inputs.hpp"
+#include "s3d/cli/output_template.hpp"
+#include "s3d/cli/shard.hpp"
+#include "s3d/core/errors.hpp"
+
+namespace s3d::cli {
+namespace {
+
+TEST(OutputTemplate, ExpandsEveryPlaceholder) {
+  const std::string in = "data/left/000001.png";
+  EXPECT_EQ(expand_template("{}", in, 7), "data/left/000001.png");
+  EXPECT_EQ(expand_template("{/}", in, 7), "000001.png");
+  EXPECT_EQ(expand_template("{.}", in, 7), "data/left/000001");
+  EXPECT_EQ(expand_template("{/.}", in, 7), "000001");
+  EXPECT_EQ(expand_template("{//}", in, 7), "data/left");
+  EXPECT_EQ(expand_template("{#}", in, 7), "7");
+  EXPECT_EQ(expand_template("out/{/.}_{#}.pfm", in, 12), "out/000001_12.pfm");
+  EXPECT_EQ(expand_template("{//}/{/.}.d.png", in, 1), "data/left/000001.d.png");
+}
+
+TEST(OutputTemplate, EdgeCases) {
+  EXPECT_EQ(expand_template("{//}", "a.png", 1), ".");
+  EXPECT_EQ(expand_template("{//}", "/a.png", 1), "/");
+  EXPECT_EQ(expand_template("{.}", "dir.v2/file", 1), "dir.v2/file");  // a dot in a folder is no extension
+  EXPECT_EQ(expand_template("{/.}", "archive.tar.gz", 1), "archive.tar");
+  EXPECT_EQ(expand_template("{/.}", ".hidden", 1), ".hidden");
+  EXPECT_EQ(expand_template("{/.}.txt", "-", 3), "stdin.txt");
+  EXPECT_EQ(expand_template("{x}{", "a.png", 1), "{x}{");  // unknown placeholders stay literal
+  EXPECT_EQ(expand_template("fixed.png", "a.png", 1), "fixed.png");
+  EXPECT_TRUE(has_placeholder("out/{/.}.png"));
+  EXPECT_TRUE(has_placeholder("{#}"));
+  EXPECT_FALSE(has_placeholder("out/{x}.png"));
+  EXPECT_FALSE(has_placeholder("out.png"));
+}
+
+GetEnv env_of(std::map<std::string, std::string> vars) {
+  auto shared = std::make_shared<std::map<std::string, std::string>>(std::move(vars));
+  return [shared](const char* name) -> const char* {
+    auto it = shared->find(name);
+    return it == shared->end() ? nullptr : it->second.c_str();
+  };
+}
+
+TEST(Shard, ParsesExplicitValues) {
+  const GetEnv none = env_of({});
+  Shard s = parse_shard("", none);
+  EXPECT_EQ(s.index, 0);
+  EXPECT_EQ(s.count, 1);
+  s = parse_shard("3/8", none);
+  EXPECT_EQ(s.index, 3);
+  EXPECT_EQ(s.count, 8);
+  for (const char* bad : {"8/8", "-1/4", "1/0", "a/b", "1", "1/", "/2", "1/2x", "auto2"})
+    EXPECT_THROW(parse_shard(bad, none), InvalidArgument) << bad;
+}
+
+TEST(Shard, AutoReadsSlurmThenKubernetes) {
+  Shard s = parse_shard("auto", env_of({{"SLURM_ARRAY_TASK_ID", "2"}, {"SLURM_ARRAY_TASK_COUNT", "4"}}));
+  EXPECT_EQ(s.index, 2);
+  EXPECT_EQ(s.count, 4);
+  // --array=1-4: ids start at SLURM_ARRAY_TASK_MIN.
+  s = parse_shard(
+      "auto", env_of({{"SLURM_ARRAY_TASK_ID", "4"}, {"SLURM_ARRAY_TASK_COUNT", "4"}, {"SLURM_ARRAY_TASK_MIN", "1"}}));
+  EXPECT_EQ(s.index, 3);
+  EXPECT_EQ(s.count, 4);
+  EXPECT_THROW(parse_shard("auto", env_of({{"SLURM_ARRAY_TASK_ID", "2"}})), InvalidArgument);
+  // Kubernetes indexed job: the count comes from --shard-count, else S3D_SHARD_COUNT.
+  s = parse_shard("auto", env_of({{"JOB_COMPLETION_INDEX", "5"}}), 6);
+  EXPECT_EQ(s.index, 5);
+  EXPECT_EQ(s.count, 6);
+  s = parse_shard("auto", env_of({{"JOB_COMPLETION_INDEX", "1"}, {"S3D_SHARD_COUNT", "3"}}));
+  EXPECT_EQ(s.index, 1);
+  EXPECT_EQ(s.count, 3);
+  EXPECT_THROW(parse_shard("auto", env_of({{"JOB_COMPLETION_INDEX", "1"}})), InvalidArgument);
+  EXPECT_THROW(parse_shard("auto", env_of({{"JOB_COMPLETION_INDEX", "3"}}), 3), InvalidArgument);
+  // No scheduler: the whole batch.
+  s = parse_shard("auto", env_of({}));
+  EXPECT_EQ(s.count, 1);
+}
+
+TEST(Shard, PartitionsExactly) {
+  std::vector<std::string> paths;
+  for (int i = 0; i < 23; ++i) paths.push_back("f" + std::to_string(i) + ".txt");
+  const std::vector<Item> all = items_from_paths(paths, ItemSpec{});
+  for (int n : {1, 2, 3, 5, 23, 30}) {
+    std::multiset<std::size_t> seen;
+    for (int i = 0; i < n; ++i) {
+      const auto mine = select_shard(all, Shard{i, n});
+      for (const auto& item : mine) {
+        EXPECT_EQ(static_cast<int>(item.index % n), i);
+        EXPECT_EQ(item.inputs[0], paths[item.index]);  // index is the full-order position
+        seen.insert(item.index);
+      }
+      // Input order is kept inside a shard.
+      EXPECT_TRUE(
+          std::is_sorted(mine.begin(), mine.end(), [](const Item& a, const Item& b) { return a.index < b.index; }));
+    }
+    ASSERT_EQ(seen.size(), all.size()) << n;
+    for (std::size_t k = 0; k < all.size(); ++k) EXPECT_EQ(seen.count(k), 1u) << "n=" << n << " k=" << k;
+  }
+}
+
+TEST(Inputs, PositionalGroupsByInputsPerItem) {
+  const auto items = items_from_paths({"l0.png", "r0.png", "l1.png", "r1.png"}, ItemSpec{2, {"left", "right"}});
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[1].inputs, (std::vector<std::string>{"l1.png", "r1.png"}));
+  EXPECT_EQ(items[1].index, 1u);
+  EXPECT_THROW(items_from_paths({"a", "b", "c"}, ItemSpec{2, {"left", "right"}}), InvalidArgument);
+  EXPECT_EQ(items_from_paths({"-"}, ItemSpec{})[0].name(), "<stdin>");
+}
+
+TEST(Inputs, ListSkipsBlanksAndComments) {
+  std::istringstream one("a.txt\n\n# comment\n  b c.txt  \n");
+  const auto items = items_from_list(one, "list", ItemSpec{});
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[1].inputs[0], "b c.txt");  // one input per line: spaces belong to the path
+  std::istringstream two("l 0.png\tr 0.png\nl1.png r1.png\n");
+  const auto pairs = items_from_list(two, "list", ItemSpec{2, {"left", "right"}});
+  ASSERT_EQ(pairs.size(), 2u);
+  EXPECT_EQ(pairs[0].inputs, (std::vector<std::string>{"l 0.png", "r 0.png"}));
+  EXPECT_EQ(pairs[1].inputs, (std::vector<std::string>{"l1.png", "r1.png"}));
+  std::istringstream bad("l1.png\n");
+  try {
+    items_from_list(bad, "pairs.txt", ItemSpec{2, {"left", "right"}});
+    FAIL() << "expected InvalidArgument";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("pairs.txt:1"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Inputs, ManifestKeysAndFields) {
+  std::istringstream in(R"({"left":"l0.png","right":"r0.png","id":7}
+
+{"right":"r1.png","left":"l1.png","calib":{"f":700}}
+)");
+  const auto items = items_from_manifest(in, "m.jsonl", ItemSpec{2, {"left", "right"}});
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[0].inputs, (std::vector<std::string>{"l0.png", "r0.png"}));
+  EXPECT_EQ(items[0].fields["id"], 7);
+  EXPECT_EQ(items[1].inputs, (std::vector<std::string>{"l1.png", "r1.png"}));
+  EXPECT_EQ(items[1].fields["calib"]["f"], 700);
+  EXPECT_EQ(items[1].index, 1u);
+}
+
+TEST(Inputs, ManifestErrorsNameTheLine) {
+  for (const char* text : {"{\"input\":\"a\"}\nnot json\n", "{\"input\":\"a\"}\n[1,2]\n",
+                           "{\"input\":\"a\"}\n{\"x\":1}\n", "{\"input\":\"a\"}\n{\"input\":3}\n"}) {
+    std::istringstream in(text);
+    try {
+      items_from_manifest(in, "m.jsonl", ItemSpec{});
+      FAIL() << "expected InvalidArgument for " << text;
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("m.jsonl:2"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Inputs, ManifestChainsAnotherToolsRecords) {
+  std::istringstream in(R"({"type":"item","index":0,"input":"a.json","output":"out/a.kept.json","status":"ok"}
+{"type":"item","index":1,"input":"b.json","status":"failed","error":"bad"}
+{"type":"item","index":2,"input":"c.json","output":"out/c.kept.json","status":"ok"}
+{"type":"summary","ok":2,"failed":1}
+)");
+  const auto items = items_from_manifest(in, "done.jsonl", ItemSpec{});
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[0].inputs[0], "out/a.kept.json");
+  EXPECT_EQ(items[1].inputs[0], "out/c.kept.json");
+  EXPECT_EQ(items[1].index, 1u);  // positions in this manifest's order (what --shard partitions)
+}
+
+}  // namespace
+}  // namespace s3d::cli
