@@ -121,16 +121,16 @@ class FrameTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         settings = self.records(p.stdout)[-1]["settings"]
         self.assertEqual(settings["device"], "cpu")
-        self.assertEqual(settings["threads"], "3")
+        self.assertEqual(settings["threads"], 3)
         # ... and flags override them.
         p = self.run_demo("--config", cfg, "--threads", "1", "a.txt", "-o", "b.out", "--json")
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual(self.records(p.stdout)[-1]["settings"]["threads"], "1")
+        self.assertEqual(self.records(p.stdout)[-1]["settings"]["threads"], 1)
         # An INI file works too.
         ini = self.write("run.ini", "[default]\nsleep-ms=2\ndevice=cpu\n")
         p = self.run_demo("--config", ini, "a.txt", "-o", "c.out", "--json")
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual(self.records(p.stdout)[-1]["settings"]["sleep-ms"], "2")
+        self.assertEqual(self.records(p.stdout)[-1]["settings"]["sleep-ms"], 2)
         self.assertEqual(self.run_demo("--config", self.path("missing.toml"), "a.txt").returncode, 2)
         del a
 

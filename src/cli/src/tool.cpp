@@ -368,18 +368,26 @@ nlohmann::json Tool::Impl::effective_settings() const {
       out[key] = opt->count() > 0;
       continue;
     }
+    // Numbers as JSON numbers, the rest as strings; unset options without a default are left out.
+    auto typed = [](const std::string& v) -> nlohmann::json {
+      static const std::regex kNumber("-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?");
+      if (std::regex_match(v, kNumber)) return nlohmann::json::parse(v, nullptr, false);
+      return v;
+    };
     const auto& results = opt->results();
     if (results.empty()) {
-      out[key] = opt->get_default_str();
+      if (!opt->get_default_str().empty()) out[key] = typed(opt->get_default_str());
     } else if (opt->get_items_expected_max() > 1) {
-      out[key] = results;
+      out[key] = nlohmann::json::array();
+      for (const auto& r : results) out[key].push_back(typed(r));
     } else {
-      out[key] = results.back();
+      out[key] = typed(results.back());
     }
   }
   if (const CLI::Option* config = app.get_config_ptr(); config && config->count() > 0)
     out["config"] = config->as<std::string>();
-  out["positional"] = s.positional;
+  // The inputs are not settings (a batch may list 100k files): only where they came from.
+  out["inputs_from"] = !s.manifest.empty() ? "manifest" : !s.input_list.empty() ? "input-list" : "arguments";
   return out;
 }
 
@@ -508,6 +516,10 @@ int Tool::Impl::run(int argc, char** argv, const ItemHandler& handler) {
     return kExitUsage;
   }
   setup_logging();
+  if (s.report_path == "-") {  // `--report -` is --json
+    s.report_path.clear();
+    s.json = true;
+  }
 
   // 2. Everything before the first item: a failure here is a usage error (2) or transient (75).
   std::vector<Item> items;
@@ -662,7 +674,14 @@ int Tool::Impl::run(int argc, char** argv, const ItemHandler& handler) {
 Tool::Tool(std::string name, std::string summary, ItemSpec spec)
     : impl_(std::make_unique<Impl>(std::move(name), std::move(summary), std::move(spec))) {}
 
-Tool::~Tool() = default;
+Tool::~Tool() {
+  // The default logger's sink points at this tool's progress bar: detach it before the bar goes away.
+  if (impl_->log && spdlog::default_logger() == impl_->log) {
+    auto plain = detail::make_stderr_logger(impl_->name, detail::stderr_wants_color(), nullptr);
+    plain->set_level(impl_->log->level());
+    spdlog::set_default_logger(plain);
+  }
+}
 
 CLI::App& Tool::app() { return impl_->app; }
 
