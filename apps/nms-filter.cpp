@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -282,6 +283,8 @@ int main(int argc, char** argv) {
       }
     }
 
+    using Clock = std::chrono::steady_clock;
+    const auto t_read = Clock::now();
     s3d::io::DetectionTable table;
     try {
       table = s3d::io::read_boxes(path, read);
@@ -322,7 +325,9 @@ int main(int argc, char** argv) {
     in.image_ids = image_ids.empty() ? nullptr : image_ids.data();
     in.count = static_cast<std::int64_t>(n);
     (void)dim;
+    const auto t_nms = Clock::now();
     const s3d::detection::NmsResult result = engine->run(in, plan.params);
+    const auto t_write = Clock::now();
 
     if (plan.emit_indices) {
       std::string text;
@@ -353,6 +358,8 @@ int main(int argc, char** argv) {
       }
     }
 
+    const auto t_end = Clock::now();
+    auto secs = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
     totals.boxes_in += table.records_in;
     totals.boxes_kept += result.keep.size();
     totals.dropped_invalid += table.dropped_invalid;
@@ -366,6 +373,9 @@ int main(int argc, char** argv) {
     record["group_by"] = groups;
     record["device"] = engine->device().to_string();
     record["output"] = out;
+    record["seconds_read"] = secs(t_read, t_nms);
+    record["seconds_nms"] = secs(t_nms, t_write);
+    record["seconds_write"] = secs(t_write, t_end);
     return record;
   });
 }

@@ -400,3 +400,28 @@ TEST(BoxesBadInput, FileLevelErrorsAreNotDroppable) {
                     {"f: no field 'level'"});
   EXPECT_THROW(s3d::io::read_boxes("/nonexistent/dets.json"), s3d::IoError);
 }
+
+TEST(BoxesBadInput, JsonShapesAndTypes) {
+  auto read = [](const std::string& record) {
+    BoxReadOptions o;
+    o.display_name = "j";
+    return s3d::io::read_boxes_from_string("[{\"bbox\":[0,0,1,1],\"score\":0.5,\"image_id\":1},\n" + record + "]",
+                                           BoxFileFormat::kCocoJson, o);
+  };
+  expect_data_error([&] { read("{\"bbox\":[[0],0,1,1],\"score\":0.5,\"image_id\":1}"); }, {"record 2", "bbox[0] is not a number"});
+  expect_data_error([&] { read("{\"bbox\":[0,0,1,{}],\"score\":0.5,\"image_id\":1}"); }, {"record 2", "bbox[3] is not a number"});
+  expect_data_error([&] { read("{\"bbox\":[0,0,1,1,5],\"score\":0.5,\"image_id\":1}"); }, {"record 2", "not an array of 4"});
+  expect_data_error([&] { read("{\"bbox\":{\"x\":1},\"score\":0.5,\"image_id\":1}"); }, {"record 2", "not an array of 4"});
+  expect_data_error([&] { read("{\"bbox\":[0,0,1,1],\"score\":true,\"image_id\":1}"); }, {"record 2", "score is not a number"});
+  expect_data_error([&] { read("{\"bbox\":[0,0,1,1],\"score\":0.5}"); }, {"record 2", "image_id is missing"});
+  expect_data_error([&] { read("{\"bbox\":[0,0,1,1],\"score\":0.5,\"image_id\":[1]}"); }, {"record 2", "image_id is not a single value"});
+  expect_data_error([&] { read("{\"bbox\":[0,0,1,1],\"score\":1e999,\"image_id\":1}"); }, {"record 2", "number overflow"});
+  // Nested extra fields are ignored by the reader and kept by the writer.
+  DetectionTable t = read("{\"bbox\":[2,2,1,1],\"score\":0.25,\"image_id\":\"x\",\"extra\":{\"bbox\":[9],\"score\":\"no\"}}");
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_DOUBLE_EQ(t.scores[1], 0.25);
+  EXPECT_EQ(t.boxes[4], 2.0);
+  EXPECT_EQ(t.key("image_id")->values, (std::vector<std::string>{"1", "x"}));
+  // A forgotten --rotated is an error, not a silently ignored angle.
+  expect_data_error([] { from_string("cx,cy,w,h,angle,score\n1,1,1,1,0.3,1\n", BoxFileFormat::kCsv); }, {"give --rotated"});
+}

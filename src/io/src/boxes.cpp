@@ -83,6 +83,8 @@ std::string read_file(const std::string& path, const std::string& shown) {
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f) throw IoError(shown + ": cannot open: " + std::strerror(errno));
   std::string data;
+  std::error_code ec;
+  if (const auto size = fs::file_size(path, ec); !ec) data.reserve(static_cast<std::size_t>(size));
   char buffer[1 << 16];
   std::size_t n;
   while ((n = std::fread(buffer, 1, sizeof buffer, f.get())) > 0) data.append(buffer, n);
@@ -324,7 +326,21 @@ void TableBuilder::set_key_fields(const std::vector<std::string>& names) {
   key_names_ = names;
   key_maps_.assign(names.size(), {});
   table_.keys.clear();
-  for (const auto& n : names) table_.keys.push_back(KeyColumn{n, {}, {}});
+  for (const auto& n : names) {
+    table_.keys.push_back(KeyColumn{n, {}, {}});
+    table_.keys.back().codes.reserve(expected_rows_);
+  }
+}
+
+void TableBuilder::reserve(std::size_t rows) {
+  expected_rows_ = rows;
+  const std::size_t dim = static_cast<std::size_t>(table_.box_dim());
+  table_.given.reserve(rows * dim);
+  table_.boxes.reserve(rows * dim);
+  table_.scores.reserve(rows);
+  table_.positions.reserve(rows);
+  table_.original.record.reserve(rows);
+  table_.original.score.reserve(rows);
 }
 
 void TableBuilder::bad_record(const std::string& where, const std::string& what) {

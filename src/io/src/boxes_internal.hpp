@@ -46,6 +46,8 @@ class TableBuilder {
   /// Declares the key columns (call once, before the first row); names as in the file.
   void set_key_fields(const std::vector<std::string>& names);
   const std::vector<std::string>& key_fields() const { return key_names_; }
+  /// Reserves room for about `rows` rows (an estimate from the line count).
+  void reserve(std::size_t rows);
 
   /// A bad record at `where` (e.g. `line 17` or `record 5 (line 3)`): throws DataError
   /// `<source>: <where>: <what>`, or counts it when dropping.
@@ -68,6 +70,7 @@ class TableBuilder {
   std::vector<std::string> key_names_;
   std::vector<std::unordered_map<std::string, std::int32_t>> key_maps_;
   std::string key_buffer_;
+  std::size_t expected_rows_ = 0;
 };
 
 /// Readers per format; `table.original.text` holds the bytes, `table.source` the display name.

@@ -34,6 +34,10 @@ void for_each_line(const std::string& text, std::size_t begin, std::size_t end, 
 
 bool blank(std::string_view line) { return trim(line).empty(); }
 
+std::size_t count_lines(const std::string& text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+}
+
 /// A field of a split line: its value span relative to the line (quotes and spaces excluded).
 struct Field {
   std::size_t offset;
@@ -140,6 +144,7 @@ void read_csv(DetectionTable& table, const BoxReadOptions& options) {
   std::size_t start = 0;
   if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) start = 3;
   TableBuilder builder(table, options);
+  builder.reserve(count_lines(text));
 
   std::vector<std::string> columns;
   std::vector<int> box_col, key_col;
@@ -193,23 +198,24 @@ void read_csv(DetectionTable& table, const BoxReadOptions& options) {
     }
     builder.count_record();
     const std::size_t pos = position++;
-    const std::string where = "line " + std::to_string(line_no);
+    // Built only on error: the message text is not paid per record.
+    auto bad = [&](const std::string& what) { builder.bad_record("line " + std::to_string(line_no), what); };
     if (fields.size() != columns.size()) {
-      builder.bad_record(where, "has " + std::to_string(fields.size()) + " fields, the header has " +
+      bad("has " + std::to_string(fields.size()) + " fields, the header has " +
                                     std::to_string(columns.size()));
       return;
     }
     for (std::size_t j = 0; j < box_col.size(); ++j) {
       std::string err = number_field(line, fields[static_cast<std::size_t>(box_col[j])], box_names[j], &given[j]);
-      if (!err.empty()) return builder.bad_record(where, err);
+      if (!err.empty()) return bad(err);
     }
     double score;
     const Field& sf = fields[static_cast<std::size_t>(score_col)];
     if (std::string err = number_field(line, sf, columns[static_cast<std::size_t>(score_col)], &score); !err.empty())
-      return builder.bad_record(where, err);
+      return bad(err);
     if (std::string err = builder.check_finite(given, box_names, score, columns[static_cast<std::size_t>(score_col)]);
         !err.empty())
-      return builder.bad_record(where, err);
+      return bad(err);
     for (std::size_t k = 0; k < key_col.size(); ++k) {
       const Field& f = fields[static_cast<std::size_t>(key_col[k])];
       keys[k] = line.substr(f.offset, f.size);
@@ -244,6 +250,7 @@ int mot_column(std::string_view name) {
 void read_mot(DetectionTable& table, const BoxReadOptions& options) {
   const std::string& text = table.original.text;
   TableBuilder builder(table, options);
+  builder.reserve(count_lines(text));
   table.encoding = options.encoding == BoxEncoding::kAuto ? BoxEncoding::kXywh : options.encoding;
   table.image_field = "frame";
   table.class_field.clear();
@@ -268,23 +275,24 @@ void read_mot(DetectionTable& table, const BoxReadOptions& options) {
     if (blank(line)) return;
     builder.count_record();
     const std::size_t pos = position++;
-    const std::string where = "line " + std::to_string(line_no);
+    // Built only on error: the message text is not paid per record.
+    auto bad = [&](const std::string& what) { builder.bad_record("line " + std::to_string(line_no), what); };
     split_csv(line, fields);
     if (static_cast<int>(fields.size()) < needed)
-      return builder.bad_record(where, "has " + std::to_string(fields.size()) + " fields, expected at least " +
+      return bad("has " + std::to_string(fields.size()) + " fields, expected at least " +
                                            std::to_string(needed) + " (frame,id,bb_left,bb_top,bb_width,bb_height,conf)");
     for (int j = 0; j < 4; ++j)
       if (std::string err = number_field(line, fields[static_cast<std::size_t>(2 + j)], box_names[static_cast<std::size_t>(j)], &given[j]);
           !err.empty())
-        return builder.bad_record(where, err);
+        return bad(err);
     double score;
     if (std::string err = number_field(line, fields[6], "conf", &score); !err.empty())
-      return builder.bad_record(where, err);
+      return bad(err);
     if (std::string err = builder.check_finite(given, box_names, score, "conf"); !err.empty())
-      return builder.bad_record(where, err);
+      return bad(err);
     double frame;
     if (std::string err = number_field(line, fields[0], "frame", &frame); !err.empty())
-      return builder.bad_record(where, err);
+      return bad(err);
     for (std::size_t k = 0; k < key_col.size(); ++k) {
       const Field& f = fields[static_cast<std::size_t>(key_col[k])];
       keys[k] = line.substr(f.offset, f.size);
@@ -331,23 +339,23 @@ void read_voc_part(DetectionTable& table, TableBuilder& builder, const BoxReadOp
     if (blank(line)) return;
     builder.count_record();
     const std::size_t pos = (*position)++;
-    const std::string where = where_prefix + "line " + std::to_string(line_no);
+    auto bad = [&](const std::string& what) { builder.bad_record(where_prefix + "line " + std::to_string(line_no), what); };
     split_ws(line, fields);
     if (fields.size() < 6)
-      return builder.bad_record(where, "has " + std::to_string(fields.size()) +
+      return bad("has " + std::to_string(fields.size()) +
                                            " fields, expected 6 (class score left top right bottom)");
     // Class names may hold spaces: the last five fields are the numbers, everything before is the class.
     const std::size_t n = fields.size();
     const Field cls{fields[0].offset, fields[n - 6].offset + fields[n - 6].size - fields[0].offset};
     const Field& sf = fields[n - 5];
     double score;
-    if (std::string err = number_field(line, sf, "score", &score); !err.empty()) return builder.bad_record(where, err);
+    if (std::string err = number_field(line, sf, "score", &score); !err.empty()) return bad(err);
     for (int j = 0; j < 4; ++j)
       if (std::string err = number_field(line, fields[n - 4 + static_cast<std::size_t>(j)], box_names[static_cast<std::size_t>(j)], &given[j]);
           !err.empty())
-        return builder.bad_record(where, err);
+        return bad(err);
     if (std::string err = builder.check_finite(given, box_names, score, "score"); !err.empty())
-      return builder.bad_record(where, err);
+      return bad(err);
     for (std::size_t k = 0; k < key_names.size(); ++k) {
       const int c = index_of(voc_names(), key_names[k]);
       if (c == 0) keys[k] = line.substr(cls.offset, cls.size);
