@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "s3d/core/device.hpp"
 #include "s3d/io/boxes.hpp"
 #include "test_support.hpp"
 
@@ -60,7 +61,7 @@ class NmsFilterCli : public ::testing::Test {
   /// Runs `nms-filter ARGS` through the shell (ARGS may hold redirections and pipes into it via `pre`).
   Result run(const std::string& args, const std::string& pre = "") const {
     const fs::path out = dir_ / ".stdout", err = dir_ / ".stderr";
-    const std::string cmd = pre + quote(S3D_NMS_FILTER_EXE) + " --device cpu " + args + " >" + quote(out.string()) +
+    const std::string cmd = pre + quote(S3D_NMS_FILTER_EXE) + " --device " + device_ + " " + args + " >" + quote(out.string()) +
                             " 2>" + quote(err.string());
     const int status = std::system(("/bin/sh -c " + quote(cmd)).c_str());
     Result r;
@@ -103,7 +104,15 @@ class NmsFilterCli : public ::testing::Test {
     return v;
   }
 
+  /// The devices the golden tests run on: the CPU, and the GPU when one is visible (same keep lists).
+  static std::vector<std::string> devices() {
+    std::vector<std::string> d{"cpu"};
+    if (s3d::cuda_device_count() > 0) d.push_back("cuda");
+    return d;
+  }
+
   fs::path dir_;
+  std::string device_ = "cpu";
 };
 
 std::vector<long> golden_txt(const fs::path& p) {
@@ -129,11 +138,14 @@ TEST_F(NmsFilterCli, RpnProposalsMatchGolden) {
                         Case{"--iou 0.7", "rpn_keep_iou0.7_class_agnostic.txt"},
                         Case{"--iou 0.5 --group-by level", "rpn_keep_iou0.5_per_level.txt"}}) {
     SCOPED_TRACE(c.args);
-    Result r = run(c.args + " --emit indices -o - " + quote(csv.string()));
-    ASSERT_EQ(r.rc, 0) << r.err;
-    const auto want = golden_txt(golden / c.file);
-    EXPECT_EQ(numbers(r.out), want);
+    for (const auto& device : devices()) {
+      device_ = device;
+      Result r = run(c.args + " --emit indices -o - " + quote(csv.string()));
+      ASSERT_EQ(r.rc, 0) << r.err;
+      EXPECT_EQ(numbers(r.out), golden_txt(golden / c.file)) << device;
+    }
   }
+  device_ = "cpu";
   // mmcv's own expected per-level result (the golden list is verified equal to it).
   S3D_REQUIRE_DATA(mmcv, "detections/rpn_proposals_mmcv/keep_expected_iou0.7_per_level.txt");
   EXPECT_EQ(numbers(run("--iou 0.7 --group-by level --emit indices -o - " + quote(csv.string())).out), golden_txt(mmcv));
@@ -158,11 +170,14 @@ TEST_F(NmsFilterCli, CocoResultsMatchGoldenFromJsonAndCsv) {
       const std::string iou = it.key().substr(3, 3);  // "iou0.5_..." -> "0.5"
       const bool per_class = it.key().find("per_class") != std::string::npos;
       for (const auto& input : set.inputs) {
-        SCOPED_TRACE(set.golden + " " + it.key() + " " + input);
-        Result r = run("--iou " + iou + (per_class ? " --per-class" : "") + " --emit indices -o - " +
-                    quote((data / input).string()));
-        ASSERT_EQ(r.rc, 0) << r.err;
-        EXPECT_EQ(numbers(r.out), it.value().get<std::vector<long>>());
+        for (const auto& device : devices()) {
+          SCOPED_TRACE(set.golden + " " + it.key() + " " + input + " on " + device);
+          device_ = device;
+          Result r = run("--iou " + iou + (per_class ? " --per-class" : "") + " --emit indices -o - " +
+                         quote((data / input).string()));
+          ASSERT_EQ(r.rc, 0) << r.err;
+          EXPECT_EQ(numbers(r.out), it.value().get<std::vector<long>>());
+        }
         ++compared;
       }
     }
@@ -177,6 +192,15 @@ TEST_F(NmsFilterCli, MotPerFrameMatchesGoldenInOneBatch) {
   std::string inputs;
   for (auto it = golden.begin(); it != golden.end(); ++it)
     if (it.key() != "_doc") inputs += " " + quote((mot / (it.key() + ".det.txt")).string());
+  if (devices().size() > 1) {  // the GPU gives the same keep lists
+    device_ = "cuda";
+    Result g = run("--iou 0.2 --emit indices -o " + quote((dir_ / "gpu_{/.}.keep").string()) + inputs);
+    ASSERT_EQ(g.rc, 0) << g.err;
+    for (auto it = golden.begin(); it != golden.end(); ++it)
+      if (it.key() != "_doc")
+        EXPECT_EQ(numbers(slurp(dir_ / ("gpu_" + it.key() + ".det.keep"))), it.value().get<std::vector<long>>());
+    device_ = "cpu";
+  }
   const auto t0 = std::chrono::steady_clock::now();
   Result r = run("--iou 0.2 --emit indices --json -o " + quote((dir_ / "{/.}.keep").string()) + inputs);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
