@@ -1,1 +1,21 @@
 # SGM benchmarks: owned by the stereo work
+#   bench_sgm      GPU (CUDA builds): CUDA events, d2d + e2e, table + JSON (argv[1]); vs libSGM's published times
+#   bench_sgm_cpu  CPU Google Benchmark beside OpenCV StereoSGBM 3-way (OpenCV only when S3D_BUILD_IO and found)
+if(S3D_WITH_CUDA)
+  add_executable(bench_sgm ${CMAKE_CURRENT_SOURCE_DIR}/sgm_bench_gpu.cpp)
+  target_link_libraries(bench_sgm PRIVATE s3d::stereo CUDA::cudart_static)
+endif()
+
+add_executable(bench_sgm_cpu ${CMAKE_CURRENT_SOURCE_DIR}/sgm_bench_cpu.cpp)
+target_link_libraries(bench_sgm_cpu PRIVATE s3d::stereo benchmark::benchmark)
+target_compile_definitions(bench_sgm_cpu PRIVATE S3D_BENCH_DATA_DIR="${S3D_DATA_DIR}")
+set(S3D_SGM_BENCH_OPENCV 0)
+if(S3D_BUILD_IO)
+  find_package(OpenCV QUIET COMPONENTS core imgcodecs calib3d)
+  if(OpenCV_FOUND)
+    set(S3D_SGM_BENCH_OPENCV 1)
+    target_link_libraries(bench_sgm_cpu PRIVATE ${OpenCV_LIBS})
+    target_include_directories(bench_sgm_cpu PRIVATE ${OpenCV_INCLUDE_DIRS})
+  endif()
+endif()
+target_compile_definitions(bench_sgm_cpu PRIVATE S3D_BENCH_HAVE_OPENCV=${S3D_SGM_BENCH_OPENCV})

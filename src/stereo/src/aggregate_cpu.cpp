@@ -1,8 +1,5 @@
 // Cost volume and SGM path aggregation, CPU backend.
-// Layout [y][x][d] (uint8 costs, uint16 sums). Horizontal paths: one row per task (both directions).
-// Vertical and diagonal paths: a top-down and a bottom-up sweep over rows, each row's pixels split among
-// the threads (the rows depend on each other, the pixels of one row do not); the 1 or 3 paths of a sweep
-// share its pass over the volume. Inner loops run over d and vectorise (uint16 lanes).
+// Layout [y][x][d] (uint8 costs, uint16 sums). Inner loops run over d and vectorise (uint16 lanes).
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -18,8 +15,7 @@ constexpr std::uint16_t kSentinel = 0x7fff;  // > any L (<= 16383 once validated
 
 /// cur[0..D) = L(p, .) from prev (prev[-1] and prev[D] hold kSentinel); accumulates into vol
 /// (assigns when `assign`). Returns min_d cur.
-S3D_STEREO_CLONES
-int path_step_row(const std::uint8_t* __restrict cost, const std::uint16_t* __restrict prev, int prev_min,
+inline int path_step_row(const std::uint8_t* __restrict cost, const std::uint16_t* __restrict prev, int prev_min,
                   std::uint16_t* __restrict cur, std::uint16_t* __restrict vol, int D, int p1, int p2,
                   bool assign) {
   const std::uint16_t jump = static_cast<std::uint16_t>(prev_min + p2);
@@ -44,8 +40,7 @@ int path_step_row(const std::uint8_t* __restrict cost, const std::uint16_t* __re
 }
 
 /// First pixel of a path: L = C.
-S3D_STEREO_CLONES
-int path_start(const std::uint8_t* __restrict cost, std::uint16_t* __restrict cur, std::uint16_t* __restrict vol,
+inline int path_start(const std::uint8_t* __restrict cost, std::uint16_t* __restrict cur, std::uint16_t* __restrict vol,
                int D, bool assign) {
   std::uint16_t mn = 0xffff;
   for (int d = 0; d < D; ++d) {
@@ -62,7 +57,7 @@ int path_start(const std::uint8_t* __restrict cost, std::uint16_t* __restrict cu
 
 }  // namespace
 
-S3D_STEREO_CLONES
+S3D_STEREO_POPCNT_CLONES
 static void cost_row(const std::uint64_t* __restrict ref, const std::uint64_t* __restrict target, int W, int D,
                      int min_d, int sign, int max_cost, std::uint8_t* __restrict out) {
   for (int x = 0; x < W; ++x) {
@@ -98,65 +93,87 @@ void cost_volume(const std::uint64_t* ref, const std::uint64_t* target, const Ma
   }
 }
 
+
+namespace {
+
+constexpr int kBand = 32;  // scanlines walked together by one thread (adjacent pixels of one row)
+
+/// A band of up to kBand adjacent scanlines of a direction with dy != 0, walked row by row so that each row
+/// touches one contiguous run of the volume (a column-by-column walk would miss the TLB at every step).
+/// Virtual column v: x(i) = x0(v) + i*dx at sweep row i; a scanline starts where it enters the image.
+S3D_STEREO_CLONES
+void sweep_band(const std::uint8_t* __restrict cost, std::uint16_t* __restrict volume, const MatchSpec& s, int dx,
+                int dy, int v_begin, int v_end, bool assign, std::uint16_t* state, int* mins) {
+  const int W = s.width, H = s.height, D = s.disparities;
+  const int stride = D + 2;
+  const int x_shift = dx > 0 ? -(H - 1) : 0;  // x0(v) = v + x_shift
+  for (int i = 0; i < H; ++i) {
+    const int y = dy > 0 ? i : H - 1 - i;
+    const int slot = i & 1;
+    for (int v = v_begin; v < v_end; ++v) {
+      const int x = v + x_shift + i * dx;
+      if (x < 0 || x >= W) continue;
+      const int k = v - v_begin;
+      std::uint16_t* cur = state + (static_cast<std::size_t>(slot) * kBand + k) * stride + 1;
+      const std::uint16_t* prev = state + (static_cast<std::size_t>(slot ^ 1) * kBand + k) * stride + 1;
+      const std::ptrdiff_t o = (static_cast<std::ptrdiff_t>(y) * W + x) * D;
+      const int px = x - dx;
+      if (i == 0 || px < 0 || px >= W) {
+        mins[slot * kBand + k] = path_start(cost + o, cur, volume + o, D, assign);
+      } else {
+        mins[slot * kBand + k] =
+            path_step_row(cost + o, prev, mins[(slot ^ 1) * kBand + k], cur, volume + o, D, s.p1, s.p2, assign);
+      }
+    }
+  }
+}
+
+/// Both horizontal paths of row y (left->right assigns, right->left adds); the row stays in cache.
+S3D_STEREO_CLONES
+void horizontal_row(const std::uint8_t* __restrict cost, std::uint16_t* __restrict volume, const MatchSpec& s, int y,
+                    std::uint16_t* buf) {
+  const int W = s.width, D = s.disparities;
+  const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(y) * W * D;
+  const std::uint8_t* c = cost + row;
+  std::uint16_t* v = volume + row;
+  std::uint16_t* a = buf + 1;
+  std::uint16_t* b = buf + D + 3;
+  int mn = path_start(c, a, v, D, true);
+  for (int x = 1; x < W; ++x) {
+    mn = path_step_row(c + x * D, a, mn, b, v + x * D, D, s.p1, s.p2, true);
+    std::swap(a, b);
+  }
+  mn = path_start(c + (W - 1) * D, a, v + (W - 1) * D, D, false);
+  for (int x = W - 2; x >= 0; --x) {
+    mn = path_step_row(c + x * D, a, mn, b, v + x * D, D, s.p1, s.p2, false);
+    std::swap(a, b);
+  }
+}
+
+}  // namespace
+
 void aggregate(const std::uint8_t* cost, const MatchSpec& s, std::uint16_t* volume) {
   const int W = s.width;
   const int H = s.height;
   const int D = s.disparities;
-  const std::ptrdiff_t row_elems = static_cast<std::ptrdiff_t>(W) * D;
-  const int stride = D + 2;  // per-pixel L storage with sentinels at both ends
-
-  // Horizontal paths (left->right assigns, right->left adds).
+  // Horizontal pair per row, then each other path as bands of independent scanlines (the same scanlines
+  // the CUDA backend walks): no per-row synchronisation, one barrier per path.
 #pragma omp parallel
   {
-    std::vector<std::uint16_t> buf(2 * stride, kSentinel);
+    std::vector<std::uint16_t> buf(2 * (D + 2), kSentinel);
+    std::vector<std::uint16_t> state(static_cast<std::size_t>(2) * kBand * (D + 2), kSentinel);
+    std::vector<int> mins(2 * kBand, 0);
 #pragma omp for schedule(dynamic, 2)
-    for (int y = 0; y < H; ++y) {
-      const std::uint8_t* crow = cost + y * row_elems;
-      std::uint16_t* vrow = volume + y * row_elems;
-      std::uint16_t* a = buf.data() + 1;
-      std::uint16_t* b = buf.data() + stride + 1;
-      int mn = path_start(crow, a, vrow, D, true);
-      for (int x = 1; x < W; ++x) {
-        mn = path_step_row(crow + x * D, a, mn, b, vrow + x * D, D, s.p1, s.p2, true);
-        std::swap(a, b);
-      }
-      mn = path_start(crow + (W - 1) * D, a, vrow + (W - 1) * D, D, false);
-      for (int x = W - 2; x >= 0; --x) {
-        mn = path_step_row(crow + x * D, a, mn, b, vrow + x * D, D, s.p1, s.p2, false);
-        std::swap(a, b);
-      }
-    }
-  }
-
-  // Vertical (+ diagonal) sweeps.
-  const int npaths = s.paths == 8 ? 3 : 1;
-  const int kDx[3] = {0, 1, -1};
-  std::vector<std::uint16_t> lbuf(static_cast<std::size_t>(2) * npaths * W * stride, kSentinel);
-  std::vector<int> mbuf(static_cast<std::size_t>(2) * npaths * W, 0);
-  for (int dy : {1, -1}) {
-#pragma omp parallel
-    for (int i = 0; i < H; ++i) {
-      const int y = dy > 0 ? i : H - 1 - i;
-      const std::uint8_t* crow = cost + y * row_elems;
-      std::uint16_t* vrow = volume + y * row_elems;
-      const int cur_slot = i & 1;
-      const int prev_slot = cur_slot ^ 1;
-#pragma omp for schedule(static)
-      for (int x = 0; x < W; ++x) {
-        for (int k = 0; k < npaths; ++k) {
-          std::uint16_t* cur = lbuf.data() + ((static_cast<std::size_t>(cur_slot) * npaths + k) * W + x) * stride + 1;
-          int* cur_min = mbuf.data() + (static_cast<std::size_t>(cur_slot) * npaths + k) * W + x;
-          const int xp = x - kDx[k];
-          if (i == 0 || xp < 0 || xp >= W) {
-            *cur_min = path_start(crow + x * D, cur, vrow + x * D, D, false);
-          } else {
-            const std::uint16_t* prev =
-                lbuf.data() + ((static_cast<std::size_t>(prev_slot) * npaths + k) * W + xp) * stride + 1;
-            const int pmin = mbuf[(static_cast<std::size_t>(prev_slot) * npaths + k) * W + xp];
-            *cur_min = path_step_row(crow + x * D, prev, pmin, cur, vrow + x * D, D, s.p1, s.p2, false);
-          }
-        }
-      }
+    for (int y = 0; y < H; ++y) horizontal_row(cost, volume, s, y, buf.data());
+    for (int p = 2; p < s.paths; ++p) {
+      int dx, dy;
+      path_direction(p, dx, dy);
+      const int columns = dx == 0 ? W : W + H - 1;
+      const int bands = (columns + kBand - 1) / kBand;
+#pragma omp for schedule(dynamic, 1)
+      for (int band = 0; band < bands; ++band)
+        sweep_band(cost, volume, s, dx, dy, band * kBand, std::min(columns, (band + 1) * kBand), false, state.data(),
+                   mins.data());
     }
   }
 }

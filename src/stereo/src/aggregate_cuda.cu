@@ -1,9 +1,13 @@
 // SGM path aggregation, CUDA backend.
-// One warp per scanline of one direction; lane t holds disparities [t*K, t*K+K) in registers (K = pitch/32),
-// so the d+-1 neighbours cross lanes only at the ends (two shuffles) and min_k L is a 5-step butterfly.
-// Costs are computed on the fly from the census codes (never stored). The paths are not stored either:
-// each path kernel adds its L_r into ONE uint16 volume (the first assigns), in stream order, so the volume
-// is written once per path and read once by the winner-take-all. Same recurrence as the CPU (aggregate_math).
+// A group of G lanes walks one scanline of one direction; lane t holds disparities [t*K, t*K+K) in
+// registers, so the d+-1 neighbours cross lanes only at the group's ends (two shuffles) and min_k L is a
+// log2(G)-step butterfly: small G keeps the per-step dependency chain short (the horizontal paths have
+// only H scanlines, each W steps long: latency, not bandwidth, bounds them). Costs are computed on the fly
+// from the census codes (never stored) and the next pixel's codes and partial sums are loaded one step
+// ahead, so global-memory latency stays off the chain. The paths are never stored: the 6 vertical and
+// diagonal paths add into volume A (the first assigns), the 2 horizontal ones, in one kernel on a second
+// stream running concurrently, into volume B (left->right assigns, right->left adds); WTA reads A + B.
+// Same recurrence as the CPU (aggregate_math.hpp), so the sums are identical.
 #include <algorithm>
 
 #include "aggregate_math.hpp"
@@ -11,51 +15,116 @@
 #include "s3d/core/cuda_check.cuh"
 
 namespace s3d::stereo::detail::cuda {
+using ::s3d::detail::grid_size;
 namespace {
 
 constexpr int kBig = 1 << 24;  // outside [0, D): never a minimum, never overflows int
-constexpr unsigned kFull = 0xffffffffu;
 
-template <int K>
-__device__ S3D_FORCEINLINE void store_lanes(std::uint16_t* v, const int (&L)[K], bool assign) {
-  if constexpr (K % 2 == 0) {
-    auto* v2 = reinterpret_cast<unsigned int*>(v);
+template <int G, int K>
+struct Scan {
+  static constexpr int kPairs = K / 2;
+
+  __device__ static void run(const std::uint64_t* __restrict__ ref, const std::uint64_t* __restrict__ target,
+                             const MatchSpec& s, int x, int y, int dx, int dy, std::uint16_t* __restrict__ volume,
+                             int vpitch, bool assign, unsigned mask, int glane) {
+    const int W = s.width, H = s.height, D = s.disparities;
+    const int d0 = glane * K;
+    int L[K];
+    int prev_min = 0;
+    bool first = true;
+    // operands of the current pixel, loaded one step ahead
+    std::uint64_t r_cur = 0, t_cur[K];
+    unsigned int old_cur[kPairs];
+    auto load = [&](int px, int py, std::uint64_t& r, std::uint64_t (&t)[K], unsigned int (&old)[kPairs]) {
+      const std::ptrdiff_t pix = static_cast<std::ptrdiff_t>(py) * W + px;
+      r = __ldg(ref + pix);
+      const std::uint64_t* trow = target + static_cast<std::ptrdiff_t>(py) * W;
 #pragma unroll
-    for (int j = 0; j < K / 2; ++j) {
-      unsigned int lo = static_cast<unsigned int>(L[2 * j]) & 0xffffu;
-      unsigned int hi = static_cast<unsigned int>(L[2 * j + 1]) & 0xffffu;
-      if (!assign) {
-        const unsigned int old = v2[j];
-        lo = (lo + (old & 0xffffu)) & 0xffffu;
-        hi = (hi + (old >> 16)) & 0xffffu;
+      for (int j = 0; j < K; ++j) {
+        const int xt = px + s.sign * (s.min_disparity + d0 + j);
+        t[j] = (xt >= 0 && xt < W) ? __ldg(trow + xt) : 0;
       }
-      v2[j] = lo | (hi << 16);
-    }
-  } else {
+      if (!assign) {
+        const unsigned int* v2 = reinterpret_cast<const unsigned int*>(volume + pix * vpitch + d0);
 #pragma unroll
-    for (int j = 0; j < K; ++j) v[j] = static_cast<std::uint16_t>(assign ? L[j] : v[j] + L[j]);
-  }
-}
+        for (int j = 0; j < kPairs; ++j) old[j] = v2[j];
+      }
+    };
+    load(x, y, r_cur, t_cur, old_cur);
+    while (true) {
+      const int nx = x + dx, ny = y + dy;
+      const bool has_next = nx >= 0 && nx < W && ny >= 0 && ny < H;
+      std::uint64_t r_next = 0, t_next[K];
+      unsigned int old_next[kPairs];
+      if (has_next) load(nx, ny, r_next, t_next, old_next);
 
-template <int K>
-__global__ void __launch_bounds__(128) aggregate_path_kernel(const std::uint64_t* __restrict__ ref,
-                                                             const std::uint64_t* __restrict__ target, MatchSpec s,
-                                                             int dx, int dy, std::uint16_t* __restrict__ volume,
-                                                             int vpitch, bool assign) {
-  const int lane = threadIdx.x & 31;
-  const int scan = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
-  const int W = s.width, H = s.height, D = s.disparities;
-  int x, y;
+      int c[K];
+#pragma unroll
+      for (int j = 0; j < K; ++j) {
+        const int xt = x + s.sign * (s.min_disparity + d0 + j);
+        c[j] = (xt < 0 || xt >= W) ? s.max_cost : popcount64(r_cur ^ t_cur[j]);
+      }
+      if (first) {
+#pragma unroll
+        for (int j = 0; j < K; ++j) L[j] = d0 + j < D ? c[j] : kBig;
+        first = false;
+      } else {
+        int left = __shfl_up_sync(mask, L[K - 1], 1, G);
+        int right = __shfl_down_sync(mask, L[0], 1, G);
+        if (glane == 0) left = kBig;
+        if (glane == G - 1) right = kBig;
+        int n[K];
+#pragma unroll
+        for (int j = 0; j < K; ++j) {
+          const int pm = j == 0 ? left : L[j - 1];
+          const int pp = j == K - 1 ? right : L[j + 1];
+          n[j] = d0 + j < D ? path_step(c[j], L[j], pm, pp, prev_min, s.p1, s.p2) : kBig;
+        }
+#pragma unroll
+        for (int j = 0; j < K; ++j) L[j] = n[j];
+      }
+      int m = L[0];
+#pragma unroll
+      for (int j = 1; j < K; ++j) m = min(m, L[j]);
+#pragma unroll
+      for (int o = G / 2; o > 0; o >>= 1) m = min(m, __shfl_xor_sync(mask, m, o, G));
+      prev_min = m;
+      // store (padding d >= D receives junk that nobody reads)
+      unsigned int* v2 = reinterpret_cast<unsigned int*>(volume + (static_cast<std::ptrdiff_t>(y) * W + x) * vpitch + d0);
+#pragma unroll
+      for (int j = 0; j < kPairs; ++j) {
+        unsigned int lo = static_cast<unsigned int>(L[2 * j]) & 0xffffu;
+        unsigned int hi = static_cast<unsigned int>(L[2 * j + 1]) & 0xffffu;
+        if (!assign) {
+          lo = (lo + (old_cur[j] & 0xffffu)) & 0xffffu;
+          hi = (hi + (old_cur[j] >> 16)) & 0xffffu;
+        }
+        v2[j] = lo | (hi << 16);
+      }
+      if (!has_next) break;
+      x = nx;
+      y = ny;
+      r_cur = r_next;
+#pragma unroll
+      for (int j = 0; j < K; ++j) t_cur[j] = t_next[j];
+#pragma unroll
+      for (int j = 0; j < kPairs; ++j) old_cur[j] = old_next[j];
+    }
+  }
+};
+
+/// Scanline `scan` of direction (dx, dy): its entry pixel, or false when scan is past the last one.
+__device__ S3D_FORCEINLINE bool scan_start(int scan, int W, int H, int dx, int dy, int& x, int& y) {
   if (dy == 0) {
-    if (scan >= H) return;
+    if (scan >= H) return false;
     y = scan;
     x = dx > 0 ? 0 : W - 1;
   } else if (dx == 0) {
-    if (scan >= W) return;
+    if (scan >= W) return false;
     x = scan;
     y = dy > 0 ? 0 : H - 1;
   } else {
-    if (scan >= W + H - 1) return;
+    if (scan >= W + H - 1) return false;
     if (scan < W) {  // entry row
       x = dx > 0 ? scan : W - 1 - scan;
       y = dy > 0 ? 0 : H - 1;
@@ -65,93 +134,99 @@ __global__ void __launch_bounds__(128) aggregate_path_kernel(const std::uint64_t
       y = dy > 0 ? k : H - 1 - k;
     }
   }
-  const int d0 = lane * K;
-  int L[K];
-  int prev_min = 0;
-  bool first = true;
-  for (; x >= 0 && x < W && y >= 0 && y < H; x += dx, y += dy) {
-    const std::ptrdiff_t pix = static_cast<std::ptrdiff_t>(y) * W + x;
-    const std::uint64_t r = ref[pix];
-    const std::uint64_t* trow = target + static_cast<std::ptrdiff_t>(y) * W;
-    int c[K];
-#pragma unroll
-    for (int j = 0; j < K; ++j) {
-      const int d = d0 + j;
-      c[j] = d < D ? match_cost(r, trow, x, s.min_disparity + d, s.sign, W, s.max_cost) : 0;
-    }
-    if (first) {
-#pragma unroll
-      for (int j = 0; j < K; ++j) L[j] = d0 + j < D ? c[j] : kBig;
-      first = false;
-    } else {
-      int left = __shfl_up_sync(kFull, L[K - 1], 1);
-      int right = __shfl_down_sync(kFull, L[0], 1);
-      if (lane == 0) left = kBig;
-      if (lane == 31) right = kBig;
-      int n[K];
-#pragma unroll
-      for (int j = 0; j < K; ++j) {
-        const int pm = j == 0 ? left : L[j - 1];
-        const int pp = j == K - 1 ? right : L[j + 1];
-        n[j] = d0 + j < D ? path_step(c[j], L[j], pm, pp, prev_min, s.p1, s.p2) : kBig;
-      }
-#pragma unroll
-      for (int j = 0; j < K; ++j) L[j] = n[j];
-    }
-    int m = L[0];
-#pragma unroll
-    for (int j = 1; j < K; ++j) m = min(m, L[j]);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) m = min(m, __shfl_xor_sync(kFull, m, o));
-    prev_min = m;
-    store_lanes<K>(volume + pix * vpitch + d0, L, assign);
+  return true;
+}
+
+/// One direction (dx, dy), or with `both_ways` the horizontal pair: left->right then right->left.
+template <int G, int K>
+__global__ void __launch_bounds__(128) aggregate_path_kernel(const std::uint64_t* __restrict__ ref,
+                                                             const std::uint64_t* __restrict__ target, MatchSpec s,
+                                                             int dx, int dy, std::uint16_t* __restrict__ volume,
+                                                             int vpitch, bool assign, bool both_ways) {
+  const int lane = threadIdx.x & 31;
+  const int glane = lane % G;
+  const unsigned mask = (G == 32) ? 0xffffffffu : (((1u << G) - 1u) << (lane - glane));
+  const int scan = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / G);
+  int x, y;
+  if (!scan_start(scan, s.width, s.height, dx, dy, x, y)) return;
+  Scan<G, K>::run(ref, target, s, x, y, dx, dy, volume, vpitch, assign, mask, glane);
+  if (both_ways) {
+    scan_start(scan, s.width, s.height, -dx, dy, x, y);
+    Scan<G, K>::run(ref, target, s, x, y, -dx, dy, volume, vpitch, false, mask, glane);
   }
 }
 
-int lanes_per_thread(int disparities) {
-  const int need = (disparities + 31) / 32;
-  constexpr int kChoices[] = {1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 20, 24, 32};
-  for (int k : kChoices)
-    if (k >= need) return k;
-  return 32;
+struct Layout {
+  int g, k;
+};
+
+/// Lanes per scanline (G) and disparities per lane (K): K <= 16 keeps the registers in check, G as small as
+/// that allows keeps the chain short. Pitch = G*K >= D.
+Layout layout(int disparities) {
+  if (disparities <= 16) return {4, 4};
+  if (disparities <= 32) return {4, 8};
+  if (disparities <= 64) return {4, 16};
+  if (disparities <= 128) return {8, 16};
+  if (disparities <= 256) return {16, 16};
+  if (disparities <= 512) return {32, 16};
+  return {32, 32};
 }
 
-template <int K>
-void launch(const std::uint64_t* ref, const std::uint64_t* target, const MatchSpec& s, std::uint16_t* vol,
-            StreamHandle stream) {
-  for (int p = 0; p < s.paths; ++p) {
+template <int G, int K>
+void launch(const std::uint64_t* ref, const std::uint64_t* target, const MatchSpec& s, std::uint16_t* vol_a,
+            std::uint16_t* vol_b, const AggregateStreams& st) {
+  const unsigned block = 128;
+  const int vp = G * K;
+  // horizontal pair on the side stream, into B
+  S3D_CUDA_CHECK(cudaEventRecord(st.fork, st.main));
+  S3D_CUDA_CHECK(cudaStreamWaitEvent(st.side, st.fork, 0));
+  aggregate_path_kernel<G, K><<<grid_size(static_cast<std::size_t>(s.height) * G, block), block, 0, st.side>>>(
+      ref, target, s, 1, 0, vol_b, vp, true, true);
+  S3D_CUDA_CHECK_LAUNCH();
+  S3D_CUDA_CHECK(cudaEventRecord(st.join, st.side));
+  // vertical (+ diagonal) paths on the main stream, into A
+  bool first = true;
+  for (int p = 2; p < s.paths; ++p) {
     int dx, dy;
     path_direction(p, dx, dy);
-    const int scans = dy == 0 ? s.height : (dx == 0 ? s.width : s.width + s.height - 1);
-    const unsigned block = 128;
-    aggregate_path_kernel<K><<<grid_size(static_cast<std::size_t>(scans) * 32, block), block, 0, stream>>>(
-        ref, target, s, dx, dy, vol, 32 * K, p == 0);
+    const int scans = dx == 0 ? s.width : s.width + s.height - 1;
+    aggregate_path_kernel<G, K><<<grid_size(static_cast<std::size_t>(scans) * G, block), block, 0, st.main>>>(
+        ref, target, s, dx, dy, vol_a, vp, first, false);
     S3D_CUDA_CHECK_LAUNCH();
+    first = false;
   }
+  S3D_CUDA_CHECK(cudaStreamWaitEvent(st.main, st.join, 0));
+}
+
+__global__ void add_volumes_kernel(std::uint16_t* a, const std::uint16_t* b, std::size_t n) {
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) a[i] = static_cast<std::uint16_t>(a[i] + b[i]);
 }
 
 }  // namespace
 
-int volume_pitch(int disparities) { return 32 * lanes_per_thread(disparities); }
+int volume_pitch(int disparities) {
+  const Layout l = layout(disparities);
+  return l.g * l.k;
+}
 
 void aggregate(const std::uint64_t* d_ref, const std::uint64_t* d_target, const MatchSpec& spec,
-               std::uint16_t* d_volume, StreamHandle stream) {
-  switch (lanes_per_thread(spec.disparities)) {
-    case 1: return launch<1>(d_ref, d_target, spec, d_volume, stream);
-    case 2: return launch<2>(d_ref, d_target, spec, d_volume, stream);
-    case 3: return launch<3>(d_ref, d_target, spec, d_volume, stream);
-    case 4: return launch<4>(d_ref, d_target, spec, d_volume, stream);
-    case 5: return launch<5>(d_ref, d_target, spec, d_volume, stream);
-    case 6: return launch<6>(d_ref, d_target, spec, d_volume, stream);
-    case 7: return launch<7>(d_ref, d_target, spec, d_volume, stream);
-    case 8: return launch<8>(d_ref, d_target, spec, d_volume, stream);
-    case 10: return launch<10>(d_ref, d_target, spec, d_volume, stream);
-    case 12: return launch<12>(d_ref, d_target, spec, d_volume, stream);
-    case 16: return launch<16>(d_ref, d_target, spec, d_volume, stream);
-    case 20: return launch<20>(d_ref, d_target, spec, d_volume, stream);
-    case 24: return launch<24>(d_ref, d_target, spec, d_volume, stream);
-    default: return launch<32>(d_ref, d_target, spec, d_volume, stream);
-  }
+               std::uint16_t* d_volume_a, std::uint16_t* d_volume_b, const AggregateStreams& streams) {
+  const Layout l = layout(spec.disparities);
+  auto* a = d_volume_a;
+  auto* b = d_volume_b;
+  if (l.g == 4 && l.k == 4) return launch<4, 4>(d_ref, d_target, spec, a, b, streams);
+  if (l.g == 4 && l.k == 8) return launch<4, 8>(d_ref, d_target, spec, a, b, streams);
+  if (l.g == 4 && l.k == 16) return launch<4, 16>(d_ref, d_target, spec, a, b, streams);
+  if (l.g == 8) return launch<8, 16>(d_ref, d_target, spec, a, b, streams);
+  if (l.g == 16) return launch<16, 16>(d_ref, d_target, spec, a, b, streams);
+  if (l.k == 16) return launch<32, 16>(d_ref, d_target, spec, a, b, streams);
+  return launch<32, 32>(d_ref, d_target, spec, a, b, streams);
+}
+
+void add_volumes(std::uint16_t* d_a, const std::uint16_t* d_b, std::size_t count, StreamHandle stream) {
+  add_volumes_kernel<<<grid_size(count, 256), 256, 0, stream>>>(d_a, d_b, count);
+  S3D_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace s3d::stereo::detail::cuda

@@ -9,6 +9,8 @@
 #include "s3d/core/views.hpp"
 #include "s3d/stereo/sgm.hpp"
 
+struct CUevent_st;  // cudaEvent_t without CUDA headers
+
 namespace s3d::stereo::detail {
 
 struct CensusSpec {
@@ -54,12 +56,23 @@ namespace cuda {
 int volume_pitch(int disparities);
 template <typename T>
 void census(ImageView<const T> d_image, CensusSpec spec, std::uint64_t* d_out, StreamHandle stream);
-/// `d_volume` holds width*height*volume_pitch(D) uint16.
+/// Streams of one aggregation: the horizontal paths run on `side`, forked from and joined back into `main`.
+struct AggregateStreams {
+  StreamHandle main = nullptr;
+  StreamHandle side = nullptr;
+  CUevent_st* fork = nullptr;  ///< cudaEvent_t, created with cudaEventDisableTiming
+  CUevent_st* join = nullptr;
+};
+/// Sum of the paths = A + B (A: vertical/diagonal paths, B: horizontal), each width*height*volume_pitch(D)
+/// uint16. Queued on streams.main (joined back before return).
 void aggregate(const std::uint64_t* d_ref, const std::uint64_t* d_target, const MatchSpec& spec,
-               std::uint16_t* d_volume, StreamHandle stream);
-/// Disparity/confidence with row pitches in elements; `d_confidence` may be null.
-void wta(const std::uint16_t* d_volume, const MatchSpec& spec, float* d_disparity, std::ptrdiff_t disp_pitch,
-         float* d_confidence, std::ptrdiff_t conf_pitch, StreamHandle stream);
+               std::uint16_t* d_volume_a, std::uint16_t* d_volume_b, const AggregateStreams& streams);
+/// a += b elementwise (the per-stage API's total volume).
+void add_volumes(std::uint16_t* d_a, const std::uint16_t* d_b, std::size_t count, StreamHandle stream);
+/// WTA over A + B (`d_volume_b` may be null). Row pitches in elements; `d_confidence` may be null.
+void wta(const std::uint16_t* d_volume_a, const std::uint16_t* d_volume_b, const MatchSpec& spec,
+         float* d_disparity, std::ptrdiff_t disp_pitch, float* d_confidence, std::ptrdiff_t conf_pitch,
+         StreamHandle stream);
 void lr_check(float* d_left, std::ptrdiff_t left_pitch, const float* d_right, int width, int height,
               float max_diff, StreamHandle stream);
 void median3x3(const float* d_in, std::ptrdiff_t in_pitch, float* d_out, std::ptrdiff_t out_pitch, int width,

@@ -4,6 +4,7 @@
 #include "s3d/core/cuda_check.cuh"
 
 namespace s3d::stereo::detail::cuda {
+using ::s3d::detail::grid_size;
 namespace {
 
 template <typename T>

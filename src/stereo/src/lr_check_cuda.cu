@@ -4,6 +4,7 @@
 #include "s3d/core/cuda_check.cuh"
 
 namespace s3d::stereo::detail::cuda {
+using ::s3d::detail::grid_size;
 namespace {
 
 __global__ void lr_check_kernel(float* left, std::ptrdiff_t pitch, const float* right, int W, int H, float max_diff) {

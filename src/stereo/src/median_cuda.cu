@@ -4,6 +4,7 @@
 #include "s3d/core/cuda_check.cuh"
 
 namespace s3d::stereo::detail::cuda {
+using ::s3d::detail::grid_size;
 namespace {
 
 __global__ void median3x3_kernel(const float* in, std::ptrdiff_t ip, float* out, std::ptrdiff_t op, int W, int H) {

@@ -16,12 +16,16 @@ class CudaEngine final : public SgmEngine::Impl {
     S3D_CUDA_CHECK(cudaSetDevice(device.index()));
     S3D_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     try {
+      S3D_CUDA_CHECK(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
+      S3D_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+      S3D_CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
       const std::size_t n = static_cast<std::size_t>(width) * height;
       img_left_.resize(n, stream_);
       img_right_.resize(n, stream_);
       census_left_.resize(n, stream_);
       census_right_.resize(n, stream_);
       volume_.resize(n * cuda::volume_pitch(params.disparities), stream_);
+      volume_b_.resize(n * cuda::volume_pitch(params.disparities), stream_);
       disp_.resize(n, stream_);
       out_disp_.resize(n, stream_);
       if (params.confidence) out_conf_.resize(n, stream_);
@@ -60,6 +64,7 @@ class CudaEngine final : public SgmEngine::Impl {
     census_left_.reset();
     census_right_.reset();
     volume_.reset();
+    volume_b_.reset();
     disp_.reset();
     disp_right_.reset();
     out_disp_.reset();
@@ -73,7 +78,11 @@ class CudaEngine final : public SgmEngine::Impl {
       cudaStreamSynchronize(stream_);
       cudaStreamDestroy(stream_);
     }
-    stream_ = nullptr;
+    if (side_) cudaStreamDestroy(side_);
+    if (fork_) cudaEventDestroy(fork_);
+    if (join_) cudaEventDestroy(join_);
+    stream_ = side_ = nullptr;
+    fork_ = join_ = nullptr;
   }
 
   template <typename T>
@@ -85,13 +94,14 @@ class CudaEngine final : public SgmEngine::Impl {
     cuda::census(left, cs, census_left_.data(), s);
     cuda::census(right, cs, census_right_.data(), s);
     const MatchSpec sl = make_match_spec(p, W, H, false);
-    cuda::aggregate(census_left_.data(), census_right_.data(), sl, volume_.data(), s);
+    const cuda::AggregateStreams as{s, side_, fork_, join_};
+    cuda::aggregate(census_left_.data(), census_right_.data(), sl, volume_.data(), volume_b_.data(), as);
     float* d_conf = p.confidence ? conf.data : nullptr;
-    cuda::wta(volume_.data(), sl, disp_.data(), W, d_conf, conf.pitch, s);
+    cuda::wta(volume_.data(), volume_b_.data(), sl, disp_.data(), W, d_conf, conf.pitch, s);
     if (p.lr_check) {
       const MatchSpec sr = make_match_spec(p, W, H, true);
-      cuda::aggregate(census_right_.data(), census_left_.data(), sr, volume_.data(), s);
-      cuda::wta(volume_.data(), sr, disp_right_.data(), W, nullptr, 0, s);
+      cuda::aggregate(census_right_.data(), census_left_.data(), sr, volume_.data(), volume_b_.data(), as);
+      cuda::wta(volume_.data(), volume_b_.data(), sr, disp_right_.data(), W, nullptr, 0, s);
       cuda::lr_check(disp_.data(), W, disp_right_.data(), W, H, p.lr_max_diff, s);
     }
     if (p.median) {
@@ -130,9 +140,11 @@ class CudaEngine final : public SgmEngine::Impl {
   }
 
   cudaStream_t stream_ = nullptr;
+  cudaStream_t side_ = nullptr;  // horizontal paths, concurrent with the others
+  cudaEvent_t fork_ = nullptr, join_ = nullptr;
   DeviceBuffer<std::uint16_t> img_left_, img_right_;  // 8-bit input uses the first half of each
   DeviceBuffer<std::uint64_t> census_left_, census_right_;
-  DeviceBuffer<std::uint16_t> volume_;
+  DeviceBuffer<std::uint16_t> volume_, volume_b_;  // vertical+diagonal paths / horizontal paths
   DeviceBuffer<float> disp_, disp_right_, out_disp_, out_conf_;
   DeviceBuffer<int> scratch_;
   void* host_in_ = nullptr;

@@ -7,6 +7,7 @@
 #include "s3d/core/cuda_check.cuh"
 
 namespace s3d::stereo::detail::cuda {
+using ::s3d::detail::grid_size;
 namespace {
 
 __device__ int find_root(const int* label, int i) {

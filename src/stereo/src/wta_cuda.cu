@@ -7,11 +7,12 @@
 #include "wta_math.hpp"
 
 namespace s3d::stereo::detail::cuda {
+using ::s3d::detail::grid_size;
 namespace {
 
 constexpr unsigned kFull = 0xffffffffu;
 
-__global__ void wta_kernel(const std::uint16_t* __restrict__ volume, int vpitch, MatchSpec s, float* disp,
+__global__ void wta_kernel(const std::uint16_t* __restrict__ volume, const std::uint16_t* __restrict__ volume_b, int vpitch, MatchSpec s, float* disp,
                            std::ptrdiff_t disp_pitch, float* conf, std::ptrdiff_t conf_pitch) {
   const int lane = threadIdx.x & 31;
   const long long pix = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
@@ -19,12 +20,14 @@ __global__ void wta_kernel(const std::uint16_t* __restrict__ volume, int vpitch,
   if (pix >= static_cast<long long>(W) * s.height) return;
   const int x = static_cast<int>(pix % W), y = static_cast<int>(pix / W);
   const std::uint16_t* v = volume + pix * vpitch;
-  const int K = vpitch / 32;
+  const std::uint16_t* vb = volume_b ? volume_b + pix * vpitch : nullptr;
+  auto cost = [&](int d) { return static_cast<int>(vb ? static_cast<std::uint16_t>(v[d] + vb[d]) : v[d]); };
+  const int K = (vpitch + 31) / 32;
   int best = INT_MAX, best_d = INT_MAX;
   for (int j = 0; j < K; ++j) {
     const int d = lane * K + j;
     if (d < D) {
-      const int c = v[d];
+      const int c = cost(d);
       if (c < best) {
         best = c;
         best_d = d;
@@ -42,15 +45,15 @@ __global__ void wta_kernel(const std::uint16_t* __restrict__ volume, int vpitch,
   int second = INT_MAX;
   for (int j = 0; j < K; ++j) {
     const int d = lane * K + j;
-    if (d < D && (d < best_d - 1 || d > best_d + 1)) second = min(second, static_cast<int>(v[d]));
+    if (d < D && (d < best_d - 1 || d > best_d + 1)) second = min(second, cost(d));
   }
   for (int o = 16; o > 0; o >>= 1) second = min(second, __shfl_xor_sync(kFull, second, o));
   if (lane != 0) return;
   const bool ok = target_inside(x, best_d, s.min_disparity, s.sign, W) && passes_uniqueness(best, second, s.uniqueness);
   float out = kInvalidDisparity;
   if (ok) {
-    const int sm = best_d > 0 ? v[best_d - 1] : 0;
-    const int sp = best_d < D - 1 ? v[best_d + 1] : 0;
+    const int sm = best_d > 0 ? cost(best_d - 1) : 0;
+    const int sp = best_d < D - 1 ? cost(best_d + 1) : 0;
     out = wta_disparity(best_d, D, s.min_disparity, s.subpixel, sm, best, sp);
   }
   disp[y * disp_pitch + x] = out;
@@ -59,11 +62,11 @@ __global__ void wta_kernel(const std::uint16_t* __restrict__ volume, int vpitch,
 
 }  // namespace
 
-void wta(const std::uint16_t* d_volume, const MatchSpec& spec, float* d_disparity, std::ptrdiff_t disp_pitch,
+void wta(const std::uint16_t* d_volume, const std::uint16_t* d_volume_b, const MatchSpec& spec, float* d_disparity, std::ptrdiff_t disp_pitch,
          float* d_confidence, std::ptrdiff_t conf_pitch, StreamHandle stream) {
   const std::size_t threads = static_cast<std::size_t>(spec.width) * spec.height * 32;
   const unsigned block = 256;
-  wta_kernel<<<grid_size(threads, block), block, 0, stream>>>(d_volume, volume_pitch(spec.disparities), spec,
+  wta_kernel<<<grid_size(threads, block), block, 0, stream>>>(d_volume, d_volume_b, volume_pitch(spec.disparities), spec,
                                                                d_disparity, disp_pitch, d_confidence, conf_pitch);
   S3D_CUDA_CHECK_LAUNCH();
 }

@@ -1,0 +1,175 @@
+// bench_sgm: GPU timings of s3d::stereo::SgmEngine with CUDA events (warm-up, median of >= 20 runs over
+// several random-texture input sets), device-to-device (compute_device) and end to end (host images in,
+// host disparity out: pinned staging, H2D, kernels, D2H). Prints a table, writes JSON (argv[1], optional),
+// and the physical floor: bytes the aggregated volume must move / measured device bandwidth.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "s3d/core/cuda_check.cuh"
+#include "s3d/core/device.hpp"
+#include "s3d/core/device_buffer.hpp"
+#include "s3d/stereo/sgm.hpp"
+
+namespace {
+
+using namespace s3d;
+
+struct Setting {
+  std::string name;
+  int width, height, disparities, paths;
+  bool full;  ///< true: library defaults (true right-view LR check, speckle); false: libSGM-like core
+  double libsgm_ms;  ///< libSGM 3.1 on an H200, device to device (issue 4); 0 = not given
+};
+
+/// Random texture smoothed horizontally, and its copy shifted by a smooth disparity field.
+void make_pair(int w, int h, int max_d, std::uint32_t seed, std::vector<std::uint8_t>& l, std::vector<std::uint8_t>& r) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> u(0, 255);
+  std::vector<int> base(static_cast<std::size_t>(w + max_d + 2) * h);
+  for (auto& v : base) v = u(rng);
+  l.assign(static_cast<std::size_t>(w) * h, 0);
+  r.assign(l.size(), 0);
+  const int W2 = w + max_d + 2;
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      const int d = static_cast<int>((0.25 + 0.5 * (x + y) / double(w + h)) * max_d);
+      r[y * w + x] = static_cast<std::uint8_t>((base[y * W2 + x + max_d] + base[y * W2 + x + max_d + 1]) / 2);
+      l[y * w + x] = static_cast<std::uint8_t>((base[y * W2 + x + max_d - d] + base[y * W2 + x + max_d - d + 1]) / 2);
+    }
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : (v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
+}
+
+double measure_bandwidth_gbs() {
+  const std::size_t bytes = std::size_t(1) << 30;
+  DeviceBuffer<std::uint8_t> a(bytes), b(bytes);
+  cudaEvent_t e0, e1;
+  S3D_CUDA_CHECK(cudaEventCreate(&e0));
+  S3D_CUDA_CHECK(cudaEventCreate(&e1));
+  std::vector<double> t;
+  for (int i = 0; i < 8; ++i) {
+    S3D_CUDA_CHECK(cudaEventRecord(e0));
+    S3D_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), bytes, cudaMemcpyDeviceToDevice));
+    S3D_CUDA_CHECK(cudaEventRecord(e1));
+    S3D_CUDA_CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    S3D_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    if (i >= 2) t.push_back(ms);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  return 2.0 * bytes / (median(t) * 1e-3) / 1e9;  // read + write
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (cuda_device_count() == 0) {
+    std::fprintf(stderr, "bench_sgm: no CUDA device\n");
+    return 1;
+  }
+  const Device dev(Device::Kind::kCuda, 0);
+  resolve_device(dev);
+  const std::string device_name = describe_device(dev);
+  const double bw = measure_bandwidth_gbs();
+  std::printf("device: %s, measured copy bandwidth %.0f GB/s\n", device_name.c_str(), bw);
+
+  const std::vector<Setting> settings = {
+      {"1024x440 D128 4p sub", 1024, 440, 128, 4, false, 1.10},
+      {"1024x440 D128 8p sub", 1024, 440, 128, 8, false, 1.48},
+      {"1242x375 D128 8p", 1242, 375, 128, 8, false, 1.63},
+      {"1242x375 D256 8p", 1242, 375, 256, 8, false, 2.21},
+      {"1920x1080 D128 8p", 1920, 1080, 128, 8, false, 3.74},
+      {"1920x1080 D256 8p", 1920, 1080, 256, 8, false, 6.38},
+      {"1242x375 D128 8p full", 1242, 375, 128, 8, true, 0},
+      {"1920x1080 D256 8p full", 1920, 1080, 256, 8, true, 0},
+  };
+  const int kSets = 3, kWarm = 3, kRuns = 20;
+  std::string json = "{\n  \"device\": \"" + device_name + "\",\n  \"bandwidth_gbs\": " + std::to_string(bw) +
+                     ",\n  \"runs_per_set\": " + std::to_string(kRuns) + ", \"input_sets\": " + std::to_string(kSets) +
+                     ",\n  \"results\": [\n";
+  std::printf("%-24s %9s %9s %9s %8s %10s %10s\n", "setting", "d2d ms", "e2e ms", "libSGM", "speedup", "floor ms",
+              "ours-traffic ms");
+  bool first = true;
+  for (const Setting& s : settings) {
+    stereo::SgmParams p;
+    p.disparities = s.disparities;
+    p.paths = s.paths;
+    p.subpixel = true;
+    if (!s.full) {  // libSGM's pipeline: census, aggregation, WTA + uniqueness + subpixel, 3x3 median
+      p.lr_check = false;
+      p.speckle_size = 0;
+    }
+    stereo::SgmEngine engine(dev, p, s.width, s.height);
+    cudaStream_t st = engine.stream();
+    const std::size_t n = static_cast<std::size_t>(s.width) * s.height;
+    DeviceBuffer<std::uint8_t> dl(n, st), dr(n, st);
+    DeviceBuffer<float> dd(n, st);
+    std::vector<double> d2d, e2e;
+    cudaEvent_t e0, e1;
+    S3D_CUDA_CHECK(cudaEventCreate(&e0));
+    S3D_CUDA_CHECK(cudaEventCreate(&e1));
+    std::vector<float> host_disp(n);
+    for (int set = 0; set < kSets; ++set) {
+      std::vector<std::uint8_t> l, r;
+      make_pair(s.width, s.height, s.disparities / 2, 1000 + set, l, r);
+      S3D_CUDA_CHECK(cudaMemcpyAsync(dl.data(), l.data(), n, cudaMemcpyHostToDevice, st));
+      S3D_CUDA_CHECK(cudaMemcpyAsync(dr.data(), r.data(), n, cudaMemcpyHostToDevice, st));
+      S3D_CUDA_CHECK(cudaStreamSynchronize(st));
+      const ImageView<const std::uint8_t> vl{dl.data(), s.width, s.height, s.width}, vr{dr.data(), s.width, s.height, s.width};
+      const ImageView<float> vd{dd.data(), s.width, s.height, s.width};
+      for (int i = 0; i < kWarm + kRuns; ++i) {
+        S3D_CUDA_CHECK(cudaEventRecord(e0, st));
+        engine.compute_device(vl, vr, vd, ImageView<float>{}, st);
+        S3D_CUDA_CHECK(cudaEventRecord(e1, st));
+        S3D_CUDA_CHECK(cudaEventSynchronize(e1));
+        float ms = 0;
+        S3D_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        if (i >= kWarm) d2d.push_back(ms);
+      }
+      const ImageView<const std::uint8_t> hl{l.data(), s.width, s.height, s.width}, hr{r.data(), s.width, s.height, s.width};
+      for (int i = 0; i < kWarm + kRuns; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        engine.compute(hl, hr, host_disp.data(), nullptr);
+        const auto t1 = std::chrono::steady_clock::now();
+        if (i >= kWarm) e2e.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      }
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    const double md = median(d2d), me = median(e2e);
+    // Floor: the aggregated uint16 volume written once and read once (4 bytes per (pixel, d)); ours: first
+    // path writes, each further path reads+writes, WTA reads; x2 with the right-view pass (full).
+    const double voxels = double(n) * s.disparities;
+    const double floor_ms = voxels * 4.0 / (bw * 1e9) * 1e3;
+    const double passes = s.full ? 2.0 : 1.0;
+    const double ours_ms = passes * voxels * (2.0 + 4.0 * (s.paths - 1) + 2.0) / (bw * 1e9) * 1e3;
+    const double speedup = s.libsgm_ms > 0 ? s.libsgm_ms / md : 0.0;
+    std::printf("%-24s %9.3f %9.3f %9.2f %8.2f %10.3f %10.3f\n", s.name.c_str(), md, me, s.libsgm_ms, speedup, floor_ms,
+                ours_ms);
+    std::fflush(stdout);
+    json += std::string(first ? "" : ",\n") + "    {\"setting\": \"" + s.name + "\", \"width\": " + std::to_string(s.width) +
+            ", \"height\": " + std::to_string(s.height) + ", \"disparities\": " + std::to_string(s.disparities) +
+            ", \"paths\": " + std::to_string(s.paths) + ", \"lr_check\": " + (s.full ? "true" : "false") +
+            ", \"d2d_ms_median\": " + std::to_string(md) + ", \"e2e_ms_median\": " + std::to_string(me) +
+            ", \"libsgm_ms\": " + std::to_string(s.libsgm_ms) + ", \"floor_ms\": " + std::to_string(floor_ms) +
+            ", \"volume_traffic_ms\": " + std::to_string(ours_ms) + "}";
+    first = false;
+  }
+  json += "\n  ]\n}\n";
+  if (argc > 1) {
+    std::ofstream(argv[1]) << json;
+    std::printf("wrote %s\n", argv[1]);
+  }
+  return 0;
+}
