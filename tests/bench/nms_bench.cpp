@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -105,7 +106,8 @@ int main(int argc, char** argv) {
     cases.push_back({"mot15_per_frame_groups_iou0.2", b, 0.2f});
   }
 
-  NmsEngine engine(device);
+  auto engine_owner = std::make_unique<NmsEngine>(device);
+  NmsEngine& engine = *engine_owner;
   cudaStream_t stream;
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudaEvent_t e0, e1;
@@ -171,6 +173,9 @@ int main(int argc, char** argv) {
     first = false;
   }
   json << "\n]}\n";
+  json.close();
+  engine_owner.reset();  // its buffers are released on `stream`: before the stream goes
+  CHECK(cudaStreamSynchronize(stream));
   CHECK(cudaEventDestroy(e0));
   CHECK(cudaEventDestroy(e1));
   CHECK(cudaStreamDestroy(stream));

@@ -20,6 +20,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <cub/cub.cuh>
@@ -149,6 +150,16 @@ __global__ void init_extent_kernel(unsigned* extent) {
   extent[2] = extent[3] = 0u;
 }
 
+__global__ void extent_kernel(int m, const float4* bounds, const unsigned char* can, unsigned* extent) {
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= m || !can[p]) return;
+  const float4 b = bounds[p];
+  atomicMin(&extent[0], ordered_bits(b.x));
+  atomicMin(&extent[1], ordered_bits(b.y));
+  atomicMax(&extent[2], ordered_bits(b.z));
+  atomicMax(&extent[3], ordered_bits(b.w));
+}
+
 __device__ inline unsigned spread16(unsigned v) {
   v &= 0xFFFFu;
   v = (v | (v << 8)) & 0x00FF00FFu;
@@ -183,10 +194,11 @@ __global__ void morton_kernel(int m, const int* group_index, const float4* bound
 template <typename Box>
 __global__ void gather_q_kernel(int m, const int* p_of_q, const Box* prep_p, const float4* bounds_p,
                                 const unsigned char* can_p, const int* group_p, Box* prep_q, float4* bounds_q,
-                                unsigned char* can_q, int* group_q) {
+                                unsigned char* can_q, int* group_q, int* prio_q) {
   const int q = blockIdx.x * blockDim.x + threadIdx.x;
   if (q >= m) return;
-  const int p = p_of_q[q];
+  const int p = p_of_q ? p_of_q[q] : q;  // null: q-order is the priority order (small problems)
+  prio_q[q] = p;
   prep_q[q] = prep_p[p];
   bounds_q[q] = bounds_p[p];
   can_q[q] = can_p[p];
@@ -196,7 +208,7 @@ __global__ void gather_q_kernel(int m, const int* p_of_q, const Box* prep_p, con
 /// Per tile: union bounds of boxes that can overlap, and the tile range of its groups.
 __global__ void tile_bounds_kernel(int m, int tiles, const float4* bounds_q, const unsigned char* can_q,
                                    const int* group_q, const int* group_start, const int* group_end,
-                                   float4* tile_box, int2* tile_range) {
+                                   bool priority_order, float4* tile_box, int2* tile_range) {
   const int t = blockIdx.x;
   const int q = t * kTile + threadIdx.x;
   float4 b = make_float4(INFINITY, INFINITY, -INFINITY, -INFINITY);
@@ -215,7 +227,9 @@ __global__ void tile_bounds_kernel(int m, int tiles, const float4* bounds_q, con
     tile_box[t] = make_float4(fminf(a.x, c.x), fminf(a.y, c.y), fmaxf(a.z, c.z), fmaxf(a.w, c.w));
     const int first = t * kTile, last = min(m, first + kTile) - 1;
     const int g0 = group_q[first], g1 = group_q[last];
-    tile_range[t] = make_int2(group_start[g0] / kTile, (group_end[g1] - 1) / kTile);
+    // In priority order a box's suppressors rank higher, so they sit in this tile or an earlier one.
+    const int hi = (group_end[g1] - 1) / kTile;
+    tile_range[t] = make_int2(group_start[g0] / kTile, priority_order ? min(hi, t) : hi);
   }
 }
 
@@ -228,9 +242,15 @@ __global__ void clamp_count_kernel(std::int64_t* count, long long limit) {
   if (*count > limit) *count = limit;
 }
 
-__global__ void init_state_kernel(int m, const unsigned char* can_q, unsigned char* state) {
+__global__ void init_state_kernel(int m, const unsigned char* can_q, unsigned char* state, unsigned* counters) {
   const int q = blockIdx.x * blockDim.x + threadIdx.x;
+  if (q < 3) counters[q] = 0;
   if (q < m) state[q] = can_q[q] ? 0 : 1;  // boxes that intersect nothing are kept (dead ones are dropped later)
+}
+
+__global__ void one_group_kernel(int m, int* group_start, int* group_end) {
+  group_start[0] = 0;
+  group_end[0] = m;
 }
 
 __global__ void group_bounds_kernel(int m, const int* head, const int* group_index, int* group_start,
@@ -249,13 +269,37 @@ __device__ inline bool tiles_overlap(float4 a, float4 b, float margin) {
 }
 
 constexpr int kPairBlock = 128;
+/// Up to this many boxes the mask is built in priority order (dense lower triangle of tiles): no spatial sort.
+constexpr int kPriorityOrderMaxBoxes = 2048;
+/// Up to this many tiles the mask is sized by its bound (tiles^2 pairs, <= 32 MiB) instead of by a count read
+/// back from the device: no host synchronization in the call.
+constexpr int kBoundedMaskMaxTiles = 256;
 
-/// Candidate column tiles per row tile: count pass (offsets == nullptr) or fill pass.
-__global__ void tile_pairs_kernel(int tiles, const float4* tile_box, const int2* tile_range, const unsigned* extent,
-                                  int offset, const long long* offsets, long long* counts, int* pair_row,
-                                  int* pair_col) {
+constexpr int kSuper = 32;  // tiles per super-tile (two-level culling of tile pairs)
+
+__global__ void super_bounds_kernel(int tiles, const float4* tile_box, float4* super_box) {
+  const int c = blockIdx.x * kSuper + threadIdx.x;
+  float4 b = c < tiles ? tile_box[c] : make_float4(INFINITY, INFINITY, -INFINITY, -INFINITY);
+  for (int o = 16; o > 0; o >>= 1) {
+    b.x = fminf(b.x, __shfl_down_sync(0xFFFFFFFFu, b.x, o));
+    b.y = fminf(b.y, __shfl_down_sync(0xFFFFFFFFu, b.y, o));
+    b.z = fmaxf(b.z, __shfl_down_sync(0xFFFFFFFFu, b.z, o));
+    b.w = fmaxf(b.w, __shfl_down_sync(0xFFFFFFFFu, b.w, o));
+  }
+  if (threadIdx.x == 0) super_box[blockIdx.x] = b;
+}
+
+/// Candidate column tiles per row tile: count pass (offsets == nullptr) or fill pass. Super-tiles of 32
+/// consecutive (spatially sorted) tiles are tested first, then their tiles.
+__global__ void tile_pairs_kernel(int tiles, const float4* tile_box, const float4* super_box, const int2* tile_range,
+                                  const unsigned* extent, int offset, const long long* offsets, long long* counts,
+                                  int* pair_row, int* pair_col) {
   using Scan = cub::BlockScan<int, kPairBlock>;
-  __shared__ typename Scan::TempStorage scan_tmp;
+  using Reduce = cub::BlockReduce<int, kPairBlock>;
+  __shared__ union {
+    typename Scan::TempStorage scan;
+    typename Reduce::TempStorage reduce;
+  } tmp;
   const float mag = fmaxf(fmaxf(fabsf(from_ordered(extent[0])), fabsf(from_ordered(extent[1]))),
                           fmaxf(fabsf(from_ordered(extent[2])), fabsf(from_ordered(extent[3]))));
   const float margin = prune_margin(offset, mag);
@@ -264,30 +308,44 @@ __global__ void tile_pairs_kernel(int tiles, const float4* tile_box, const int2*
     const int2 range = tile_range[r];
     long long base = offsets ? offsets[r] : 0;
     long long count = 0;
-    for (int c0 = range.x; c0 <= range.y; c0 += kPairBlock) {
-      const int c = c0 + threadIdx.x;
-      const int ok = (c <= range.y && tiles_overlap(a, tile_box[c], margin)) ? 1 : 0;
+    const int s0 = range.x / kSuper, s1 = range.y / kSuper;
+    for (int sb = s0; sb <= s1; sb += kPairBlock) {
+      const int sidx = sb + threadIdx.x;
+      unsigned hit = 0;
+      if (sidx <= s1 && tiles_overlap(a, super_box[sidx], margin)) {
+        for (int k = 0; k < kSuper; ++k) {
+          const int c = sidx * kSuper + k;
+          if (c >= range.x && c <= range.y && tiles_overlap(a, tile_box[c], margin)) hit |= 1u << k;
+        }
+      }
+      const int hits = __popc(hit);
       if (!offsets) {
-        count += __syncthreads_count(ok);
+        const int total = Reduce(tmp.reduce).Sum(hits);
+        if (threadIdx.x == 0) count += total;
       } else {
         int pos, total;
-        Scan(scan_tmp).ExclusiveSum(ok, pos, total);
-        if (ok) {
-          pair_row[base + pos] = r;
-          pair_col[base + pos] = c;
+        Scan(tmp.scan).ExclusiveSum(hits, pos, total);
+        long long w = base + pos;
+        while (hit) {
+          const int k = __ffs(hit) - 1;
+          hit &= hit - 1;
+          pair_row[w] = r;
+          pair_col[w] = sidx * kSuper + k;
+          ++w;
         }
         base += total;
-        __syncthreads();
       }
+      __syncthreads();
     }
     if (!offsets && threadIdx.x == 0) counts[r] = count;
   }
+  if (!offsets && blockIdx.x == 0 && threadIdx.x == 0) counts[tiles] = 0;  // the scan's total slot
 }
 
 /// Bit j of word (pair, t): box j of column tile ranks higher than row box i = r*64+t in the same group,
 /// and IoU(j, i) passes. Boxes that cannot overlap have no bits.
 template <bool kRot>
-__global__ void mask_kernel(long long pairs, int m, const int* pair_row, const int* pair_col,
+__global__ void mask_kernel(long long pairs, const long long* d_pairs, int m, const int* pair_row, const int* pair_col,
                             const typename BoxOf<kRot>::type* prep_q, const int* prio_q, const int* group_q,
                             const unsigned char* can_q, int offset, float thr, bool ge, unsigned long long* words) {
   using Box = typename BoxOf<kRot>::type;
@@ -295,6 +353,7 @@ __global__ void mask_kernel(long long pairs, int m, const int* pair_row, const i
   __shared__ int sprio[kTile], sgroup[kTile];
   __shared__ unsigned char scan_ok[kTile];
   const int t = threadIdx.x;
+  if (d_pairs) pairs = min(pairs, *d_pairs);  // capacity-bounded launch without a host sync
   for (long long pair = blockIdx.x; pair < pairs; pair += gridDim.x) {
     const int r = pair_row[pair], c = pair_col[pair];
     const int j = c * kTile + t;
@@ -399,88 +458,99 @@ __global__ void finish_output_kernel(const int* count, const int* idx, const flo
 
 // ---- soft-NMS ----
 
-constexpr int kSoftBlock = 512;
+constexpr int kSoftBlock = 1024;
 
+/// One block per group runs mmcv's loop: select the live box with the highest current score (ties -> lower
+/// input index), decay the others, drop those under the minimum. Each thread owns a fixed strided subset of
+/// the group and caches the best key of its subset; only a selection that touches the subset (an overlapping
+/// box, or the selected one) makes it rescan. Boxes whose bounds do not overlap the selected one have
+/// inter = 0, weight exactly 1, and are skipped: exact. One __syncthreads per selection (double-buffered).
 template <bool kRot>
-__global__ void soft_kernel(const int* group_start, const int* group_end, const typename BoxOf<kRot>::type* prep,
-                            const unsigned char* can, const int* s_of_p, const int* idx_s, const float* scores,
-                            int method, float thr, bool ge, float sigma, float min_score, int offset, float* cur,
-                            unsigned char* alive, unsigned long long* out_key, float* out_score,
-                            int* total_selected) {
+__global__ void __launch_bounds__(kSoftBlock)
+    soft_kernel(const int* group_start, const int* group_end, const typename BoxOf<kRot>::type* prep,
+                const float4* bounds, const unsigned char* can, const int* s_of_p, const int* idx_s,
+                const float* scores, int method, float thr, bool ge, float sigma, float min_score, int offset,
+                float margin, float* cur, unsigned char* alive, int* idx_p, int* pos_of_idx,
+                unsigned long long* out_key, float* out_score, int* total_selected) {
   using Box = typename BoxOf<kRot>::type;
   const int g = blockIdx.x;
   const int b = group_start[g], e = group_end[g];
+  auto key_of = [&](int p) {
+    const float sc = cur[p];
+    unsigned bits;
+    memcpy(&bits, &sc, 4);
+    return (static_cast<unsigned long long>(descending_score_key(sc, bits)) << 32) | static_cast<unsigned>(idx_p[p]);
+  };
+  unsigned long long mine = ~0ull;
   for (int p = b + threadIdx.x; p < e; p += blockDim.x) {
-    const float s = scores[idx_s[s_of_p ? s_of_p[p] : p]];
-    cur[p] = s;
-    alive[p] = s >= min_score ? 1 : 0;
+    const int i = idx_s[s_of_p ? s_of_p[p] : p];
+    const float sc = scores[i];
+    idx_p[p] = i;
+    pos_of_idx[i] = p;
+    cur[p] = sc;
+    const bool live = sc >= min_score;
+    alive[p] = live ? 1 : 0;
     out_key[p] = ~0ull;
-  }
-  __shared__ unsigned long long warp_best[kSoftBlock / 32];
-  __shared__ unsigned long long best_key;
-  __shared__ int best_pos;
-  int selected = 0;
-  __syncthreads();
-  for (;;) {
-    unsigned long long mine = ~0ull;
-    int mine_pos = -1;
-    for (int p = b + threadIdx.x; p < e; p += blockDim.x) {
-      if (!alive[p]) continue;
-      const float s = cur[p];
-      unsigned bits;
-      memcpy(&bits, &s, 4);
-      const int i = idx_s[s_of_p ? s_of_p[p] : p];
-      const unsigned long long key =
-          (static_cast<unsigned long long>(descending_score_key(s, bits)) << 32) | static_cast<unsigned>(i);
-      if (key < mine) {
-        mine = key;
-        mine_pos = p;
-      }
+    if (live) {
+      const unsigned long long k = key_of(p);
+      mine = k < mine ? k : mine;
     }
+  }
+  __shared__ unsigned long long partial[2][kSoftBlock / 32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int selected = 0;
+  for (int it = 0;; ++it) {
     unsigned long long v = mine;
     for (int o = 16; o > 0; o >>= 1) {
-      const unsigned long long other = __shfl_down_sync(0xFFFFFFFFu, v, o);
+      const unsigned long long other = __shfl_xor_sync(0xFFFFFFFFu, v, o);
       v = other < v ? other : v;
     }
-    if ((threadIdx.x & 31) == 0) warp_best[threadIdx.x >> 5] = v;
+    if (lane == 0) partial[it & 1][warp] = v;
     __syncthreads();
-    if (threadIdx.x == 0) {
-      unsigned long long best = ~0ull;
-      for (int w = 0; w < kSoftBlock / 32; ++w) best = warp_best[w] < best ? warp_best[w] : best;
-      best_key = best;
+    v = lane < static_cast<int>(blockDim.x >> 5) ? partial[it & 1][lane] : ~0ull;
+    for (int o = 16; o > 0; o >>= 1) {
+      const unsigned long long other = __shfl_xor_sync(0xFFFFFFFFu, v, o);
+      v = other < v ? other : v;
     }
-    __syncthreads();
-    const unsigned long long best = best_key;
+    const unsigned long long best = v;
     if (best == ~0ull) break;
-    if (mine == best) best_pos = mine_pos;
-    __syncthreads();
-    const int a = best_pos;
-    if (threadIdx.x == 0) {
+    const int a = pos_of_idx[static_cast<int>(best & 0xFFFFFFFFull)];
+    const bool owner = ((a - b) % static_cast<int>(blockDim.x)) == static_cast<int>(threadIdx.x);
+    bool changed = owner;
+    if (owner) {
       out_key[b + selected] = best;
       out_score[b + selected] = cur[a];
       alive[a] = 0;
     }
     ++selected;
-    __syncthreads();
     if (can[a]) {
       const Box box_a = prep[a];
+      const float4 ba = bounds[a];
       for (int p = b + threadIdx.x; p < e; p += blockDim.x) {
-        if (!alive[p]) continue;
-        float s = cur[p];
-        if (can[p]) {
-          float iou;
-          if constexpr (kRot) {
-            iou = rot_iou(box_a, prep[p]);
-          } else {
-            iou = axis_iou(box_a, prep[p], offset);
-          }
-          s = s * soft_weight(iou, method, thr, ge, sigma);
-          cur[p] = s;
+        if (!alive[p] || !can[p]) continue;
+        const float4 bp = bounds[p];
+        if (!(ba.z + margin >= bp.x && bp.z + margin >= ba.x && ba.w + margin >= bp.y && bp.w + margin >= ba.y))
+          continue;  // no intersection possible: weight 1
+        float iou;
+        if constexpr (kRot) {
+          iou = rot_iou(box_a, prep[p]);
+        } else {
+          iou = axis_iou(box_a, prep[p], offset);
         }
-        if (s < min_score) alive[p] = 0;
+        const float sc = cur[p] * soft_weight(iou, method, thr, ge, sigma);
+        cur[p] = sc;
+        if (sc < min_score) alive[p] = 0;
+        changed = true;
       }
     }
-    __syncthreads();
+    if (changed) {
+      mine = ~0ull;
+      for (int p = b + threadIdx.x; p < e; p += blockDim.x) {
+        if (!alive[p]) continue;
+        const unsigned long long k = key_of(p);
+        mine = k < mine ? k : mine;
+      }
+    }
   }
   if (threadIdx.x == 0) atomicAdd(total_selected, selected);
 }
@@ -558,7 +628,7 @@ struct NmsCuda::State {
   DeviceBuffer<unsigned long long> skey_a, skey_b;
   DeviceBuffer<unsigned> extent;
   // sparse mask and scan
-  DeviceBuffer<float4> tile_box;
+  DeviceBuffer<float4> tile_box, super_box;
   DeviceBuffer<int2> tile_range;
   DeviceBuffer<long long> pair_counts, pair_offsets;
   DeviceBuffer<int> pair_row, pair_col;
@@ -569,6 +639,7 @@ struct NmsCuda::State {
   // soft
   DeviceBuffer<float> cur, soft_score, soft_score_b;
   DeviceBuffer<unsigned long long> soft_key, soft_key_b;
+  DeviceBuffer<int> soft_idx, soft_pos;
   // output
   DeviceBuffer<std::int64_t> keep, keep_b, count;
   DeviceBuffer<float> out_scores, out_scores_b;
@@ -577,6 +648,7 @@ struct NmsCuda::State {
   long long* host = nullptr;
   NmsEngine::Stats stats;
   bool use_sop = false;  // s_of_p holds the p -> s map (else p == s)
+  int last_tiles = 0;
 
   explicit State(int dev) : device(dev) {
     S3D_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, dev));
@@ -618,11 +690,35 @@ struct NmsCuda::State {
   template <bool kRot>
   void run_soft(const NmsInput& in, const NmsParams& prm, int m, bool grouped, StreamHandle st);
   void apply_max_dets(const NmsInput& in, const NmsParams& prm, StreamHandle st);
+
+  /// max |coordinate| of the prepared boxes' bounds (for the pixel_offset pruning margin; synchronizes).
+  float max_abs_coordinate(const NmsInput& in, const NmsParams& prm, StreamHandle st) {
+    (void)in;
+    (void)prm;
+    extent.resize(4, st);
+    init_extent_kernel<<<1, 1, 0, st>>>(extent.data());
+    S3D_CUDA_CHECK_LAUNCH();
+    const int m = static_cast<int>(stats.boxes);
+    extent_kernel<<<blocks(m), 256, 0, st>>>(m, bounds_p.data(), can_p.data(), extent.data());
+    S3D_CUDA_CHECK_LAUNCH();
+    unsigned h[4];
+    S3D_CUDA_CHECK(cudaMemcpyAsync(h, extent.data(), sizeof h, cudaMemcpyDeviceToHost, st));
+    S3D_CUDA_CHECK(cudaStreamSynchronize(st));
+    float mag = 0.f;
+    for (unsigned o : h) {
+      const unsigned bits = (o & 0x80000000u) ? (o & 0x7FFFFFFFu) : ~o;
+      float f;
+      std::memcpy(&f, &bits, 4);
+      mag = std::max(mag, std::fabs(f));
+    }
+    return mag;
+  }
 };
 
 void NmsCuda::State::run(const NmsInput& in, const NmsParams& prm, StreamHandle st) {
   stats = {};
   stats.rounds = -1;
+  last_tiles = 0;
   const int n = static_cast<int>(in.count);
   set_count_zero(st);
   keep.resize(std::max(n, 1), st);
@@ -747,70 +843,93 @@ void NmsCuda::State::run_hard(const NmsInput& in, const NmsParams& prm, int m, b
   S3D_CUDA_CHECK_LAUNCH();
 
   // Groups: index per p and [start, end) per group (same ranges in p- and q-order).
-  head.resize(m, st);
   group_index.resize(m, st);
   group_start.resize(m, st);
   group_end.resize(m, st);
-  head_flags_kernel<<<blocks(m), 256, 0, st>>>(m, grouped ? gkey_p.data() : nullptr, head.data(), nullptr);
-  S3D_CUDA_CHECK_LAUNCH();
-  cub_call([&](void* t, std::size_t& b) {
-    return cub::DeviceScan::InclusiveSum(t, b, head.data(), group_index.data(), m, st);
-  }, st);
-  decrement_kernel<<<blocks(m), 256, 0, st>>>(m, group_index.data());
-  S3D_CUDA_CHECK_LAUNCH();
-  group_bounds_kernel<<<blocks(m), 256, 0, st>>>(m, head.data(), group_index.data(), group_start.data(),
-                                                  group_end.data());
-  S3D_CUDA_CHECK_LAUNCH();
+  if (grouped) {
+    head.resize(m, st);
+    head_flags_kernel<<<blocks(m), 256, 0, st>>>(m, gkey_p.data(), head.data(), nullptr);
+    S3D_CUDA_CHECK_LAUNCH();
+    cub_call([&](void* t, std::size_t& b) {
+      return cub::DeviceScan::InclusiveSum(t, b, head.data(), group_index.data(), m, st);
+    }, st);
+    decrement_kernel<<<blocks(m), 256, 0, st>>>(m, group_index.data());
+    S3D_CUDA_CHECK_LAUNCH();
+    group_bounds_kernel<<<blocks(m), 256, 0, st>>>(m, head.data(), group_index.data(), group_start.data(),
+                                                    group_end.data());
+    S3D_CUDA_CHECK_LAUNCH();
+  } else {
+    one_group_kernel<<<1, 1, 0, st>>>(m, group_start.data(), group_end.data());
+    S3D_CUDA_CHECK_LAUNCH();
+  }
 
-  // Spatial order q within each group.
-  skey_a.resize(m, st);
-  skey_b.resize(m, st);
-  p_val.resize(m, st);
-  p_of_q.resize(m, st);
+  // Spatial order q within each group. Small problems stay in priority order (q = p): then the dense lower
+  // triangle of tiles is small enough to bound the mask without asking the device how many pairs it has.
+  const bool spatial = m > kPriorityOrderMaxBoxes;
+  p_val.resize(m, st);  // prio_q
   group_q.resize(m, st);
-  morton_kernel<<<blocks(m), 256, 0, st>>>(m, grouped ? group_index.data() : nullptr, bounds_p.data(), can_p.data(),
-                                            extent.data(), skey_a.data(), p_val.data());
+  if (spatial) {
+    skey_a.resize(m, st);
+    skey_b.resize(m, st);
+    p_of_q.resize(m, st);
+    morton_kernel<<<blocks(m), 256, 0, st>>>(m, grouped ? group_index.data() : nullptr, bounds_p.data(),
+                                              can_p.data(), extent.data(), skey_a.data(), p_val.data());
+    S3D_CUDA_CHECK_LAUNCH();
+    const int end_bit = grouped ? 32 + bit_length(static_cast<unsigned long long>(m)) : 32;
+    cub_call([&](void* t, std::size_t& b) {
+      return cub::DeviceRadixSort::SortPairs(t, b, skey_a.data(), skey_b.data(), p_val.data(), p_of_q.data(), m, 0,
+                                             end_bit, st);
+    }, st);
+  }
+  gather_q_kernel<Box><<<blocks(m), 256, 0, st>>>(m, spatial ? p_of_q.data() : nullptr, prep_p_buf.data(),
+                                                   bounds_p.data(), can_p.data(),
+                                                   grouped ? group_index.data() : nullptr,
+                                                   prep_q_buf.data(), bounds_q.data(), can_q.data(), group_q.data(),
+                                                   p_val.data());
   S3D_CUDA_CHECK_LAUNCH();
-  const int end_bit = grouped ? 32 + bit_length(static_cast<unsigned long long>(m)) : 32;
-  cub_call([&](void* t, std::size_t& b) {
-    return cub::DeviceRadixSort::SortPairs(t, b, skey_a.data(), skey_b.data(), p_val.data(), p_of_q.data(), m, 0,
-                                           end_bit, st);
-  }, st);
-  gather_q_kernel<Box><<<blocks(m), 256, 0, st>>>(m, p_of_q.data(), prep_p_buf.data(), bounds_p.data(), can_p.data(),
-                                                   group_index.data(), prep_q_buf.data(), bounds_q.data(),
-                                                   can_q.data(), group_q.data());
-  S3D_CUDA_CHECK_LAUNCH();
+  const int* prio_q = p_val.data();
 
   // Tiles and candidate tile pairs.
   const int tiles = (m + kTile - 1) / kTile;
   tile_box.resize(tiles, st);
   tile_range.resize(tiles, st);
   tile_bounds_kernel<<<tiles, kTile, 0, st>>>(m, tiles, bounds_q.data(), can_q.data(), group_q.data(),
-                                              group_start.data(), group_end.data(), tile_box.data(),
+                                              group_start.data(), group_end.data(), !spatial, tile_box.data(),
                                               tile_range.data());
   S3D_CUDA_CHECK_LAUNCH();
   pair_counts.resize(tiles + 1, st);
   pair_offsets.resize(tiles + 1, st);
-  S3D_CUDA_CHECK(cudaMemsetAsync(pair_counts.data() + tiles, 0, sizeof(long long), st));
+  const int supers = (tiles + kSuper - 1) / kSuper;
+  super_box.resize(supers, st);
+  super_bounds_kernel<<<supers, kSuper, 0, st>>>(tiles, tile_box.data(), super_box.data());
+  S3D_CUDA_CHECK_LAUNCH();
   const unsigned pair_grid = static_cast<unsigned>(std::min(tiles, sm_count * 16));
-  tile_pairs_kernel<<<pair_grid, kPairBlock, 0, st>>>(tiles, tile_box.data(), tile_range.data(), extent.data(),
+  tile_pairs_kernel<<<pair_grid, kPairBlock, 0, st>>>(tiles, tile_box.data(), super_box.data(), tile_range.data(),
+                                                      extent.data(),
                                                       prm.pixel_offset, nullptr, pair_counts.data(), nullptr, nullptr);
   S3D_CUDA_CHECK_LAUNCH();
   cub_call([&](void* t, std::size_t& b) {
     return cub::DeviceScan::ExclusiveSum(t, b, pair_counts.data(), pair_offsets.data(), tiles + 1, st);
   }, st);
-  const long long pairs = read_ll(pair_offsets.data() + tiles, st);
-  stats.tile_pairs = pairs;
+  // Large problems: one sync to size the mask. Small ones: the pair count is bounded (all tile pairs, or the
+  // lower triangle in priority order) and the kernels read the real count on the device.
+  const bool bounded = tiles <= kBoundedMaskMaxTiles;
+  const long long pairs = !bounded ? read_ll(pair_offsets.data() + tiles, st)
+                          : spatial ? static_cast<long long>(tiles) * tiles
+                                    : static_cast<long long>(tiles) * (tiles + 1) / 2;
+  stats.tile_pairs = pairs;  // priority-order mode: the bound; stats() reads the real count back
   pair_row.resize(static_cast<std::size_t>(pairs), st);
   pair_col.resize(static_cast<std::size_t>(pairs), st);
   words.resize(static_cast<std::size_t>(pairs) * kTile, st);
-  tile_pairs_kernel<<<pair_grid, kPairBlock, 0, st>>>(tiles, tile_box.data(), tile_range.data(), extent.data(),
-                                                      prm.pixel_offset, pair_offsets.data(), nullptr, pair_row.data(),
+  tile_pairs_kernel<<<pair_grid, kPairBlock, 0, st>>>(tiles, tile_box.data(), super_box.data(), tile_range.data(),
+                                                      extent.data(), prm.pixel_offset, pair_offsets.data(), nullptr, pair_row.data(),
                                                       pair_col.data());
   S3D_CUDA_CHECK_LAUNCH();
   const unsigned mask_grid = static_cast<unsigned>(std::min<long long>(pairs, 1ll << 24));
-  mask_kernel<kRot><<<mask_grid, kTile, 0, st>>>(pairs, m, pair_row.data(), pair_col.data(), prep_q_buf.data(),
-                                                 p_of_q.data(), group_q.data(), can_q.data(), prm.pixel_offset,
+  last_tiles = tiles;
+  if (pairs > 0) mask_kernel<kRot><<<mask_grid, kTile, 0, st>>>(pairs, bounded ? pair_offsets.data() + tiles : nullptr, m,
+                                                 pair_row.data(), pair_col.data(), prep_q_buf.data(), prio_q,
+                                                 group_q.data(), can_q.data(), prm.pixel_offset,
                                                  prm.iou_threshold, prm.suppress_at_equal, words.data());
   S3D_CUDA_CHECK_LAUNCH();
 
@@ -818,8 +937,7 @@ void NmsCuda::State::run_hard(const NmsInput& in, const NmsParams& prm, int m, b
   state.resize(m, st);
   counters.resize(3, st);
   rounds.resize(1, st);
-  S3D_CUDA_CHECK(cudaMemsetAsync(counters.data(), 0, 3 * sizeof(unsigned), st));
-  init_state_kernel<<<blocks(m), 256, 0, st>>>(m, can_q.data(), state.data());
+  init_state_kernel<<<blocks(m), 256, 0, st>>>(m, can_q.data(), state.data(), counters.data());
   S3D_CUDA_CHECK_LAUNCH();
   static int blocks_per_sm = 0;
   if (blocks_per_sm == 0) {
@@ -844,7 +962,7 @@ void NmsCuda::State::run_hard(const NmsInput& in, const NmsParams& prm, int m, b
   const int n = static_cast<int>(in.count);
   flags.resize(n, st);
   S3D_CUDA_CHECK(cudaMemsetAsync(flags.data(), 0, n, st));
-  kept_by_rank_kernel<<<blocks(m), 256, 0, st>>>(m, p_of_q.data(), sop, key_b.data(), state.data(), flags.data());
+  kept_by_rank_kernel<<<blocks(m), 256, 0, st>>>(m, prio_q, sop, key_b.data(), state.data(), flags.data());
   S3D_CUDA_CHECK_LAUNCH();
   cub_call([&](void* t, std::size_t& b) {
     return cub::DeviceSelect::Flagged(t, b, idx_s.data(), flags.data(), idx_a.data(), count_int.data(), n, st);
@@ -891,11 +1009,16 @@ void NmsCuda::State::run_soft(const NmsInput& in, const NmsParams& prm, int m, b
   soft_score_b.resize(m, st);
   S3D_CUDA_CHECK(cudaMemsetAsync(count_int.data(), 0, sizeof(int), st));
   const int method = prm.method == NmsMethod::kSoftLinear ? 1 : 2;
+  soft_idx.resize(m, st);
+  soft_pos.resize(static_cast<std::size_t>(in.count), st);
+  // the margin only matters with pixel_offset 1; the magnitude bound is taken generously from the boxes' type
+  const float margin = prune_margin(prm.pixel_offset, prm.pixel_offset ? max_abs_coordinate(in, prm, st) : 0.f);
   soft_kernel<kRot><<<groups, kSoftBlock, 0, st>>>(group_start.data(), group_end.data(), prep_p_buf.data(),
-                                                   can_p.data(), sop, idx_s.data(), in.scores, method,
-                                                   prm.iou_threshold, prm.suppress_at_equal, prm.sigma,
-                                                   prm.soft_min_score, prm.pixel_offset, cur.data(), flags.data(),
-                                                   soft_key.data(), soft_score.data(), count_int.data());
+                                                   bounds_p.data(), can_p.data(), sop, idx_s.data(), in.scores,
+                                                   method, prm.iou_threshold, prm.suppress_at_equal, prm.sigma,
+                                                   prm.soft_min_score, prm.pixel_offset, margin, cur.data(),
+                                                   flags.data(), soft_idx.data(), soft_pos.data(), soft_key.data(),
+                                                   soft_score.data(), count_int.data());
   S3D_CUDA_CHECK_LAUNCH();
   cub_call([&](void* t, std::size_t& b) {
     return cub::DeviceRadixSort::SortPairs(t, b, soft_key.data(), soft_key_b.data(), soft_score.data(),
@@ -1000,10 +1123,15 @@ NmsResult NmsCuda::download(StreamHandle st) const {
 
 NmsEngine::Stats NmsCuda::stats() const {
   NmsEngine::Stats st = state_->stats;
-  if (st.tile_pairs > 0 && state_->rounds.data()) {
+  if (state_->last_tiles > 0) {
     int r = 0;
+    long long pairs = 0;
+    S3D_CUDA_CHECK(cudaDeviceSynchronize());
     S3D_CUDA_CHECK(cudaMemcpy(&r, state_->rounds.data(), sizeof(int), cudaMemcpyDeviceToHost));
+    S3D_CUDA_CHECK(cudaMemcpy(&pairs, state_->pair_offsets.data() + state_->last_tiles, sizeof(long long),
+                              cudaMemcpyDeviceToHost));
     st.rounds = r;
+    st.tile_pairs = pairs;
   }
   return st;
 }

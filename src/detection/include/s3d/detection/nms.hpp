@@ -112,7 +112,9 @@ NmsResult nms(const Device& device, const NmsInput& input, const NmsParams& para
 float nms_iou(const float* a, const float* b, const NmsParams& params);
 
 /// An NMS engine bound to one device; it keeps its (device or host) scratch buffers across calls so that a
-/// batch of files pays for allocation once. Not thread-safe: one engine per thread.
+/// batch of files pays for allocation once. Not thread-safe: one engine per thread. Device buffers are
+/// stream-ordered: they are released on the stream of the call that (re)allocated them, so destroy the engine
+/// before destroying a stream you passed to it.
 class NmsEngine {
  public:
   /// @throws DeviceUnavailable when `device` is CUDA and none is visible (auto is resolved here).
