@@ -1,7 +1,7 @@
 // bench_nms: CUDA-event timings of s3d's batched NMS, device-resident (inputs already on the GPU, result left
 // there): warm-up, then the median of >= 20 runs. Writes a table, a JSON file and (optionally) the exact
 // inputs as raw little-endian files for tests/bench/nms_torchvision.py, so both are timed on the same boxes.
-//   bench_nms [--out results.json] [--dump DIR] [--runs 20] [--max-n 2000000] [--mot DIR]
+//   bench_nms [--out results.json] [--dump DIR] [--runs 20] [--max-n 2000000] [--mot DIR] [--only SUBSTRING]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -49,7 +49,7 @@ struct Case {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string out = "nms_bench.json", dump, mot;
+  std::string out = "nms_bench.json", dump, mot, only;
   int runs = 20;
   long long max_n = 2000000;
   for (int a = 1; a < argc; ++a) {
@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
     else if (k == "--runs") runs = std::max(20, std::atoi(next().c_str()));
     else if (k == "--max-n") max_n = std::atoll(next().c_str());
     else if (k == "--mot") mot = next();
+    else if (k == "--only") only = next();
   }
   const Device device = resolve_device(Device::parse("cuda"));
   const std::string dev_name = describe_device(device);
@@ -119,6 +120,7 @@ int main(int argc, char** argv) {
               "rounds");
   bool first = true;
   for (const auto& c : cases) {
+    if (!only.empty() && c.name.find(only) == std::string::npos) continue;
     const auto n = static_cast<std::int64_t>(c.boxes.scores.size());
     if (!dump.empty()) {
       std::filesystem::create_directories(dump);

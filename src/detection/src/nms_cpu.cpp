@@ -142,6 +142,10 @@ void soft_group(const Prepared& p, const NmsParams& params, const float* scores,
     live.push_back(order[i]);
     cur.push_back(s);
   }
+  float mag = 0.f;
+  for (std::int64_t b : live)
+    mag = std::max({mag, std::fabs(p.bx1[b]), std::fabs(p.by1[b]), std::fabs(p.bx2[b]), std::fabs(p.by2[b])});
+  const float margin = prune_margin(params.pixel_offset, mag);
   while (!live.empty()) {
     std::size_t best = 0;
     for (std::size_t k = 1; k < live.size(); ++k) {
@@ -158,7 +162,9 @@ void soft_group(const Prepared& p, const NmsParams& params, const float* scores,
     for (std::size_t k = 0; k < live.size(); ++k) {
       const std::int64_t b = live[k];
       float s = cur[k];
-      if (p.can_overlap[a] && p.can_overlap[b]) {
+      // Bounds farther apart than the margin: inter = 0, weight exactly 1 (skipping is exact).
+      if (p.can_overlap[a] && p.can_overlap[b] && p.bx2[a] + margin >= p.bx1[b] && p.bx2[b] + margin >= p.bx1[a] &&
+          p.by2[a] + margin >= p.by1[b] && p.by2[b] + margin >= p.by1[a]) {
         const float iou = pair_iou(p, params, a, b);
         s = s * soft_weight(iou, method, params.iou_threshold, params.suppress_at_equal, params.sigma);
       }
@@ -220,7 +226,7 @@ NmsResult nms_cpu(const NmsInput& in, const NmsParams& params) {
   p.by1.resize(static_cast<std::size_t>(n_all));
   p.bx2.resize(static_cast<std::size_t>(n_all));
   p.by2.resize(static_cast<std::size_t>(n_all));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > 50000)
   for (std::int64_t k = 0; k < n; ++k) {
     const std::int64_t i = idx[k];
     const float* b = in.boxes + i * dim;
@@ -245,7 +251,8 @@ NmsResult nms_cpu(const NmsInput& in, const NmsParams& params) {
   const bool soft = params.method != NmsMethod::kHard;
   std::vector<std::vector<std::int64_t>> kept(static_cast<std::size_t>(n_groups));
   std::vector<std::vector<float>> kept_scores(soft ? static_cast<std::size_t>(n_groups) : 0);
-#pragma omp parallel for schedule(dynamic, 1)
+  // Threads only pay off with several groups and enough work (a parallel region costs tens of microseconds).
+#pragma omp parallel for schedule(dynamic, 1) if (n_groups > 1 && n > 4096)
   for (std::int64_t g = 0; g < n_groups; ++g) {
     std::int64_t len = seg_begin[g + 1] - seg_begin[g];
     if (params.pre_top_k > 0) len = std::min(len, params.pre_top_k);
