@@ -10,12 +10,14 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "s3d/core/cuda_check.cuh"
 #include "s3d/core/device.hpp"
 #include "s3d/core/device_buffer.hpp"
 #include "s3d/stereo/sgm.hpp"
+#include "../../src/stereo/src/backend.hpp"  // stage timings (internal API of the stereo library)
 
 namespace {
 
@@ -69,6 +71,85 @@ double measure_bandwidth_gbs() {
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
   return 2.0 * bytes / (median(t) * 1e-3) / 1e9;  // read + write
+}
+
+/// Per-stage device times (median of 20 after warm-up) through the library's internal stage launchers.
+std::string stage_times(const Device& dev, int w, int h, int D) {
+  namespace sd = s3d::stereo::detail;
+  (void)dev;
+  const std::size_t n = static_cast<std::size_t>(w) * h;
+  cudaStream_t st, side;
+  cudaEvent_t fork, join, e0, e1;
+  S3D_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  S3D_CUDA_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+  S3D_CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+  S3D_CUDA_CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+  S3D_CUDA_CHECK(cudaEventCreate(&e0));
+  S3D_CUDA_CHECK(cudaEventCreate(&e1));
+  std::vector<std::uint8_t> l, r;
+  make_pair(w, h, D / 2, 5, l, r);
+  DeviceBuffer<std::uint8_t> dl(n, st), dr(n, st);
+  DeviceBuffer<std::uint64_t> cl(n, st), cr(n, st);
+  const int vp = sd::cuda::volume_pitch(D);
+  DeviceBuffer<std::uint16_t> va(n * vp, st), vb(n * vp, st), vc(n * vp, st);
+  DeviceBuffer<float> disp(n, st), out(n, st);
+  S3D_CUDA_CHECK(cudaMemcpyAsync(dl.data(), l.data(), n, cudaMemcpyHostToDevice, st));
+  S3D_CUDA_CHECK(cudaMemcpyAsync(dr.data(), r.data(), n, cudaMemcpyHostToDevice, st));
+  stereo::SgmParams p;
+  p.disparities = D;
+  sd::MatchSpec spec = sd::make_match_spec(p, w, h, false);
+  const sd::CensusSpec cs{p.census, p.census_width, p.census_height};
+  const sd::cuda::AggregateStreams as{st, side, fork, join};
+  auto time = [&](auto&& f) {
+    std::vector<double> t;
+    for (int i = 0; i < 25; ++i) {
+      S3D_CUDA_CHECK(cudaEventRecord(e0, st));
+      f();
+      S3D_CUDA_CHECK(cudaEventRecord(e1, st));
+      S3D_CUDA_CHECK(cudaEventSynchronize(e1));
+      float ms = 0;
+      S3D_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+      if (i >= 5) t.push_back(ms);
+    }
+    return median(t);
+  };
+  const double t_census = time([&] {
+    sd::cuda::census(ImageView<const std::uint8_t>{dl.data(), w, h, w}, cs, cl.data(), st);
+    sd::cuda::census(ImageView<const std::uint8_t>{dr.data(), w, h, w}, cs, cr.data(), st);
+  });
+  double t_agg[3];
+  const int paths[3] = {2, 4, 8};
+  for (int i = 0; i < 3; ++i) {
+    spec.paths = paths[i];
+    t_agg[i] = time([&] { sd::cuda::aggregate(cl.data(), cr.data(), spec, va.data(), vb.data(), vc.data(), as); });
+  }
+  const double t_wta = time([&] { sd::cuda::wta(va.data(), vb.data(), vc.data(), spec, disp.data(), w, nullptr, 0, st); });
+  const double t_med = time([&] { sd::cuda::median3x3(disp.data(), w, out.data(), w, w, h, st); });
+  const double t_lr = time([&] { sd::cuda::lr_check(disp.data(), w, out.data(), w, h, 1.0f, st); });
+  DeviceBuffer<int> scratch(2 * n, st);
+  const double t_sp = time([&] { sd::cuda::speckle(out.data(), w, w, h, 100, 2.0f, scratch.data(), st); });
+  S3D_CUDA_CHECK(cudaStreamSynchronize(st));
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "stages %dx%d D%d: census(L+R) %.3f | aggregate horizontal-only %.3f, 4 paths %.3f, 8 paths %.3f | "
+                "wta %.3f | median %.3f | lr %.3f | speckle %.3f ms",
+                w, h, D, t_census, t_agg[0], t_agg[1], t_agg[2], t_wta, t_med, t_lr, t_sp);
+  for (auto* b : {&va, &vb, &vc}) b->reset();
+  cl.reset();
+  cr.reset();
+  dl.reset();
+  dr.reset();
+  disp.reset();
+  out.reset();
+  scratch.reset();
+  cudaStreamSynchronize(st);
+  cudaStreamDestroy(st);
+  cudaStreamDestroy(side);
+  cudaEventDestroy(fork);
+  cudaEventDestroy(join);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  return line;
 }
 
 }  // namespace
@@ -165,6 +246,14 @@ int main(int argc, char** argv) {
             ", \"libsgm_ms\": " + std::to_string(s.libsgm_ms) + ", \"floor_ms\": " + std::to_string(floor_ms) +
             ", \"volume_traffic_ms\": " + std::to_string(ours_ms) + "}";
     first = false;
+  }
+  json += "\n  ],\n  \"stages\": [\n";
+  bool first_stage = true;
+  for (auto [w, h, D] : {std::tuple{1024, 440, 128}, std::tuple{1242, 375, 128}, std::tuple{1920, 1080, 256}}) {
+    const std::string line = stage_times(dev, w, h, D);
+    std::printf("%s\n", line.c_str());
+    json += std::string(first_stage ? "" : ",\n") + "    \"" + line + "\"";
+    first_stage = false;
   }
   json += "\n  ]\n}\n";
   if (argc > 1) {

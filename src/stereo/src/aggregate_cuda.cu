@@ -5,8 +5,8 @@
 // only H scanlines, each W steps long: latency, not bandwidth, bounds them). Costs are computed on the fly
 // from the census codes (never stored) and the next pixel's codes and partial sums are loaded one step
 // ahead, so global-memory latency stays off the chain. The paths are never stored: the 6 vertical and
-// diagonal paths add into volume A (the first assigns), the 2 horizontal ones, in one kernel on a second
-// stream running concurrently, into volume B (left->right assigns, right->left adds); WTA reads A + B.
+// diagonal paths add into volume A (the first assigns); the 2 horizontal ones, in one kernel on a second
+// stream running concurrently, assign into volumes B and C; WTA reads A + B + C.
 // Same recurrence as the CPU (aggregate_math.hpp), so the sums are identical.
 #include <algorithm>
 
@@ -137,23 +137,27 @@ __device__ S3D_FORCEINLINE bool scan_start(int scan, int W, int H, int dx, int d
   return true;
 }
 
-/// One direction (dx, dy), or with `both_ways` the horizontal pair: left->right then right->left.
+/// One direction (dx, dy) into `volume`; with `volume2`, scanlines [H, 2H) walk the opposite horizontal
+/// direction into volume2 (both assign: the two horizontal paths run concurrently, without read-modify-write).
 template <int G, int K>
 __global__ void __launch_bounds__(128) aggregate_path_kernel(const std::uint64_t* __restrict__ ref,
                                                              const std::uint64_t* __restrict__ target, MatchSpec s,
                                                              int dx, int dy, std::uint16_t* __restrict__ volume,
-                                                             int vpitch, bool assign, bool both_ways) {
+                                                             std::uint16_t* __restrict__ volume2, int vpitch,
+                                                             bool assign) {
   const int lane = threadIdx.x & 31;
   const int glane = lane % G;
   const unsigned mask = (G == 32) ? 0xffffffffu : (((1u << G) - 1u) << (lane - glane));
-  const int scan = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / G);
+  int scan = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / G);
+  std::uint16_t* out = volume;
+  if (volume2 && scan >= s.height) {
+    scan -= s.height;
+    dx = -dx;
+    out = volume2;
+  }
   int x, y;
   if (!scan_start(scan, s.width, s.height, dx, dy, x, y)) return;
-  Scan<G, K>::run(ref, target, s, x, y, dx, dy, volume, vpitch, assign, mask, glane);
-  if (both_ways) {
-    scan_start(scan, s.width, s.height, -dx, dy, x, y);
-    Scan<G, K>::run(ref, target, s, x, y, -dx, dy, volume, vpitch, false, mask, glane);
-  }
+  Scan<G, K>::run(ref, target, s, x, y, dx, dy, out, vpitch, assign, mask, glane);
 }
 
 struct Layout {
@@ -174,14 +178,14 @@ Layout layout(int disparities) {
 
 template <int G, int K>
 void launch(const std::uint64_t* ref, const std::uint64_t* target, const MatchSpec& s, std::uint16_t* vol_a,
-            std::uint16_t* vol_b, const AggregateStreams& st) {
+            std::uint16_t* vol_b, std::uint16_t* vol_c, const AggregateStreams& st) {
   const unsigned block = 128;
   const int vp = G * K;
-  // horizontal pair on the side stream, into B
+  // the two horizontal paths on the side stream, into B and C
   S3D_CUDA_CHECK(cudaEventRecord(st.fork, st.main));
   S3D_CUDA_CHECK(cudaStreamWaitEvent(st.side, st.fork, 0));
-  aggregate_path_kernel<G, K><<<grid_size(static_cast<std::size_t>(s.height) * G, block), block, 0, st.side>>>(
-      ref, target, s, 1, 0, vol_b, vp, true, true);
+  aggregate_path_kernel<G, K><<<grid_size(static_cast<std::size_t>(2 * s.height) * G, block), block, 0, st.side>>>(
+      ref, target, s, 1, 0, vol_b, vol_c, vp, true);
   S3D_CUDA_CHECK_LAUNCH();
   S3D_CUDA_CHECK(cudaEventRecord(st.join, st.side));
   // vertical (+ diagonal) paths on the main stream, into A
@@ -191,7 +195,7 @@ void launch(const std::uint64_t* ref, const std::uint64_t* target, const MatchSp
     path_direction(p, dx, dy);
     const int scans = dx == 0 ? s.width : s.width + s.height - 1;
     aggregate_path_kernel<G, K><<<grid_size(static_cast<std::size_t>(scans) * G, block), block, 0, st.main>>>(
-        ref, target, s, dx, dy, vol_a, vp, first, false);
+        ref, target, s, dx, dy, vol_a, nullptr, vp, first);
     S3D_CUDA_CHECK_LAUNCH();
     first = false;
   }
@@ -211,17 +215,19 @@ int volume_pitch(int disparities) {
 }
 
 void aggregate(const std::uint64_t* d_ref, const std::uint64_t* d_target, const MatchSpec& spec,
-               std::uint16_t* d_volume_a, std::uint16_t* d_volume_b, const AggregateStreams& streams) {
+               std::uint16_t* d_volume_a, std::uint16_t* d_volume_b, std::uint16_t* d_volume_c,
+               const AggregateStreams& streams) {
   const Layout l = layout(spec.disparities);
   auto* a = d_volume_a;
   auto* b = d_volume_b;
-  if (l.g == 4 && l.k == 4) return launch<4, 4>(d_ref, d_target, spec, a, b, streams);
-  if (l.g == 4 && l.k == 8) return launch<4, 8>(d_ref, d_target, spec, a, b, streams);
-  if (l.g == 4 && l.k == 16) return launch<4, 16>(d_ref, d_target, spec, a, b, streams);
-  if (l.g == 8) return launch<8, 16>(d_ref, d_target, spec, a, b, streams);
-  if (l.g == 16) return launch<16, 16>(d_ref, d_target, spec, a, b, streams);
-  if (l.k == 16) return launch<32, 16>(d_ref, d_target, spec, a, b, streams);
-  return launch<32, 32>(d_ref, d_target, spec, a, b, streams);
+  auto* c = d_volume_c;
+  if (l.g == 4 && l.k == 4) return launch<4, 4>(d_ref, d_target, spec, a, b, c, streams);
+  if (l.g == 4 && l.k == 8) return launch<4, 8>(d_ref, d_target, spec, a, b, c, streams);
+  if (l.g == 4 && l.k == 16) return launch<4, 16>(d_ref, d_target, spec, a, b, c, streams);
+  if (l.g == 8) return launch<8, 16>(d_ref, d_target, spec, a, b, c, streams);
+  if (l.g == 16) return launch<16, 16>(d_ref, d_target, spec, a, b, c, streams);
+  if (l.k == 16) return launch<32, 16>(d_ref, d_target, spec, a, b, c, streams);
+  return launch<32, 32>(d_ref, d_target, spec, a, b, c, streams);
 }
 
 void add_volumes(std::uint16_t* d_a, const std::uint16_t* d_b, std::size_t count, StreamHandle stream) {

@@ -63,14 +63,17 @@ struct AggregateStreams {
   CUevent_st* fork = nullptr;  ///< cudaEvent_t, created with cudaEventDisableTiming
   CUevent_st* join = nullptr;
 };
-/// Sum of the paths = A + B (A: vertical/diagonal paths, B: horizontal), each width*height*volume_pitch(D)
-/// uint16. Queued on streams.main (joined back before return).
+/// Sum of the paths = A + B + C (A: vertical/diagonal paths, B: left->right, C: right->left), each
+/// width*height*volume_pitch(D) uint16. Queued on streams.main (joined back before return).
 void aggregate(const std::uint64_t* d_ref, const std::uint64_t* d_target, const MatchSpec& spec,
-               std::uint16_t* d_volume_a, std::uint16_t* d_volume_b, const AggregateStreams& streams);
+               std::uint16_t* d_volume_a, std::uint16_t* d_volume_b, std::uint16_t* d_volume_c,
+               const AggregateStreams& streams);
 /// a += b elementwise (the per-stage API's total volume).
 void add_volumes(std::uint16_t* d_a, const std::uint16_t* d_b, std::size_t count, StreamHandle stream);
-/// WTA over A + B (`d_volume_b` may be null). Row pitches in elements; `d_confidence` may be null.
-void wta(const std::uint16_t* d_volume_a, const std::uint16_t* d_volume_b, const MatchSpec& spec,
+/// WTA over A + B + C (`d_volume_b`/`d_volume_c` null for a total volume in A). Row pitches in elements;
+/// `d_confidence` may be null.
+void wta(const std::uint16_t* d_volume_a, const std::uint16_t* d_volume_b, const std::uint16_t* d_volume_c,
+         const MatchSpec& spec,
          float* d_disparity, std::ptrdiff_t disp_pitch, float* d_confidence, std::ptrdiff_t conf_pitch,
          StreamHandle stream);
 void lr_check(float* d_left, std::ptrdiff_t left_pitch, const float* d_right, int width, int height,

@@ -26,6 +26,7 @@ class CudaEngine final : public SgmEngine::Impl {
       census_right_.resize(n, stream_);
       volume_.resize(n * cuda::volume_pitch(params.disparities), stream_);
       volume_b_.resize(n * cuda::volume_pitch(params.disparities), stream_);
+      volume_c_.resize(n * cuda::volume_pitch(params.disparities), stream_);
       disp_.resize(n, stream_);
       out_disp_.resize(n, stream_);
       if (params.confidence) out_conf_.resize(n, stream_);
@@ -65,6 +66,7 @@ class CudaEngine final : public SgmEngine::Impl {
     census_right_.reset();
     volume_.reset();
     volume_b_.reset();
+    volume_c_.reset();
     disp_.reset();
     disp_right_.reset();
     out_disp_.reset();
@@ -95,13 +97,13 @@ class CudaEngine final : public SgmEngine::Impl {
     cuda::census(right, cs, census_right_.data(), s);
     const MatchSpec sl = make_match_spec(p, W, H, false);
     const cuda::AggregateStreams as{s, side_, fork_, join_};
-    cuda::aggregate(census_left_.data(), census_right_.data(), sl, volume_.data(), volume_b_.data(), as);
+    cuda::aggregate(census_left_.data(), census_right_.data(), sl, volume_.data(), volume_b_.data(), volume_c_.data(), as);
     float* d_conf = p.confidence ? conf.data : nullptr;
-    cuda::wta(volume_.data(), volume_b_.data(), sl, disp_.data(), W, d_conf, conf.pitch, s);
+    cuda::wta(volume_.data(), volume_b_.data(), volume_c_.data(), sl, disp_.data(), W, d_conf, conf.pitch, s);
     if (p.lr_check) {
       const MatchSpec sr = make_match_spec(p, W, H, true);
-      cuda::aggregate(census_right_.data(), census_left_.data(), sr, volume_.data(), volume_b_.data(), as);
-      cuda::wta(volume_.data(), volume_b_.data(), sr, disp_right_.data(), W, nullptr, 0, s);
+      cuda::aggregate(census_right_.data(), census_left_.data(), sr, volume_.data(), volume_b_.data(), volume_c_.data(), as);
+      cuda::wta(volume_.data(), volume_b_.data(), volume_c_.data(), sr, disp_right_.data(), W, nullptr, 0, s);
       cuda::lr_check(disp_.data(), W, disp_right_.data(), W, H, p.lr_max_diff, s);
     }
     if (p.median) {
@@ -144,7 +146,7 @@ class CudaEngine final : public SgmEngine::Impl {
   cudaEvent_t fork_ = nullptr, join_ = nullptr;
   DeviceBuffer<std::uint16_t> img_left_, img_right_;  // 8-bit input uses the first half of each
   DeviceBuffer<std::uint64_t> census_left_, census_right_;
-  DeviceBuffer<std::uint16_t> volume_, volume_b_;  // vertical+diagonal paths / horizontal paths
+  DeviceBuffer<std::uint16_t> volume_, volume_b_, volume_c_;  // vertical+diagonal / left->right / right->left
   DeviceBuffer<float> disp_, disp_right_, out_disp_, out_conf_;
   DeviceBuffer<int> scratch_;
   void* host_in_ = nullptr;

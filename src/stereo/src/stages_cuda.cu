@@ -27,15 +27,17 @@ std::vector<std::uint16_t> aggregate(const std::vector<std::uint64_t>& ref, cons
   d_target.copy_from_host(target);
   const int vp = cuda::volume_pitch(spec.disparities);
   const std::size_t n = static_cast<std::size_t>(spec.width) * spec.height;
-  DeviceBuffer<std::uint16_t> d_vol(n * vp), d_vol_b(n * vp);
+  DeviceBuffer<std::uint16_t> d_vol(n * vp), d_vol_b(n * vp), d_vol_c(n * vp);
   cudaStream_t side = nullptr;
   cudaEvent_t fork = nullptr, join = nullptr;
   S3D_CUDA_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
   S3D_CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
   S3D_CUDA_CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
   try {
-    cuda::aggregate(d_ref.data(), d_target.data(), spec, d_vol.data(), d_vol_b.data(), {nullptr, side, fork, join});
+    cuda::aggregate(d_ref.data(), d_target.data(), spec, d_vol.data(), d_vol_b.data(), d_vol_c.data(),
+                    {nullptr, side, fork, join});
     cuda::add_volumes(d_vol.data(), d_vol_b.data(), n * vp, nullptr);
+    cuda::add_volumes(d_vol.data(), d_vol_c.data(), n * vp, nullptr);
     S3D_CUDA_CHECK(cudaStreamSynchronize(nullptr));
   } catch (...) {
     cudaStreamSynchronize(side);
@@ -63,7 +65,7 @@ void wta(const std::vector<std::uint16_t>& volume, const MatchSpec& spec, std::v
                               spec.disparities * sizeof(std::uint16_t), spec.disparities * sizeof(std::uint16_t), n,
                               cudaMemcpyHostToDevice));
   DeviceBuffer<float> d_disp(n), d_conf(confidence ? n : 0);
-  cuda::wta(d_vol.data(), nullptr, spec, d_disp.data(), spec.width, confidence ? d_conf.data() : nullptr, spec.width, nullptr);
+  cuda::wta(d_vol.data(), nullptr, nullptr, spec, d_disp.data(), spec.width, confidence ? d_conf.data() : nullptr, spec.width, nullptr);
   disparity = d_disp.to_host();
   if (confidence) *confidence = d_conf.to_host();
 }

@@ -12,16 +12,21 @@ namespace {
 
 constexpr unsigned kFull = 0xffffffffu;
 
-__global__ void wta_kernel(const std::uint16_t* __restrict__ volume, const std::uint16_t* __restrict__ volume_b, int vpitch, MatchSpec s, float* disp,
+__global__ void wta_kernel(const std::uint16_t* __restrict__ volume, const std::uint16_t* __restrict__ volume_b,
+                           const std::uint16_t* __restrict__ volume_c, int vpitch, MatchSpec s, float* disp,
                            std::ptrdiff_t disp_pitch, float* conf, std::ptrdiff_t conf_pitch) {
   const int lane = threadIdx.x & 31;
-  const long long pix = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const int pix = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) >> 5);  // < 2^30 (validated)
   const int W = s.width, D = s.disparities;
-  if (pix >= static_cast<long long>(W) * s.height) return;
-  const int x = static_cast<int>(pix % W), y = static_cast<int>(pix / W);
-  const std::uint16_t* v = volume + pix * vpitch;
-  const std::uint16_t* vb = volume_b ? volume_b + pix * vpitch : nullptr;
-  auto cost = [&](int d) { return static_cast<int>(vb ? static_cast<std::uint16_t>(v[d] + vb[d]) : v[d]); };
+  if (pix >= W * s.height) return;
+  const int y = pix / W, x = pix - y * W;
+  const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(pix) * vpitch;
+  const std::uint16_t* v = volume + off;
+  const std::uint16_t* vb = volume_b ? volume_b + off : nullptr;
+  const std::uint16_t* vc = volume_c ? volume_c + off : nullptr;
+  auto cost = [&](int d) {
+    return vb ? static_cast<int>(static_cast<std::uint16_t>(v[d] + vb[d] + vc[d])) : static_cast<int>(v[d]);
+  };
   const int K = (vpitch + 31) / 32;
   int best = INT_MAX, best_d = INT_MAX;
   for (int j = 0; j < K; ++j) {
@@ -62,11 +67,12 @@ __global__ void wta_kernel(const std::uint16_t* __restrict__ volume, const std::
 
 }  // namespace
 
-void wta(const std::uint16_t* d_volume, const std::uint16_t* d_volume_b, const MatchSpec& spec, float* d_disparity, std::ptrdiff_t disp_pitch,
+void wta(const std::uint16_t* d_volume, const std::uint16_t* d_volume_b, const std::uint16_t* d_volume_c,
+         const MatchSpec& spec, float* d_disparity, std::ptrdiff_t disp_pitch,
          float* d_confidence, std::ptrdiff_t conf_pitch, StreamHandle stream) {
   const std::size_t threads = static_cast<std::size_t>(spec.width) * spec.height * 32;
   const unsigned block = 256;
-  wta_kernel<<<grid_size(threads, block), block, 0, stream>>>(d_volume, d_volume_b, volume_pitch(spec.disparities), spec,
+  wta_kernel<<<grid_size(threads, block), block, 0, stream>>>(d_volume, d_volume_b, d_volume_c, volume_pitch(spec.disparities), spec,
                                                                d_disparity, disp_pitch, d_confidence, conf_pitch);
   S3D_CUDA_CHECK_LAUNCH();
 }
