@@ -135,8 +135,16 @@ class NmsEngine {
   /// CUDA engines only. `device_input` points to device memory; the result stays on the device:
   /// `device_keep()` / `device_scores()` hold `device_keep_count()` entries (a device int64) once `stream`
   /// reaches the end of the enqueued work. Inputs are not validated (no finite check). The call is
-  /// stream-ordered but synchronizes `stream` once or a few times to size its sparse IoU mask (and after
-  /// the `min_score` / `pre_top_k` / `max_dets` stages when those are active).
+  /// stream-ordered; it synchronizes `stream` (a short host wait) only where a size must be known on the host:
+  /// hard NMS with more than 16,384 boxes (to size the sparse IoU mask), after an active `min_score` or
+  /// `pre_top_k` filter, for `max_dets` with image ids, and once per soft-NMS call (the group count).
+  ///
+  /// Algorithm (CUDA): rank by stable radix sort (score, then group); within each group sort spatially
+  /// (Morton order of box centres) so that a 64-box tile covers a small area; evaluate only 64x64 tile pairs
+  /// whose bounds overlap (two-level culling), one 64-bit word per (box, tile) holding the bits of the
+  /// higher-ranked boxes of its group that suppress it (memory = pairs x 512 bytes, not N^2/8); then resolve
+  /// greedy NMS exactly with parallel rounds in one cooperative kernel (a box is removed once a suppressor is
+  /// kept, kept once all its suppressors are removed). Soft-NMS: one block per group.
   /// @throws InvalidArgument on a CPU engine or for bad params; CudaError / OutOfMemory.
   void run_device_async(const NmsInput& device_input, const NmsParams& params, StreamHandle stream);
   /// Device pointers into the engine's buffers, valid until the next call on this engine.
