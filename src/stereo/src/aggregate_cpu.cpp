@@ -1,8 +1,12 @@
 // Cost volume and SGM path aggregation, CPU backend.
 // Layout [y][x][d] (uint8 costs, uint16 sums). Inner loops run over d and vectorise (uint16 lanes).
+// Same recurrence and the same scanlines as the CUDA backend; only the grouping of paths into volumes differs
+// (integer sums: the total is identical).
 #include <algorithm>
 #include <cstring>
 #include <vector>
+
+#include <omp.h>
 
 #include "aggregate_math.hpp"
 #include "backend.hpp"
@@ -13,11 +17,9 @@ namespace {
 
 constexpr std::uint16_t kSentinel = 0x7fff;  // > any L (<= 16383 once validated), and + P1 fits uint16
 
-/// cur[0..D) = L(p, .) from prev (prev[-1] and prev[D] hold kSentinel); accumulates into vol
-/// (assigns when `assign`). Returns min_d cur.
+/// cur[0..D) = L(p, .) from prev (prev[-1] and prev[D] hold kSentinel). Returns min_d cur.
 inline int path_step_row(const std::uint8_t* __restrict cost, const std::uint16_t* __restrict prev, int prev_min,
-                  std::uint16_t* __restrict cur, std::uint16_t* __restrict vol, int D, int p1, int p2,
-                  bool assign) {
+                         std::uint16_t* __restrict cur, int D, int p1, int p2) {
   const std::uint16_t jump = static_cast<std::uint16_t>(prev_min + p2);
   const std::uint16_t pm = static_cast<std::uint16_t>(prev_min);
   const std::uint16_t P1 = static_cast<std::uint16_t>(p1);
@@ -31,26 +33,15 @@ inline int path_step_row(const std::uint8_t* __restrict cost, const std::uint16_
     cur[d] = l;
     mn = std::min(mn, l);
   }
-  if (assign) {
-    for (int d = 0; d < D; ++d) vol[d] = cur[d];
-  } else {
-    for (int d = 0; d < D; ++d) vol[d] = static_cast<std::uint16_t>(vol[d] + cur[d]);
-  }
   return mn;
 }
 
 /// First pixel of a path: L = C.
-inline int path_start(const std::uint8_t* __restrict cost, std::uint16_t* __restrict cur, std::uint16_t* __restrict vol,
-               int D, bool assign) {
+inline int path_start(const std::uint8_t* __restrict cost, std::uint16_t* __restrict cur, int D) {
   std::uint16_t mn = 0xffff;
   for (int d = 0; d < D; ++d) {
     cur[d] = cost[d];
     mn = std::min<std::uint16_t>(mn, cost[d]);
-  }
-  if (assign) {
-    for (int d = 0; d < D; ++d) vol[d] = cur[d];
-  } else {
-    for (int d = 0; d < D; ++d) vol[d] = static_cast<std::uint16_t>(vol[d] + cur[d]);
   }
   return mn;
 }
@@ -96,86 +87,105 @@ void cost_volume(const std::uint64_t* ref, const std::uint64_t* target, const Ma
 
 namespace {
 
-constexpr int kBand = 32;  // scanlines walked together by one thread (adjacent pixels of one row)
+/// Buffers of one sweep: per path, the previous and current rows of L (D+2 per pixel, sentinels at both
+/// ends) and their minima; the horizontal path's L for the whole row.
+struct SweepBuffers {
+  std::vector<std::uint16_t> rows;  // [2][paths][W][D+2]
+  std::vector<int> mins;            // [2][paths][W]
+  std::vector<std::uint16_t> hrow;  // [W][D]
+  std::vector<std::uint16_t> hbuf;  // [2][D+2]
+};
 
-/// A band of up to kBand adjacent scanlines of a direction with dy != 0, walked row by row so that each row
-/// touches one contiguous run of the volume (a column-by-column walk would miss the TLB at every step).
-/// Virtual column v: x(i) = x0(v) + i*dx at sweep row i; a scanline starts where it enters the image.
+/// One vertical sweep (top-down for dy = 1, bottom-up for dy = -1) computing, row by row, the vertical path,
+/// the two diagonal paths of that sweep (8 paths) and one horizontal path (direction hdx) of each row, and
+/// ASSIGNING their sum to `out`. Two sweeps (dy = 1 with hdx = 1, dy = -1 with hdx = -1) cover all paths,
+/// reading the cost volume twice and writing two volumes once: far less memory traffic than one
+/// read-modify-write pass per path. Each sweep is sequential (rows depend on each other); the two run on
+/// two threads.
 S3D_STEREO_CLONES
-void sweep_band(const std::uint8_t* __restrict cost, std::uint16_t* __restrict volume, const MatchSpec& s, int dx,
-                int dy, int v_begin, int v_end, bool assign, std::uint16_t* state, int* mins) {
+void sweep(const std::uint8_t* __restrict cost, const MatchSpec& s, int dy, int hdx, std::uint16_t* __restrict out,
+           SweepBuffers& b) {
   const int W = s.width, H = s.height, D = s.disparities;
   const int stride = D + 2;
-  const int x_shift = dx > 0 ? -(H - 1) : 0;  // x0(v) = v + x_shift
+  const int np = s.paths == 8 ? 3 : 1;
+  const int kDx[3] = {0, 1, -1};
+  const std::size_t plane = static_cast<std::size_t>(np) * W * stride;
+  b.rows.assign(2 * plane, kSentinel);
+  b.mins.assign(static_cast<std::size_t>(2) * np * W, 0);
+  b.hrow.resize(static_cast<std::size_t>(W) * D);
+  b.hbuf.assign(2 * stride, kSentinel);
   for (int i = 0; i < H; ++i) {
     const int y = dy > 0 ? i : H - 1 - i;
-    const int slot = i & 1;
-    for (int v = v_begin; v < v_end; ++v) {
-      const int x = v + x_shift + i * dx;
-      if (x < 0 || x >= W) continue;
-      const int k = v - v_begin;
-      std::uint16_t* cur = state + (static_cast<std::size_t>(slot) * kBand + k) * stride + 1;
-      const std::uint16_t* prev = state + (static_cast<std::size_t>(slot ^ 1) * kBand + k) * stride + 1;
-      const std::ptrdiff_t o = (static_cast<std::ptrdiff_t>(y) * W + x) * D;
-      const int px = x - dx;
-      if (i == 0 || px < 0 || px >= W) {
-        mins[slot * kBand + k] = path_start(cost + o, cur, volume + o, D, assign);
+    const std::uint8_t* crow = cost + static_cast<std::ptrdiff_t>(y) * W * D;
+    std::uint16_t* orow = out + static_cast<std::ptrdiff_t>(y) * W * D;
+    // horizontal path of this row
+    {
+      std::uint16_t* a = b.hbuf.data() + 1;
+      std::uint16_t* c = b.hbuf.data() + stride + 1;
+      int x = hdx > 0 ? 0 : W - 1;
+      int mn = path_start(crow + x * D, a, D);
+      std::copy(a, a + D, b.hrow.data() + static_cast<std::ptrdiff_t>(x) * D);
+      for (int k = 1; k < W; ++k) {
+        x += hdx;
+        mn = path_step_row(crow + x * D, a, mn, c, D, s.p1, s.p2);
+        std::copy(c, c + D, b.hrow.data() + static_cast<std::ptrdiff_t>(x) * D);
+        std::swap(a, c);
+      }
+    }
+    const int cur_slot = i & 1, prev_slot = cur_slot ^ 1;
+    for (int x = 0; x < W; ++x) {
+      const std::uint8_t* c = crow + x * D;
+      std::uint16_t* curs[3];
+      for (int k = 0; k < np; ++k) {
+        std::uint16_t* cur = b.rows.data() + cur_slot * plane + (static_cast<std::size_t>(k) * W + x) * stride + 1;
+        int* cur_min = b.mins.data() + (static_cast<std::size_t>(cur_slot) * np + k) * W + x;
+        const int xp = x - kDx[k];
+        if (i == 0 || xp < 0 || xp >= W) {
+          *cur_min = path_start(c, cur, D);
+        } else {
+          const std::uint16_t* prev =
+              b.rows.data() + prev_slot * plane + (static_cast<std::size_t>(k) * W + xp) * stride + 1;
+          *cur_min = path_step_row(c, prev, b.mins[(static_cast<std::size_t>(prev_slot) * np + k) * W + xp], cur, D,
+                                   s.p1, s.p2);
+        }
+        curs[k] = cur;
+      }
+      const std::uint16_t* h = b.hrow.data() + static_cast<std::ptrdiff_t>(x) * D;
+      std::uint16_t* o = orow + x * D;
+      if (np == 3) {
+        const std::uint16_t* __restrict c0 = curs[0];
+        const std::uint16_t* __restrict c1 = curs[1];
+        const std::uint16_t* __restrict c2 = curs[2];
+        for (int d = 0; d < D; ++d) o[d] = static_cast<std::uint16_t>(h[d] + c0[d] + c1[d] + c2[d]);
       } else {
-        mins[slot * kBand + k] =
-            path_step_row(cost + o, prev, mins[(slot ^ 1) * kBand + k], cur, volume + o, D, s.p1, s.p2, assign);
+        const std::uint16_t* __restrict c0 = curs[0];
+        for (int d = 0; d < D; ++d) o[d] = static_cast<std::uint16_t>(h[d] + c0[d]);
       }
     }
   }
 }
 
-/// Both horizontal paths of row y (left->right assigns, right->left adds); the row stays in cache.
-S3D_STEREO_CLONES
-void horizontal_row(const std::uint8_t* __restrict cost, std::uint16_t* __restrict volume, const MatchSpec& s, int y,
-                    std::uint16_t* buf) {
-  const int W = s.width, D = s.disparities;
-  const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(y) * W * D;
-  const std::uint8_t* c = cost + row;
-  std::uint16_t* v = volume + row;
-  std::uint16_t* a = buf + 1;
-  std::uint16_t* b = buf + D + 3;
-  int mn = path_start(c, a, v, D, true);
-  for (int x = 1; x < W; ++x) {
-    mn = path_step_row(c + x * D, a, mn, b, v + x * D, D, s.p1, s.p2, true);
-    std::swap(a, b);
-  }
-  mn = path_start(c + (W - 1) * D, a, v + (W - 1) * D, D, false);
-  for (int x = W - 2; x >= 0; --x) {
-    mn = path_step_row(c + x * D, a, mn, b, v + x * D, D, s.p1, s.p2, false);
-    std::swap(a, b);
+}  // namespace
+
+void aggregate(const std::uint8_t* cost, const MatchSpec& s, std::uint16_t* volume_a, std::uint16_t* volume_b) {
+  const int threads = std::max(1, std::min(2, omp_get_max_threads()));
+#pragma omp parallel num_threads(threads)
+  {
+    SweepBuffers buffers;
+#pragma omp sections
+    {
+#pragma omp section
+      sweep(cost, s, 1, 1, volume_a, buffers);
+#pragma omp section
+      sweep(cost, s, -1, -1, volume_b, buffers);
+    }
   }
 }
 
-}  // namespace
-
-void aggregate(const std::uint8_t* cost, const MatchSpec& s, std::uint16_t* volume) {
-  const int W = s.width;
-  const int H = s.height;
-  const int D = s.disparities;
-  // Horizontal pair per row, then each other path as bands of independent scanlines (the same scanlines
-  // the CUDA backend walks): no per-row synchronisation, one barrier per path.
-#pragma omp parallel
-  {
-    std::vector<std::uint16_t> buf(2 * (D + 2), kSentinel);
-    std::vector<std::uint16_t> state(static_cast<std::size_t>(2) * kBand * (D + 2), kSentinel);
-    std::vector<int> mins(2 * kBand, 0);
-#pragma omp for schedule(dynamic, 2)
-    for (int y = 0; y < H; ++y) horizontal_row(cost, volume, s, y, buf.data());
-    for (int p = 2; p < s.paths; ++p) {
-      int dx, dy;
-      path_direction(p, dx, dy);
-      const int columns = dx == 0 ? W : W + H - 1;
-      const int bands = (columns + kBand - 1) / kBand;
-#pragma omp for schedule(dynamic, 1)
-      for (int band = 0; band < bands; ++band)
-        sweep_band(cost, volume, s, dx, dy, band * kBand, std::min(columns, (band + 1) * kBand), false, state.data(),
-                   mins.data());
-    }
-  }
+void add_volume(std::uint16_t* a, const std::uint16_t* b, std::size_t count) {
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(count); ++i)
+    a[i] = static_cast<std::uint16_t>(a[i] + b[i]);
 }
 
 }  // namespace s3d::stereo::detail::cpu

@@ -41,9 +41,14 @@ template <typename T>
 void census(ImageView<const T> image, CensusSpec spec, std::uint64_t* out);
 /// Matching cost volume [y][x][d], uint8 (max_cost <= 62 fits).
 void cost_volume(const std::uint64_t* ref, const std::uint64_t* target, const MatchSpec& spec, std::uint8_t* cost);
-/// Sum over paths of L_r into `volume` ([y][x][d], dense). `cost` from cost_volume().
-void aggregate(const std::uint8_t* cost, const MatchSpec& spec, std::uint16_t* volume);
-void wta(const std::uint16_t* volume, const MatchSpec& spec, float* disparity, float* confidence);
+/// Sum over paths of L_r = A + B ([y][x][d], dense; A: top-down sweep paths + left->right, B: bottom-up
+/// sweep paths + right->left). `cost` from cost_volume().
+void aggregate(const std::uint8_t* cost, const MatchSpec& spec, std::uint16_t* volume_a, std::uint16_t* volume_b);
+/// a += b.
+void add_volume(std::uint16_t* a, const std::uint16_t* b, std::size_t count);
+/// WTA over A + B (`volume_b` may be null).
+void wta(const std::uint16_t* volume_a, const std::uint16_t* volume_b, const MatchSpec& spec, float* disparity,
+         float* confidence);
 void lr_check(float* left, const float* right, int width, int height, float max_diff);
 void median3x3(const float* in, float* out, int width, int height);
 /// In place. `scratch` holds >= 2*width*height ints.

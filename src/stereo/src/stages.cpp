@@ -71,9 +71,10 @@ std::vector<std::uint16_t> aggregate(const Device& device, const std::vector<std
   use_cuda(device);
 #endif
   std::vector<std::uint8_t> cost(n * params.disparities);
-  std::vector<std::uint16_t> volume(cost.size());
+  std::vector<std::uint16_t> volume(cost.size()), volume_b(cost.size());
   detail::cpu::cost_volume(ref.data(), target.data(), spec, cost.data());
-  detail::cpu::aggregate(cost.data(), spec, volume.data());
+  detail::cpu::aggregate(cost.data(), spec, volume.data(), volume_b.data());
+  detail::cpu::add_volume(volume.data(), volume_b.data(), volume.size());
   return volume;
 }
 
@@ -90,7 +91,7 @@ void wta(const Device& device, const std::vector<std::uint16_t>& volume, int wid
 #endif
   disparity.resize(n);
   if (confidence) confidence->resize(n);
-  detail::cpu::wta(volume.data(), spec, disparity.data(), confidence ? confidence->data() : nullptr);
+  detail::cpu::wta(volume.data(), nullptr, spec, disparity.data(), confidence ? confidence->data() : nullptr);
 }
 
 std::vector<float> lr_check(const Device& device, const std::vector<float>& left, const std::vector<float>& right,
