@@ -12,11 +12,12 @@ if(Python3_Interpreter_FOUND)
     test_generate_completion test_build_generated_completions_and_man_page
     test_usage_errors_exit_2_with_one_line test_device_cuda_without_gpu_exits_75
     test_auto_device_warns_once_and_runs_on_cpu test_transient_error_stops_the_batch_with_75
-    test_bad_input_one_line_exit_1_no_output test_failed_item_does_not_stop_the_batch_unless_fail_fast
+    test_bad_input_one_line_exit_1_no_output test_failed_writer_leaves_no_temp_and_no_output
+    test_failed_item_does_not_stop_the_batch_unless_fail_fast
     test_json_records_and_summary_schema test_dash_pipes_stdin_to_stdout test_broken_pipe_is_quiet_exit_0
     test_output_templates test_existing_outputs_overwrite_and_skip test_input_list
     test_manifest_and_chaining_records test_shard_partitions_a_manifest_exactly
-    test_sigterm_mid_batch_then_skip_existing_resumes test_sigint_mid_batch_exits_130
+    test_sigterm_mid_batch_then_skip_existing_resumes test_sigint_mid_batch_exits_130 test_second_signal_exits_at_once_removing_temps
     test_progress_only_on_a_terminal test_colour_on_a_terminal_unless_no_color test_verbosity_levels)
   foreach(t ${S3D_FRAME_E2E_TESTS})
     add_test(NAME cli_frame_e2e.${t}

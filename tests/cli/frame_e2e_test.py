@@ -239,6 +239,18 @@ class FrameTest(unittest.TestCase):
         self.assertRegex(p.stderr, rf"^{NAME}: nope.txt: [^\n]+\n$")
         self.assertFalse(os.path.exists(self.path("nope.out")))
 
+    def test_failed_writer_leaves_no_temp_and_no_output(self):
+        self.write("w.txt", "this BADWRITE is long enough to be half written\n")
+        self.write("ok.txt", "fine\n")
+        p = self.run_demo("w.txt", "ok.txt", "-o", "out/{/.}.txt", "--device", "cpu", "--json")
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.stderr, f"{NAME}: w.txt: out/w.txt: simulated write failure\n")
+        self.assertEqual(os.listdir(self.path("out")), ["ok.txt"])  # no temp file, no partial output
+        self.assertEqual([r["status"] for r in self.records(p.stdout)[:-1]], ["failed", "ok"])
+        # The same through stdout: nothing of the failed item reaches stdout, and TMPDIR is clean.
+        p = self.run_demo("w.txt", "ok.txt", "-o", "-", "--device", "cpu")
+        self.assertEqual((p.returncode, p.stdout), (1, "FINE\n"))
+
     def test_failed_item_does_not_stop_the_batch_unless_fail_fast(self):
         names = self.make_batch(5, fail={1})
         p = self.run_demo(*names, "--output-dir", "out", "--device", "cpu")
@@ -443,6 +455,24 @@ class FrameTest(unittest.TestCase):
 
     def test_sigint_mid_batch_exits_130(self):
         self._interrupt(signal.SIGINT, 130)
+
+    def test_second_signal_exits_at_once_removing_temps(self):
+        self.write("a.txt", "some text to write\n")
+        proc = subprocess.Popen([DEMO, "a.txt", "-o", "out/a.txt", "--device", "cpu", "--write-sleep-ms", "30000"],
+                                cwd=self.dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env)
+        deadline = time.time() + 60
+        while time.time() < deadline and not self.temps_under("out"):
+            time.sleep(0.02)
+        self.assertTrue(self.temps_under("out"), "the writer never started")
+        proc.send_signal(signal.SIGTERM)  # first: recorded, the item would finish
+        time.sleep(0.3)
+        self.assertIsNone(proc.poll())
+        t0 = time.time()
+        proc.send_signal(signal.SIGTERM)  # second: exit now
+        proc.communicate(timeout=20)
+        self.assertLess(time.time() - t0, 10)
+        self.assertEqual(proc.returncode, 143)
+        self.assertEqual(os.listdir(self.path("out")), [])
 
     # stderr: progress, verbosity, colour -------------------------------------------------------------
     def _run_with_tty_stderr(self, args, env):

@@ -2,6 +2,8 @@
 // It "processes" a text file by upper-casing it. Markers in the input drive the failure paths:
 //   FAIL        -> DataError (the item fails, the batch goes on)
 //   TRANSIENT   -> DeviceUnavailable (exit 75, the batch stops)
+//   BADWRITE   -> IoError thrown by the writer after it wrote part of the temp file
+// --write-sleep-ms N sleeps inside the writer, with the temp file half written (second-signal test).
 // --sleep-ms N makes every item slow (for the kill test); --bad-start makes on_start throw InvalidArgument.
 #include <cctype>
 #include <chrono>
@@ -17,8 +19,10 @@ int main(int argc, char** argv) {
   s3d::cli::Tool tool("s3d-frame-demo", "Upper-case text files (a test tool for the s3d CLI frame)",
                       s3d::cli::ItemSpec{1, {"input"}});
   int sleep_ms = 0;
+  int write_sleep_ms = 0;
   bool bad_start = false;
   tool.app().add_option("--sleep-ms", sleep_ms, "sleep this long in every item")->capture_default_str();
+  tool.app().add_option("--write-sleep-ms", write_sleep_ms, "sleep this long inside the writer");
   tool.app().add_flag("--bad-start", bad_start, "fail in on_start with InvalidArgument");
   tool.add_example("s3d-frame-demo notes.txt -o notes.up.txt", "upper-case one file");
   tool.add_example("s3d-frame-demo --manifest m.jsonl --output-dir out --json > done.jsonl",
@@ -46,7 +50,11 @@ int main(int argc, char** argv) {
     const std::string out = ctx.output_path(0, ".up.txt");
     ctx.write_atomically(out, [&](const std::string& tmp) {
       std::ofstream o(tmp, std::ios::binary);
-      o << text;
+      const bool fail = text.find("BADWRITE") != std::string::npos;
+      o << text.substr(0, text.size() / 2) << std::flush;
+      if (fail) throw s3d::IoError(out + ": simulated write failure");
+      if (write_sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(write_sleep_ms));
+      o << text.substr(text.size() / 2);
       if (!o) throw s3d::IoError(out + ": write failed");
     });
     total_chars += text.size();
