@@ -94,11 +94,18 @@ std::string one_line(std::string s) {
   return s;
 }
 
+// `on (runtime R, archs A)` or `off`, whichever way s3d::cuda_build_info() words it.
+std::string cuda_line() {
+  if (!cuda_built()) return "off";
+  const std::string info = cuda_build_info();
+  return info.rfind("on", 0) == 0 ? info : "on (" + info + ")";
+}
+
 std::string version_text(const std::string& tool) {
   std::ostringstream os;
   os << tool << " " << S3D_VERSION << "\n"
      << "git: " << S3D_GIT_SHA << "\n"
-     << "cuda: " << (cuda_built() ? "on (" + cuda_build_info() + ")" : std::string("off")) << "\n"
+     << "cuda: " << cuda_line() << "\n"
      << "opencv: " << detail::opencv_version() << "\n"
      << "pcl: " << detail::pcl_version() << "\n";
   return os.str();
