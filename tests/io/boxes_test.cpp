@@ -425,3 +425,36 @@ TEST(BoxesBadInput, JsonShapesAndTypes) {
   // A forgotten --rotated is an error, not a silently ignored angle.
   expect_data_error([] { from_string("cx,cy,w,h,angle,score\n1,1,1,1,0.3,1\n", BoxFileFormat::kCsv); }, {"give --rotated"});
 }
+
+TEST(BoxesBadInput, TruncatedFilesFailCleanly) {
+  // Cut each real file at many places: reading either succeeds or throws an s3d error (never crashes or throws
+  // anything else); with drop_invalid a cut inside a record at most drops that record.
+  S3D_REQUIRE_DATA(data, "detections");
+  const std::vector<std::pair<std::string, BoxFileFormat>> files{
+      {"coco_val2017_person4/test_coco_det_AP_H_56.json", BoxFileFormat::kCocoJson},
+      {"coco_val2014_fake100/fakebbox100_xyxy.csv", BoxFileFormat::kCsv},
+      {"mot15_frcnn_sort/TUD-Campus.det.txt", BoxFileFormat::kMot},
+      {"voc2007_cartucho/detection-results/2007_000027.txt", BoxFileFormat::kVoc}};
+  int outcomes[2] = {0, 0};
+  for (const auto& [name, format] : files) {
+    const std::string text = slurp(data / name);
+    for (int k = 1; k < 60; ++k) {
+      const std::size_t cut = text.size() * static_cast<std::size_t>(k) / 60;
+      for (bool drop : {false, true}) {
+        BoxReadOptions o;
+        o.drop_invalid = drop;
+        o.display_name = name;
+        try {
+          DetectionTable t = s3d::io::read_boxes_from_string(text.substr(0, cut), format, o);
+          EXPECT_LE(t.dropped_invalid, 1u) << name << " cut " << cut;
+          ++outcomes[0];
+        } catch (const s3d::Error& e) {
+          EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+          ++outcomes[1];
+        }
+      }
+    }
+  }
+  EXPECT_GT(outcomes[0], 0);
+  EXPECT_GT(outcomes[1], 0);
+}
