@@ -47,15 +47,17 @@ enum class CensusKind {
 void parse_census(const std::string& text, CensusKind& kind, int& width, int& height);
 
 /// All parameters of the matcher. Every field has a unit and a default; `validate()` says which is wrong.
-/// Defaults picked on Middlebury tsukuba/venus/cones/teddy (nonocc bad-2.0, mean over the four scenes):
-/// 4.15 % with invalid pixels counted wrong, 1.97 % over estimated pixels (p1 10, p2 120, uniqueness 5,
-/// LR 1 px gave 8.20 % / 1.92 %).
+/// Defaults picked on the real scenes of ../shared/data/stereo (CPU, 2026-11-22; invalid counted wrong /
+/// over estimated pixels): Middlebury nonocc bad-2.0 tsukuba 3.93/2.23 %, venus 1.39/0.74 %, cones
+/// 4.69/2.76 %, teddy 6.57/3.14 %; KITTI 000005_10 D1 19.2/4.8 % (density 84.8 %). P2 60 is better on
+/// Middlebury alone (mean 4.15/1.97 %) but loses density on KITTI (D1 27.0 %); p1 10, p2 120, uniqueness 5,
+/// LR 1 px gave a Middlebury mean of 8.20/1.92 %.
 struct SgmParams {
   int disparities = 128;   ///< D: number of disparities searched, [min_disparity, min_disparity + D). 16..1024
   int min_disparity = 0;   ///< smallest disparity searched (pixels); negative allowed
   int paths = 8;           ///< aggregation directions: 4 (horizontal + vertical) or 8 (+ diagonals)
   int p1 = 16;             ///< penalty for a disparity change of 1 between neighbours (cost units = census bits)
-  int p2 = 60;             ///< penalty for larger changes; must be > p1
+  int p2 = 100;            ///< penalty for larger changes; must be > p1
   CensusKind census = CensusKind::kFull;  ///< census pattern
   int census_width = 9;    ///< census window width (odd, 1..9)
   int census_height = 7;   ///< census window height (odd, 1..7)
