@@ -358,6 +358,15 @@ class App {
       j["gt"] = gt_path;
       rec["eval"] = j;
       totals_.add(ev);
+      // Without --json the numbers would be invisible: one human line on stderr (not with -q).
+      const auto& st = tool_.settings();
+      if (!st.json && st.report_path.empty() && st.verbosity >= 0) {
+        const io::RegionErrors* r = ev.find("nonocc") ? ev.find("nonocc") : ev.find("all");
+        std::fprintf(stderr,
+                     "sgm-depth: %s: %s bad-2 %.2f %% (invalid counted), %.2f %% (estimated), avg err %.3f px, "
+                     "density %.1f %%\n",
+                     left_name.c_str(), r->region.c_str(), r->bad2_all, r->bad2_est, r->avg_err_est, ev.density);
+      }
     }
 
     // 3. Outputs, each atomic.
