@@ -16,7 +16,7 @@ if(Python3_Interpreter_FOUND)
     test_failed_item_does_not_stop_the_batch_unless_fail_fast
     test_json_records_and_summary_schema test_dash_pipes_stdin_to_stdout test_broken_pipe_is_quiet_exit_0
     test_output_templates test_existing_outputs_overwrite_and_skip test_input_list
-    test_manifest_and_chaining_records test_shard_partitions_a_manifest_exactly
+    test_manifest_and_chaining_records test_subcommand_takes_common_options_and_inputs test_shard_partitions_a_manifest_exactly
     test_sigterm_mid_batch_then_skip_existing_resumes test_sigint_mid_batch_exits_130 test_second_signal_exits_at_once_removing_temps
     test_progress_only_on_a_terminal test_colour_on_a_terminal_unless_no_color test_verbosity_levels)
   foreach(t ${S3D_FRAME_E2E_TESTS})

@@ -417,6 +417,17 @@ class FrameTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual({r["index"] for r in self.records(p.stdout)[:-1]}, set(range(2, n_items, 4)))
 
+    def test_subcommand_takes_common_options_and_inputs(self):
+        self.write("a.txt", "MiXeD\n")
+        p = self.run_demo("lower", "--prefix", "> ", "a.txt", "-o", "{/.}.low", "--device", "cpu", "--json")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(self.read("a.low"), "> mixed\n")
+        self.assertEqual(self.records(p.stdout)[-1]["settings"]["lower"], {"prefix": "> "})
+        p = self.run_demo("--device", "cpu", "a.txt", "-o", "{/.}.up")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(self.read("a.up"), "MIXED\n")
+        self.assertIn("lower", self.run_demo("--generate-completion", "bash").stdout)
+
     # signals -----------------------------------------------------------------------------------------
     def _interrupt(self, sig, expected_rc):
         n = 20

@@ -345,6 +345,15 @@ void Tool::Impl::add_common_options() {
       ->configurable(false)
       ->group(common);
   app.footer(footer());
+  // Tools with subcommands (`pc-sample fps -n 4096 scan.ply -o out.ply`): the common options and the inputs
+  // may follow the subcommand, so let subcommands pass what they do not know to the frame's app.
+  std::function<void(CLI::App&)> fall_through = [&](CLI::App& a) {
+    for (CLI::App* sub : a.get_subcommands([](CLI::App*) { return true; })) {
+      sub->fallthrough();
+      fall_through(*sub);
+    }
+  };
+  fall_through(app);
 }
 
 std::string Tool::Impl::footer() const {
@@ -365,22 +374,27 @@ std::string Tool::Impl::footer() const {
   return text;
 }
 
-nlohmann::json Tool::Impl::effective_settings() const {
+namespace {
+
+// The options of `app` with a value, as JSON: flags as booleans, numbers as numbers, the rest as strings;
+// unset options without a default are left out. Keys are long names (else the short name).
+nlohmann::json options_json(const CLI::App& app) {
+  auto typed = [](const std::string& v) -> nlohmann::json {
+    static const std::regex kNumber("-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?");
+    if (std::regex_match(v, kNumber)) return nlohmann::json::parse(v, nullptr, false);
+    return v;
+  };
   nlohmann::json out = nlohmann::json::object();
   for (const CLI::Option* opt : app.get_options()) {
-    if (!opt->get_configurable() || opt->get_lnames().empty()) continue;
-    const std::string key = opt->get_lnames().front();
-    if (key == "help" || key == "config") continue;
+    if (!opt->get_configurable() || opt->get_positional()) continue;
+    const std::string key = !opt->get_lnames().empty()   ? opt->get_lnames().front()
+                            : !opt->get_snames().empty() ? opt->get_snames().front()
+                                                         : std::string();
+    if (key.empty() || key == "help" || key == "h" || key == "config") continue;
     if (opt->get_expected_max() == 0) {  // a flag
       out[key] = opt->count() > 0;
       continue;
     }
-    // Numbers as JSON numbers, the rest as strings; unset options without a default are left out.
-    auto typed = [](const std::string& v) -> nlohmann::json {
-      static const std::regex kNumber("-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?");
-      if (std::regex_match(v, kNumber)) return nlohmann::json::parse(v, nullptr, false);
-      return v;
-    };
     const auto& results = opt->results();
     if (results.empty()) {
       if (!opt->get_default_str().empty()) out[key] = typed(opt->get_default_str());
@@ -391,6 +405,22 @@ nlohmann::json Tool::Impl::effective_settings() const {
       out[key] = typed(results.back());
     }
   }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json Tool::Impl::effective_settings() const {
+  nlohmann::json out = options_json(app);
+  // A subcommand's options under its name: {"fps": {"n": 4096}}.
+  std::function<void(const CLI::App&, nlohmann::json&)> subs = [&](const CLI::App& a, nlohmann::json& into) {
+    for (const CLI::App* sub : a.get_subcommands()) {
+      nlohmann::json j = options_json(*sub);
+      subs(*sub, j);
+      into[sub->get_name()] = std::move(j);
+    }
+  };
+  subs(app, out);
   if (const CLI::Option* config = app.get_config_ptr(); config && config->count() > 0)
     out["config"] = config->as<std::string>();
   // The inputs are not settings (a batch may list 100k files): only where they came from.

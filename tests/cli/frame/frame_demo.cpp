@@ -4,6 +4,7 @@
 //   TRANSIENT   -> DeviceUnavailable (exit 75, the batch stops)
 //   BADWRITE   -> IoError thrown by the writer after it wrote part of the temp file
 // --write-sleep-ms N sleeps inside the writer, with the temp file half written (second-signal test).
+// Subcommand `lower [--prefix P]` lower-cases instead (subcommands take the common options and inputs too).
 // --sleep-ms N makes every item slow (for the kill test); --bad-start makes on_start throw InvalidArgument.
 #include <cctype>
 #include <chrono>
@@ -24,6 +25,9 @@ int main(int argc, char** argv) {
   tool.app().add_option("--sleep-ms", sleep_ms, "sleep this long in every item")->capture_default_str();
   tool.app().add_option("--write-sleep-ms", write_sleep_ms, "sleep this long inside the writer");
   tool.app().add_flag("--bad-start", bad_start, "fail in on_start with InvalidArgument");
+  std::string prefix;
+  CLI::App* lower = tool.app().add_subcommand("lower", "lower-case instead");
+  lower->add_option("--prefix", prefix, "text put before the output");
   tool.add_example("s3d-frame-demo notes.txt -o notes.up.txt", "upper-case one file");
   tool.add_example("s3d-frame-demo --manifest m.jsonl --output-dir out --json > done.jsonl",
                    "a batch with JSON Lines records");
@@ -46,7 +50,10 @@ int main(int argc, char** argv) {
     if (text.find("TRANSIENT") != std::string::npos) throw s3d::DeviceUnavailable("simulated lost GPU");
     if (text.find("FAIL") != std::string::npos) throw s3d::DataError("contains the failure marker FAIL");
     if (sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
-    for (auto& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    for (auto& c : text)
+      c = static_cast<char>(lower->parsed() ? std::tolower(static_cast<unsigned char>(c))
+                                            : std::toupper(static_cast<unsigned char>(c)));
+    if (lower->parsed()) text = prefix + text;
     const std::string out = ctx.output_path(0, ".up.txt");
     ctx.write_atomically(out, [&](const std::string& tmp) {
       std::ofstream o(tmp, std::ios::binary);
