@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   data += "/stereo";
   std::string scene_filter, markdown_path, json_path;
   bool with_sgbm = true;
+  bool fill = false;  // experiment: background hole filling of s3d's invalid pixels (not in the library)
   stereo::SgmParams base;
   std::string census;
   for (int i = 1; i < argc; ++i) {
@@ -68,6 +69,7 @@ int main(int argc, char** argv) {
     else if (a == "--speckle-range") base.speckle_range = std::stof(next());
     else if (a == "--no-median") base.median = false;
     else if (a == "--no-subpixel") base.subpixel = false;
+    else if (a == "--fill") fill = true;
     else if (a == "--markdown") markdown_path = next();
     else if (a == "--json") json_path = next();
     else {
@@ -110,7 +112,8 @@ int main(int argc, char** argv) {
     std::vector<Run> runs;
     double t = 0;
     io::ImageF ours = accuracy::run_ours(s, p, &t);
-    runs.push_back({"s3d SGM", std::move(ours), t});
+    if (fill) accuracy::fill_background(ours);
+    runs.push_back({fill ? "s3d SGM+fill" : "s3d SGM", std::move(ours), t});
     if (with_sgbm) {
       io::ImageF a = accuracy::run_sgbm(s, sc.disparities, accuracy::SgbmMode::kThreeWay, &t);
       runs.push_back({"SGBM 3-way", std::move(a), t});
@@ -161,7 +164,7 @@ int main(int argc, char** argv) {
       const io::RegionErrors* non = ev.find("nonocc");
       const bool kitti = r.scene.rfind("kitti", 0) == 0;
       std::string ratio = "";
-      if (r.method == "s3d SGM" && i + 1 < rows.size() && rows[i + 1].method == "SGBM 3-way") {
+      if (r.method.rfind("s3d SGM", 0) == 0 && i + 1 < rows.size() && rows[i + 1].method == "SGBM 3-way") {
         const io::EvalResult& sg = pass == 0 ? rows[i + 1].fair : rows[i + 1].full;
         const auto* sa = sg.find("all");
         const auto* sn = sg.find("nonocc");
