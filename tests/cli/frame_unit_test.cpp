@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -11,6 +13,7 @@
 #include "s3d/cli/output_template.hpp"
 #include "s3d/cli/shard.hpp"
 #include "s3d/core/errors.hpp"
+#include "s3d/io/atomic_file.hpp"
 
 namespace s3d::cli {
 namespace {
@@ -174,6 +177,69 @@ TEST(Inputs, ManifestChainsAnotherToolsRecords) {
   EXPECT_EQ(items[0].inputs[0], "out/a.kept.json");
   EXPECT_EQ(items[1].inputs[0], "out/c.kept.json");
   EXPECT_EQ(items[1].index, 1u);  // positions in this manifest's order (what --shard partitions)
+}
+
+// s3d::io::write_atomically, the primitive under ItemContext::write_atomically.
+class AtomicFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("s3d-atomic-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::size_t files() const {
+    return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator(dir_), {}));
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(AtomicFile, TempIsNextToTargetAndKeepsTheExtension) {
+  const std::string target = (dir_ / "disp.pfm").string();
+  const std::string a = io::temp_path_for(target), b = io::temp_path_for(target);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(std::filesystem::path(a).parent_path(), dir_);
+  EXPECT_EQ(std::filesystem::path(a).extension(), ".pfm");
+  EXPECT_EQ(std::filesystem::path(a).filename().string()[0], '.');  // hidden while incomplete
+}
+
+TEST_F(AtomicFile, RenamesOnSuccess) {
+  const std::string target = (dir_ / "out.txt").string();
+  std::string seen_tmp;
+  io::write_atomically(target, [&](const std::string& tmp) {
+    seen_tmp = tmp;
+    EXPECT_FALSE(std::filesystem::exists(target));  // nothing visible before the rename
+    std::ofstream(tmp) << "done";
+  });
+  EXPECT_FALSE(std::filesystem::exists(seen_tmp));
+  std::ifstream in(target);
+  std::string text;
+  in >> text;
+  EXPECT_EQ(text, "done");
+  EXPECT_EQ(files(), 1u);
+}
+
+TEST_F(AtomicFile, ExceptionLeavesNothingAndKeepsAnOldTarget) {
+  const std::string target = (dir_ / "out.txt").string();
+  std::ofstream(target) << "old";
+  EXPECT_THROW(io::write_atomically(target,
+                                    [](const std::string& tmp) {
+                                      std::ofstream(tmp) << "half";
+                                      throw DataError("boom");
+                                    }),
+               DataError);
+  EXPECT_EQ(files(), 1u);  // the temp file is gone
+  std::ifstream in(target);
+  std::string text;
+  in >> text;
+  EXPECT_EQ(text, "old");
+}
+
+TEST_F(AtomicFile, MissingFolderIsAnIoError) {
+  const std::string target = (dir_ / "no" / "such" / "out.txt").string();
+  EXPECT_THROW(io::write_atomically(target, [](const std::string& tmp) { std::ofstream(tmp) << "x"; }), IoError);
 }
 
 }  // namespace
