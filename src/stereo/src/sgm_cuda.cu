@@ -92,6 +92,7 @@ class CudaEngine final : public SgmEngine::Impl {
                   cudaStream_t s) {
     const SgmParams& p = params_;
     const int W = width_, H = height_;
+    S3D_CUDA_CHECK(cudaSetDevice(device_.index()));  // the calling thread may have another current device
     const CensusSpec cs{p.census, p.census_width, p.census_height};
     cuda::census(left, cs, census_left_.data(), s);
     cuda::census(right, cs, census_right_.data(), s);

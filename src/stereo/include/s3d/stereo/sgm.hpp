@@ -2,7 +2,8 @@
 // Semi-global matching (Hirschmüller, PAMI 2008) on census costs, CPU and CUDA, bit-identical.
 //
 // Pipeline (one file per stage under src/stereo/src, CPU `*_cpu.cpp` and CUDA `*_cuda.cu`):
-//   census -> aggregate (4 or 8 paths, costs computed on the fly from the census codes) -> wta
+//   census -> aggregate (4 or 8 paths; Hamming costs of the census codes: a uint8 volume on the CPU,
+//   computed on the fly on the GPU; sums in uint16, see kMaxAggregatedCost) -> wta
 //   (winner-take-all + uniqueness + parabola subpixel + confidence) -> lr_check (a second, full SGM
 //   run with the RIGHT image as reference: a true right-view match) -> median (3x3) -> speckle.
 //
@@ -96,8 +97,12 @@ struct SgmResult {
 };
 
 /// A matcher for one device, one parameter set and one image size. It allocates everything once in its
-/// constructor (CUDA: device buffers, pinned host staging, its own stream) and reuses the buffers for
-/// every pair. Not thread-safe: use one engine per thread.
+/// constructor (CUDA: device buffers, pinned host staging, its own streams) and reuses the buffers for
+/// every pair. Not thread-safe: use one engine per thread. Memory: CPU ~ 5*W*H*D bytes (uint8 costs, two
+/// uint16 partial sums); CUDA ~ 6*W*H*P bytes (three uint16 partial sums, P = D rounded up to the lane
+/// layout, e.g. 128 for D = 100) plus a few W*H buffers. compute() does not yet overlap the upload of the
+/// next pair with the current one (a batch API for that is future work); compute_device() lets a caller
+/// pipeline with its own streams.
 class SgmEngine {
  public:
   /// @param device  `cpu` or `cuda:N` (`auto` is resolved here).
