@@ -296,6 +296,13 @@ class FrameTest(unittest.TestCase):
         self.assertEqual([r["status"] for r in rep[:3]], ["ok", "failed", "ok"])
         self.assertEqual(rep[-1]["type"], "summary")
 
+    def test_threads_reach_the_cpu_backends(self):
+        self.write("a.txt", "x\n")
+        for n in (1, 3):
+            p = self.run_demo("a.txt", "-o", f"t{n}.out", "--device", "cpu", "--threads", str(n), "--json")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(self.records(p.stdout)[0]["cpu_threads"], n)
+
     # stdin / stdout ----------------------------------------------------------------------------------
     def test_dash_pipes_stdin_to_stdout(self):
         p = self.run_demo("-", "-o", "-", "--device", "cpu", stdin="piped text\n")

@@ -15,6 +15,7 @@
 
 #include "s3d/cli/tool.hpp"
 #include "s3d/core/errors.hpp"
+#include "s3d/core/parallel.hpp"
 
 int main(int argc, char** argv) {
   s3d::cli::Tool tool("s3d-frame-demo", "Upper-case text files (a test tool for the s3d CLI frame)",
@@ -65,6 +66,6 @@ int main(int argc, char** argv) {
       if (!o) throw s3d::IoError(out + ": write failed");
     });
     total_chars += text.size();
-    return nlohmann::json{{"chars", text.size()}, {"device", ctx.device().to_string()}};
+    return nlohmann::json{{"chars", text.size()}, {"device", ctx.device().to_string()}, {"cpu_threads", s3d::cpu_threads()}};
   });
 }
