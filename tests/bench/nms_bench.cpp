@@ -2,6 +2,9 @@
 // there): warm-up, then the median of >= 20 runs. Writes a table, a JSON file and (optionally) the exact
 // inputs as raw little-endian files for tests/bench/nms_torchvision.py, so both are timed on the same boxes.
 //   bench_nms [--out results.json] [--dump DIR] [--runs 20] [--max-n 2000000] [--mot DIR] [--only SUBSTRING]
+//             [--eager]
+// Repeated identical sync-free calls run as a replayed CUDA graph (column `graph`); --eager runs every call on
+// the legacy default stream, where the engine never captures, to show the launch overhead a graph saves.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -51,6 +54,7 @@ struct Case {
 int main(int argc, char** argv) {
   std::string out = "nms_bench.json", dump, mot, only;
   int runs = 20;
+  bool eager = false;
   long long max_n = 2000000;
   for (int a = 1; a < argc; ++a) {
     const std::string k = argv[a];
@@ -61,6 +65,7 @@ int main(int argc, char** argv) {
     else if (k == "--max-n") max_n = std::atoll(next().c_str());
     else if (k == "--mot") mot = next();
     else if (k == "--only") only = next();
+    else if (k == "--eager") eager = true;
   }
   const Device device = resolve_device(Device::parse("cuda"));
   const std::string dev_name = describe_device(device);
@@ -109,15 +114,16 @@ int main(int argc, char** argv) {
 
   auto engine_owner = std::make_unique<NmsEngine>(device);
   NmsEngine& engine = *engine_owner;
-  cudaStream_t stream;
-  CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaStream_t own_stream;
+  CHECK(cudaStreamCreateWithFlags(&own_stream, cudaStreamNonBlocking));
+  cudaStream_t stream = eager ? nullptr : own_stream;
   cudaEvent_t e0, e1;
   CHECK(cudaEventCreate(&e0));
   CHECK(cudaEventCreate(&e1));
   std::ofstream json(out);
   json << "{\"device\": \"" << dev_name << "\", \"runs\": " << runs << ", \"cases\": [\n";
-  std::printf("%-40s %10s %10s %10s %10s %12s %7s\n", "case", "n", "median_ms", "min_ms", "kept", "tile_pairs",
-              "rounds");
+  std::printf("%-40s %10s %10s %10s %10s %12s %7s %5s\n", "case", "n", "median_ms", "min_ms", "kept", "tile_pairs",
+              "rounds", "graph");
   bool first = true;
   for (const auto& c : cases) {
     if (!only.empty() && c.name.find(only) == std::string::npos) continue;
@@ -159,8 +165,9 @@ int main(int argc, char** argv) {
     const float median = ms[ms.size() / 2];
     const auto res = engine.download(stream);
     const auto st = engine.last_stats();
-    std::printf("%-40s %10lld %10.4f %10.4f %10zu %12lld %7lld\n", c.name.c_str(), static_cast<long long>(n), median,
-                ms.front(), res.keep.size(), static_cast<long long>(st.tile_pairs), static_cast<long long>(st.rounds));
+    std::printf("%-40s %10lld %10.4f %10.4f %10zu %12lld %7lld %5d\n", c.name.c_str(), static_cast<long long>(n),
+                median, ms.front(), res.keep.size(), static_cast<long long>(st.tile_pairs),
+                static_cast<long long>(st.rounds), st.graph ? 1 : 0);
     std::fflush(stdout);
     if (!dump.empty()) {
       std::vector<std::int64_t> keep(res.keep.begin(), res.keep.end());
@@ -171,7 +178,7 @@ int main(int argc, char** argv) {
          << ", \"tile_pairs\": " << st.tile_pairs << ", \"rounds\": " << st.rounds << ", \"grouped\": "
          << (c.boxes.groups.empty() ? "false" : "true") << ", \"method\": \""
          << (c.method == NmsMethod::kHard ? "hard" : c.method == NmsMethod::kSoftLinear ? "soft-linear" : "soft-gaussian")
-         << "\"}";
+         << "\", \"graph\": " << (st.graph ? "true" : "false") << "}";
     first = false;
   }
   json << "\n]}\n";
@@ -180,6 +187,6 @@ int main(int argc, char** argv) {
   CHECK(cudaStreamSynchronize(stream));
   CHECK(cudaEventDestroy(e0));
   CHECK(cudaEventDestroy(e1));
-  CHECK(cudaStreamDestroy(stream));
+  CHECK(cudaStreamDestroy(own_stream));
   return 0;
 }

@@ -5,7 +5,9 @@
 #include <cmath>
 
 #include "nms_test_util.hpp"
+#include "s3d/core/device_buffer.hpp"
 #include "s3d/core/errors.hpp"
+#include "s3d/core/stream.hpp"
 #include "s3d/detection/nms.hpp"
 #include "test_support.hpp"
 
@@ -286,6 +288,96 @@ TEST_F(NmsCudaVsCpuTest, EngineReusesBuffersAcrossSizes) {
     NmsParams p;
     EXPECT_EQ(engine.run(s.input(), p).keep, nms(cpu, s.input(), p).keep) << n;
   }
+}
+
+// Soft-NMS groups both below and above the shared-memory kernel's limit (~11k boxes) in one call, and the
+// benchmark's 10k single group: keep lists and decayed scores bit-identical to the CPU backend.
+TEST_F(NmsCudaVsCpuTest, SoftSmallAndLargeGroups) {
+  const Device cpu(Device::Kind::kCpu), gpu(Device::Kind::kCuda, 0);
+  auto s = test::clustered(14000, 77, 1, 7, 0.02f, 1200.f, 20);
+  auto small = test::clustered(3000, 78, 4, 0, 0.02f, 800.f, 15);
+  // 14000 boxes of group 100 (larger than a block's shared memory holds) + 3000 boxes of groups 0..3
+  s.groups.assign(s.scores.size(), 100);
+  s.boxes.insert(s.boxes.end(), small.boxes.begin(), small.boxes.end());
+  s.scores.insert(s.scores.end(), small.scores.begin(), small.scores.end());
+  s.groups.insert(s.groups.end(), small.groups.begin(), small.groups.end());
+  for (NmsMethod method : {NmsMethod::kSoftGaussian, NmsMethod::kSoftLinear}) {
+    NmsParams p;
+    p.method = method;
+    p.iou_threshold = 0.3f;
+    const auto a = nms(cpu, s.input(true, false), p), b = nms(gpu, s.input(true, false), p);
+    ASSERT_GT(a.keep.size(), 600u);
+    EXPECT_EQ(a.keep, b.keep) << static_cast<int>(method);
+    EXPECT_EQ(a.scores, b.scores) << static_cast<int>(method);
+  }
+  const auto one = test::clustered(10000, 99, 1, 0, 0.f, 1000.f, 20);
+  for (NmsMethod method : {NmsMethod::kSoftGaussian, NmsMethod::kSoftLinear}) {
+    NmsParams p;
+    p.method = method;
+    p.iou_threshold = 0.3f;
+    p.pixel_offset = method == NmsMethod::kSoftLinear ? 1 : 0;
+    const auto a = nms(cpu, one.input(), p), b = nms(gpu, one.input(), p);
+    EXPECT_EQ(a.keep, b.keep) << static_cast<int>(method);
+    EXPECT_EQ(a.scores, b.scores) << static_cast<int>(method);
+  }
+}
+
+// Device-resident calls: the second identical call is captured into a CUDA graph and later ones replay it.
+// Every call must give the CPU's keep list, also after the inputs change in place and after other calls.
+TEST_F(NmsCudaVsCpuTest, DeviceCallsCapturedAndReplayedStayExact) {
+  const Device cpu(Device::Kind::kCpu);
+  Stream stream;
+  DeviceBuffer<float> boxes, scores, boxes2, scores2;
+  DeviceBuffer<std::int64_t> groups;
+  NmsEngine engine(Device(Device::Kind::kCuda, 0));
+  auto s = test::clustered(10000, 5150, 3, 9, 0.02f, 1000.f, 20);
+  const auto other = test::clustered(1500, 5151, 1, 0);
+  boxes.copy_from_host(s.boxes, stream);
+  scores.copy_from_host(s.scores, stream);
+  groups.copy_from_host(s.groups, stream);
+  boxes2.copy_from_host(other.boxes, stream);
+  scores2.copy_from_host(other.scores, stream);
+  NmsInput in;
+  in.boxes = boxes.data();
+  in.scores = scores.data();
+  in.count = s.size();
+  for (bool grouped : {false, true}) {
+    in.group_ids = grouped ? groups.data() : nullptr;
+    for (std::int64_t max_dets : {0, 500}) {
+      NmsParams p;
+      p.iou_threshold = 0.6f;
+      p.max_dets = max_dets;
+      auto expect = nms(cpu, s.input(grouped, false), p).keep;
+      int graphs = 0;
+      for (int call = 0; call < 5; ++call) {
+        if (call == 3) {  // new scores at the same address: the replay must read them
+          for (auto& v : s.scores) v = 1.f - v;
+          scores.copy_from_host(s.scores, stream);
+          expect = nms(cpu, s.input(grouped, false), p).keep;
+        }
+        engine.run_device_async(in, p, stream);
+        graphs += engine.last_stats().graph ? 1 : 0;
+        EXPECT_EQ(engine.download(stream).keep, expect) << grouped << " " << max_dets << " call " << call;
+      }
+      std::printf("grouped %d max_dets %lld: %d of 5 calls ran as a graph\n", grouped ? 1 : 0,
+                  static_cast<long long>(max_dets), graphs);
+      // another call in between drops the graph; the first input then runs eagerly again and stays exact
+      NmsInput in2;
+      in2.boxes = boxes2.data();
+      in2.scores = scores2.data();
+      in2.count = other.size();
+      engine.run_device_async(in2, p, stream);
+      EXPECT_FALSE(engine.last_stats().graph);
+      EXPECT_EQ(engine.download(stream).keep, nms(cpu, other.input(), p).keep);
+      engine.run_device_async(in, p, stream);
+      EXPECT_FALSE(engine.last_stats().graph);
+      EXPECT_EQ(engine.download(stream).keep, expect);
+      EXPECT_EQ(engine.run(s.input(grouped, false), p).keep, expect);  // host path drops the graph too
+      engine.run_device_async(in, p, stream);
+      EXPECT_EQ(engine.download(stream).keep, expect);
+    }
+  }
+  stream.synchronize();
 }
 
 TEST_F(NmsCudaVsCpuTest, TwoMillionBoxes) {

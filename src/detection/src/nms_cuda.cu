@@ -15,7 +15,9 @@
 //     so the in-place (Gauss-Seidel) update is exact. One cooperative kernel runs all rounds with grid-wide
 //     syncs; there is no 64-thread serial scan and no host round trip per round.
 //  5. output: kept flags by global rank give the torchvision batched_nms order (score desc, index asc).
-// Soft-NMS: one block per group runs mmcv's selection loop (block-wide argmax, parallel decay).
+// Soft-NMS: one block per group runs mmcv's selection loop (block-wide argmax, parallel decay); groups of up to
+// ~11k boxes keep bounds and indices in shared memory and scores in registers (soft_small_kernel).
+// Sync-free device-resident calls are captured into a CUDA graph and replayed when they repeat (run_device).
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
@@ -275,6 +277,7 @@ constexpr int kPriorityOrderMaxBoxes = 2048;
 /// back from the device: no host synchronization in the call.
 constexpr int kBoundedMaskMaxTiles = 256;
 
+constexpr int kMortonSkipBits = 12;
 constexpr int kSuper = 32;  // tiles per super-tile (two-level culling of tile pairs)
 
 __global__ void super_bounds_kernel(int tiles, const float4* tile_box, float4* super_box) {
@@ -471,10 +474,11 @@ __global__ void __launch_bounds__(kSoftBlock)
                 const float4* bounds, const unsigned char* can, const int* s_of_p, const int* idx_s,
                 const float* scores, int method, float thr, bool ge, float sigma, float min_score, int offset,
                 float margin, float* cur, unsigned char* alive, int* idx_p, int* pos_of_idx,
-                unsigned long long* out_key, float* out_score, int* total_selected) {
+                unsigned long long* out_key, float* out_score, int* total_selected, int small_max) {
   using Box = typename BoxOf<kRot>::type;
   const int g = blockIdx.x;
   const int b = group_start[g], e = group_end[g];
+  if (e - b <= small_max) return;  // soft_small_kernel runs this group
   auto key_of = [&](int p) {
     const float sc = cur[p];
     unsigned bits;
@@ -553,6 +557,153 @@ __global__ void __launch_bounds__(kSoftBlock)
     }
   }
   if (threadIdx.x == 0) atomicAdd(total_selected, selected);
+}
+
+constexpr int kSoftSmallThreads = 1024;
+constexpr int kSoftSlots = 11;
+/// Groups up to this size run in soft_small_kernel: each box's bounds and input index live in shared memory
+/// (20 bytes a box, 220 KiB at most) and its current score in a register of the thread that owns it.
+constexpr int kSoftSmallMax = kSoftSmallThreads * kSoftSlots;
+constexpr unsigned kCanBit = 0x80000000u;
+
+/// soft_kernel for one group of at most kSoftSmallMax boxes, same decisions in the same order (mmcv's loop):
+/// thread t owns the group's boxes t, t + 1024, ... (slots); the argmax carries the winner's position, so a
+/// selection costs one block-wide reduction, one __syncthreads and a pass over the owned slots in registers.
+/// Every box's score is decayed by the selected boxes in selection order, with the same float operations as
+/// the CPU backend: bit-identical.
+template <bool kRot>
+__global__ void __launch_bounds__(kSoftSmallThreads, 1)
+    soft_small_kernel(const int* group_start, const int* group_end, const typename BoxOf<kRot>::type* prep,
+                      const float4* bounds, const unsigned char* can, const int* s_of_p, const int* idx_s,
+                      const float* scores, int method, float thr, bool ge, float sigma, float min_score, int offset,
+                      float margin, unsigned long long* out_key, float* out_score, int* total_selected,
+                      int small_max, int smem_boxes) {
+  using Box = typename BoxOf<kRot>::type;
+  extern __shared__ float4 soft_smem[];
+  float4* sb = soft_smem;                                         // bounds by position in the group
+  unsigned* sidx = reinterpret_cast<unsigned*>(sb + smem_boxes);  // input index | kCanBit
+  const int g = blockIdx.x;
+  const int b = group_start[g], e = group_end[g];
+  const int len = e - b;
+  if (len > small_max) return;  // soft_kernel runs this group
+  const int t = threadIdx.x;
+  float cur[kSoftSlots];
+  unsigned live = 0;
+#pragma unroll
+  for (int k = 0; k < kSoftSlots; ++k) {
+    const int l = t + k * kSoftSmallThreads;
+    cur[k] = 0.f;
+    if (l < len) {
+      const int p = b + l;
+      const int i = idx_s[s_of_p ? s_of_p[p] : p];
+      const float sc = scores[i];
+      cur[k] = sc;
+      sb[l] = bounds[p];
+      sidx[l] = static_cast<unsigned>(i) | (can[p] ? kCanBit : 0u);
+      out_key[p] = ~0ull;
+      if (sc >= min_score) live |= 1u << k;
+    }
+  }
+  unsigned long long mine = ~0ull;
+  int mine_l = -1;
+  auto rescan = [&]() {
+    mine = ~0ull;
+    mine_l = -1;
+#pragma unroll
+    for (int k = 0; k < kSoftSlots; ++k) {
+      if (live & (1u << k)) {
+        const int l = t + k * kSoftSmallThreads;
+        unsigned bits;
+        memcpy(&bits, &cur[k], 4);
+        const unsigned long long key = (static_cast<unsigned long long>(descending_score_key(cur[k], bits)) << 32) |
+                                       (sidx[l] & ~kCanBit);
+        if (key < mine) {
+          mine = key;
+          mine_l = l;
+        }
+      }
+    }
+  };
+  rescan();
+  __shared__ unsigned long long part_key[2][kSoftSmallThreads / 32];
+  __shared__ int part_pos[2][kSoftSmallThreads / 32];
+  const int lane = t & 31, warp = t >> 5;
+  int selected = 0;
+  for (int it = 0;; ++it) {
+    unsigned long long v = mine;
+    int vl = mine_l;
+    for (int o = 16; o > 0; o >>= 1) {
+      const unsigned long long ov = __shfl_xor_sync(0xFFFFFFFFu, v, o);
+      const int ol = __shfl_xor_sync(0xFFFFFFFFu, vl, o);
+      if (ov < v) {
+        v = ov;
+        vl = ol;
+      }
+    }
+    if (lane == 0) {
+      part_key[it & 1][warp] = v;
+      part_pos[it & 1][warp] = vl;
+    }
+    __syncthreads();
+    v = part_key[it & 1][lane];  // kSoftSmallThreads / 32 == 32 partials
+    vl = part_pos[it & 1][lane];
+    for (int o = 16; o > 0; o >>= 1) {
+      const unsigned long long ov = __shfl_xor_sync(0xFFFFFFFFu, v, o);
+      const int ol = __shfl_xor_sync(0xFFFFFFFFu, vl, o);
+      if (ov < v) {
+        v = ov;
+        vl = ol;
+      }
+    }
+    if (v == ~0ull) break;
+    const int la = vl;
+    const bool owner = (la % kSoftSmallThreads) == t;
+    bool changed = owner;
+    if (owner) {
+      const int ka = la / kSoftSmallThreads;
+#pragma unroll
+      for (int k = 0; k < kSoftSlots; ++k) {
+        if (k == ka) {
+          out_key[b + selected] = v;
+          out_score[b + selected] = cur[k];
+          live &= ~(1u << k);
+        }
+      }
+    }
+    ++selected;
+    if (sidx[la] & kCanBit) {
+      const float4 ba = sb[la];
+      Box box_a;
+      if constexpr (kRot) {
+        box_a = prep[b + la];
+      } else {
+        const float q[4] = {ba.x, ba.y, ba.z, ba.w};
+        box_a = make_axis_box(q, offset);  // the same floats and formula as prepare_kernel: identical box
+      }
+#pragma unroll
+      for (int k = 0; k < kSoftSlots; ++k) {
+        if (!(live & (1u << k))) continue;
+        const int l = t + k * kSoftSmallThreads;
+        if (!(sidx[l] & kCanBit)) continue;
+        const float4 bp = sb[l];
+        if (!(ba.z + margin >= bp.x && bp.z + margin >= ba.x && ba.w + margin >= bp.y && bp.w + margin >= ba.y))
+          continue;  // no intersection possible: weight 1
+        float iou;
+        if constexpr (kRot) {
+          iou = rot_iou(box_a, prep[b + l]);
+        } else {
+          const float q[4] = {bp.x, bp.y, bp.z, bp.w};
+          iou = axis_iou(box_a, make_axis_box(q, offset), offset);
+        }
+        const float sc = cur[k] * soft_weight(iou, method, thr, ge, sigma);
+        cur[k] = sc;
+        if (sc < min_score) live &= ~(1u << k);
+        changed = true;
+      }
+    }
+    if (changed) rescan();
+  }
+  if (t == 0) atomicAdd(total_selected, selected);
 }
 
 __global__ void finish_soft_kernel(const int* count, const unsigned long long* keys, const float* scores_in,
@@ -649,12 +800,52 @@ struct NmsCuda::State {
   NmsEngine::Stats stats;
   bool use_sop = false;  // s_of_p holds the p -> s map (else p == s)
   int last_tiles = 0;
+  // soft_small_kernel: boxes whose shared-memory state fits a block on this device, and the dynamic shared
+  // memory size already allowed per instantiation (axis, rotated)
+  int soft_smem_boxes_max = 0;
+  std::size_t soft_smem_attr[2] = {0, 0};
+
+  // CUDA graph of the last sync-free call (see run_device): replayed while the same call repeats.
+  struct GraphKey {
+    const void* boxes = nullptr;
+    const void* scores = nullptr;
+    const void* groups = nullptr;
+    const void* images = nullptr;
+    std::int64_t count = -1;
+    StreamHandle stream = nullptr;
+    NmsParams params;
+    bool operator==(const GraphKey& o) const {
+      const NmsParams &a = params, &b = o.params;
+      return boxes == o.boxes && scores == o.scores && groups == o.groups && images == o.images &&
+             count == o.count && stream == o.stream && a.iou_threshold == b.iou_threshold &&
+             a.suppress_at_equal == b.suppress_at_equal && a.pixel_offset == b.pixel_offset &&
+             a.method == b.method && a.sigma == b.sigma && a.soft_min_score == b.soft_min_score &&
+             a.min_score == b.min_score && a.pre_top_k == b.pre_top_k && a.max_dets == b.max_dets &&
+             a.rotated == b.rotated;
+    }
+  };
+  cudaGraphExec_t graph_exec = nullptr;
+  GraphKey graph_key, seen_key;
+  bool seen = false;            // the last call was an eager run of seen_key (its buffers are sized)
+  bool graphs_disabled = false;  // a capture failed once on this engine: run eagerly from then on
+  NmsEngine::Stats graph_stats;
+  int graph_last_tiles = 0;
+
+  void drop_graph() {
+    if (graph_exec) cudaGraphExecDestroy(graph_exec);
+    graph_exec = nullptr;
+  }
+  void run_device(const NmsInput& in, const NmsParams& prm, StreamHandle st);
 
   explicit State(int dev) : device(dev) {
     S3D_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, dev));
+    int optin = 0;
+    S3D_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    soft_smem_boxes_max = std::max(0, (optin - 2048) / static_cast<int>(sizeof(float4) + sizeof(unsigned)));
     S3D_CUDA_CHECK(cudaMallocHost(&host, 8 * sizeof(long long)));
   }
   ~State() {
+    drop_graph();
     if (host) cudaFreeHost(host);
   }
 
@@ -876,9 +1067,11 @@ void NmsCuda::State::run_hard(const NmsInput& in, const NmsParams& prm, int m, b
                                               can_p.data(), extent.data(), skey_a.data(), p_val.data());
     S3D_CUDA_CHECK_LAUNCH();
     const int end_bit = grouped ? 32 + bit_length(static_cast<unsigned long long>(m)) : 32;
+    // The low 12 Morton bits (a 64x64 sub-grid of 1/1024 of the extent) are left unsorted: the order only
+    // shapes the tiles (culling), never a decision, and one radix pass less is a launch less.
     cub_call([&](void* t, std::size_t& b) {
-      return cub::DeviceRadixSort::SortPairs(t, b, skey_a.data(), skey_b.data(), p_val.data(), p_of_q.data(), m, 0,
-                                             end_bit, st);
+      return cub::DeviceRadixSort::SortPairs(t, b, skey_a.data(), skey_b.data(), p_val.data(), p_of_q.data(), m,
+                                             kMortonSkipBits, end_bit, st);
     }, st);
   }
   gather_q_kernel<Box><<<blocks(m), 256, 0, st>>>(m, spatial ? p_of_q.data() : nullptr, prep_p_buf.data(),
@@ -1013,12 +1206,28 @@ void NmsCuda::State::run_soft(const NmsInput& in, const NmsParams& prm, int m, b
   soft_pos.resize(static_cast<std::size_t>(in.count), st);
   // the margin only matters with pixel_offset 1; the magnitude bound is taken generously from the boxes' type
   const float margin = prune_margin(prm.pixel_offset, prm.pixel_offset ? max_abs_coordinate(in, prm, st) : 0.f);
-  soft_kernel<kRot><<<groups, kSoftBlock, 0, st>>>(group_start.data(), group_end.data(), prep_p_buf.data(),
+  // Groups up to small_max boxes: soft_small_kernel (shared memory sized by the largest group that can occur);
+  // larger groups: soft_kernel. Each kernel returns at once for the other's groups.
+  const int small_max = std::min(kSoftSmallMax, soft_smem_boxes_max);
+  const int smem_boxes = std::min(m, small_max);
+  const std::size_t smem = static_cast<std::size_t>(smem_boxes) * (sizeof(float4) + sizeof(unsigned));
+  if (smem > soft_smem_attr[kRot ? 1 : 0]) {
+    S3D_CUDA_CHECK(cudaFuncSetAttribute(soft_small_kernel<kRot>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(smem)));
+    soft_smem_attr[kRot ? 1 : 0] = smem;
+  }
+  soft_small_kernel<kRot><<<groups, kSoftSmallThreads, smem, st>>>(
+      group_start.data(), group_end.data(), prep_p_buf.data(), bounds_p.data(), can_p.data(), sop, idx_s.data(),
+      in.scores, method, prm.iou_threshold, prm.suppress_at_equal, prm.sigma, prm.soft_min_score, prm.pixel_offset,
+      margin, soft_key.data(), soft_score.data(), count_int.data(), small_max, smem_boxes);
+  S3D_CUDA_CHECK_LAUNCH();
+  if (m > small_max)
+    soft_kernel<kRot><<<groups, kSoftBlock, 0, st>>>(group_start.data(), group_end.data(), prep_p_buf.data(),
                                                    bounds_p.data(), can_p.data(), sop, idx_s.data(), in.scores,
                                                    method, prm.iou_threshold, prm.suppress_at_equal, prm.sigma,
                                                    prm.soft_min_score, prm.pixel_offset, margin, cur.data(),
                                                    flags.data(), soft_idx.data(), soft_pos.data(), soft_key.data(),
-                                                   soft_score.data(), count_int.data());
+                                                   soft_score.data(), count_int.data(), small_max);
   S3D_CUDA_CHECK_LAUNCH();
   cub_call([&](void* t, std::size_t& b) {
     return cub::DeviceRadixSort::SortPairs(t, b, soft_key.data(), soft_key_b.data(), soft_score.data(),
@@ -1077,11 +1286,81 @@ NmsCuda::NmsCuda(int device_index) : state_(std::make_unique<State>(device_index
 NmsCuda::~NmsCuda() = default;
 
 void NmsCuda::run_device(const NmsInput& device_input, const NmsParams& params, StreamHandle stream) {
-  state_->run(device_input, params, stream);
+  state_->run_device(device_input, params, stream);
+}
+
+/// Device-resident calls whose launch sequence needs no host synchronization (hard NMS of at most
+/// kBoundedMaskMaxTiles tiles, no active min_score / pre_top_k filter, max_dets without image ids) are
+/// captured into a CUDA graph the second time the same call (same pointers, count, params and stream) is made,
+/// and the graph is replayed while it repeats: one launch instead of ~30, the same kernels on the same
+/// buffers, so results are identical. The first call runs eagerly and sizes every buffer, so the captured
+/// call allocates nothing; any other call runs eagerly and drops the graph (it may reallocate buffers).
+void NmsCuda::State::run_device(const NmsInput& in, const NmsParams& prm, StreamHandle st) {
+  const bool capturable = !graphs_disabled && st != nullptr && prm.method == NmsMethod::kHard && in.count > 0 &&
+                          in.count <= static_cast<std::int64_t>(kBoundedMaskMaxTiles) * kTile &&
+                          !(prm.min_score > -INFINITY) && (prm.pre_top_k == 0 || prm.pre_top_k >= in.count) &&
+                          (prm.max_dets == 0 || in.image_ids == nullptr);
+  if (!capturable) {
+    drop_graph();
+    seen = false;
+    run(in, prm, st);
+    return;
+  }
+  GraphKey key;
+  key.boxes = in.boxes;
+  key.scores = in.scores;
+  key.groups = in.group_ids;
+  key.images = in.image_ids;
+  key.count = in.count;
+  key.stream = st;
+  key.params = prm;
+  if (graph_exec && key == graph_key) {
+    S3D_CUDA_CHECK(cudaGraphLaunch(graph_exec, st));
+    stats = graph_stats;
+    last_tiles = graph_last_tiles;
+    stats.graph = true;
+    return;
+  }
+  drop_graph();
+  if (!(seen && key == seen_key)) {
+    run(in, prm, st);
+    seen_key = key;
+    seen = true;
+    return;
+  }
+  // Second identical call: capture it (nothing is allocated: the first call sized every buffer).
+  seen = false;
+  cudaGraph_t graph = nullptr;
+  S3D_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+  bool ok = true;
+  try {
+    run(in, prm, st);
+  } catch (...) {
+    ok = false;
+  }
+  const cudaError_t end = cudaStreamEndCapture(st, &graph);
+  if (ok && end == cudaSuccess && graph != nullptr) {
+    const cudaError_t inst = cudaGraphInstantiate(&graph_exec, graph, 0);
+    if (inst != cudaSuccess) graph_exec = nullptr;
+  }
+  if (graph) cudaGraphDestroy(graph);
+  if (!graph_exec) {  // capture not supported here (e.g. the cooperative scan): run eagerly from now on
+    (void)cudaGetLastError();
+    graphs_disabled = true;
+    run(in, prm, st);
+    return;
+  }
+  graph_key = key;
+  graph_stats = stats;
+  graph_last_tiles = last_tiles;
+  stats.graph = true;
+  S3D_CUDA_CHECK(cudaGraphLaunch(graph_exec, st));
 }
 
 NmsResult NmsCuda::run_host(const NmsInput& in, const NmsParams& params, StreamHandle st) {
   State& s = *state_;
+  s.drop_graph();  // the uploads and this run may reallocate the buffers a graph points to
+  s.seen = false;
   const std::size_t n = static_cast<std::size_t>(in.count);
   NmsInput dev;
   dev.count = in.count;

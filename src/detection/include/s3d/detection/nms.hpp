@@ -138,13 +138,18 @@ class NmsEngine {
   /// stream-ordered; it synchronizes `stream` (a short host wait) only where a size must be known on the host:
   /// hard NMS with more than 16,384 boxes (to size the sparse IoU mask), after an active `min_score` or
   /// `pre_top_k` filter, for `max_dets` with image ids, and once per soft-NMS call (the group count).
+  /// A call that needs none of these syncs (on a stream other than the legacy default one) is captured into a
+  /// CUDA graph the second time it repeats identically (same input pointers, count, params, stream) and the
+  /// graph is replayed from then on (one launch instead of ~30; inputs are re-read, so new contents at the same
+  /// addresses are fine; results are identical). Any other call, or `run()`, drops the graph.
   ///
   /// Algorithm (CUDA): rank by stable radix sort (score, then group); within each group sort spatially
   /// (Morton order of box centres) so that a 64-box tile covers a small area; evaluate only 64x64 tile pairs
   /// whose bounds overlap (two-level culling), one 64-bit word per (box, tile) holding the bits of the
   /// higher-ranked boxes of its group that suppress it (memory = pairs x 512 bytes, not N^2/8); then resolve
   /// greedy NMS exactly with parallel rounds in one cooperative kernel (a box is removed once a suppressor is
-  /// kept, kept once all its suppressors are removed). Soft-NMS: one block per group.
+  /// kept, kept once all its suppressors are removed). Soft-NMS: one block per group; groups of up to ~11k
+  /// boxes keep their state in shared memory and registers (one reduction and one barrier per selection).
   /// @throws InvalidArgument on a CPU engine or for bad params; CudaError / OutOfMemory.
   void run_device_async(const NmsInput& device_input, const NmsParams& params, StreamHandle stream);
   /// Device pointers into the engine's buffers, valid until the next call on this engine.
@@ -160,6 +165,7 @@ class NmsEngine {
     std::int64_t boxes = 0;       ///< boxes that entered NMS (after the pre-filters)
     std::int64_t tile_pairs = 0;  ///< 64x64 tiles evaluated (dense would be tiles^2)
     std::int64_t rounds = 0;      ///< parallel scan rounds (read back lazily; -1 when unknown)
+    bool graph = false;           ///< the call ran as a CUDA graph (captured or replayed; run_device_async)
   };
   Stats last_stats() const;
 
