@@ -91,7 +91,8 @@ std::string stage_times(const Device& dev, int w, int h, int D) {
   DeviceBuffer<std::uint8_t> dl(n, st), dr(n, st);
   DeviceBuffer<std::uint64_t> cl(n, st), cr(n, st);
   const int vp = sd::cuda::volume_pitch(D);
-  DeviceBuffer<std::uint16_t> va(n * vp, st), vb(n * vp, st), vc(n * vp, st);
+  const std::size_t vmax = n * std::max(vp, sd::cuda::volume_pitch(D, 32));  // room for the lane experiments
+  DeviceBuffer<std::uint16_t> va(vmax, st), vb(vmax, st), vc(vmax, st);
   DeviceBuffer<float> disp(n, st), out(n, st);
   S3D_CUDA_CHECK(cudaMemcpyAsync(dl.data(), l.data(), n, cudaMemcpyHostToDevice, st));
   S3D_CUDA_CHECK(cudaMemcpyAsync(dr.data(), r.data(), n, cudaMemcpyHostToDevice, st));
@@ -124,6 +125,22 @@ std::string stage_times(const Device& dev, int w, int h, int D) {
     t_agg[i] = time([&] { sd::cuda::aggregate(cl.data(), cr.data(), spec, va.data(), vb.data(), vc.data(), as); });
   }
   const double t_wta = time([&] { sd::cuda::wta(va.data(), vb.data(), vc.data(), spec, disp.data(), w, nullptr, 0, st); });
+  // experiment: forced lanes per scanline (volumes sized for the largest pitch)
+  std::string lanes_line;
+  for (int lanes : {4, 8, 16, 32}) {
+    sd::MatchSpec e = spec;
+    e.lanes = lanes;
+    if (static_cast<std::size_t>(sd::cuda::volume_pitch(D, lanes)) * n > va.size()) continue;
+    double t[2];
+    for (int i = 0; i < 2; ++i) {
+      e.paths = i == 0 ? 2 : 8;
+      t[i] = time([&] { sd::cuda::aggregate(cl.data(), cr.data(), e, va.data(), vb.data(), vc.data(), as); });
+    }
+    const double tw = time([&] { sd::cuda::wta(va.data(), vb.data(), vc.data(), e, disp.data(), w, nullptr, 0, st); });
+    char buf[160];
+    std::snprintf(buf, sizeof buf, " | lanes %d: horizontal %.3f, 8 paths %.3f, wta %.3f", lanes, t[0], t[1], tw);
+    lanes_line += buf;
+  }
   const double t_med = time([&] { sd::cuda::median3x3(disp.data(), w, out.data(), w, w, h, st); });
   const double t_lr = time([&] { sd::cuda::lr_check(disp.data(), w, out.data(), w, h, 1.0f, st); });
   DeviceBuffer<int> scratch(2 * n, st);
@@ -134,6 +151,7 @@ std::string stage_times(const Device& dev, int w, int h, int D) {
                 "stages %dx%d D%d: census(L+R) %.3f | aggregate horizontal-only %.3f, 4 paths %.3f, 8 paths %.3f | "
                 "wta %.3f | median %.3f | lr %.3f | speckle %.3f ms",
                 w, h, D, t_census, t_agg[0], t_agg[1], t_agg[2], t_wta, t_med, t_lr, t_sp);
+  const std::string result = std::string(line) + lanes_line;
   for (auto* b : {&va, &vb, &vc}) b->reset();
   cl.reset();
   cr.reset();
@@ -149,7 +167,7 @@ std::string stage_times(const Device& dev, int w, int h, int D) {
   cudaEventDestroy(join);
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
-  return line;
+  return result;
 }
 
 }  // namespace

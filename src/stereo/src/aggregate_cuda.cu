@@ -164,9 +164,16 @@ struct Layout {
   int g, k;
 };
 
-/// Lanes per scanline (G) and disparities per lane (K): K <= 16 keeps the registers in check, G as small as
-/// that allows keeps the chain short. Pitch = G*K >= D.
-Layout layout(int disparities) {
+/// Lanes per scanline (G) and disparities per lane (K), pitch = G*K >= D. Auto (lanes == 0): K <= 16 keeps
+/// the registers in check, G as small as that allows keeps the shuffle chain short (measured on an H200,
+/// the per-step latency of a single warp then dominates: see bench_sgm's stage table). lanes = 4/8/16/32
+/// forces G (K = 4, 8, 16 or 32, the smallest that covers D): an experiment knob for bench_sgm.
+Layout layout(int disparities, int lanes) {
+  if (lanes == 4 || lanes == 8 || lanes == 16 || lanes == 32) {
+    for (int k : {4, 8, 16, 32})
+      if (lanes * k >= disparities) return {lanes, k};
+    return {32, 32};
+  }
   if (disparities <= 16) return {4, 4};
   if (disparities <= 32) return {4, 8};
   if (disparities <= 64) return {4, 16};
@@ -209,25 +216,38 @@ __global__ void add_volumes_kernel(std::uint16_t* a, const std::uint16_t* b, std
 
 }  // namespace
 
-int volume_pitch(int disparities) {
-  const Layout l = layout(disparities);
+int volume_pitch(int disparities, int lanes) {
+  const Layout l = layout(disparities, lanes);
   return l.g * l.k;
 }
 
 void aggregate(const std::uint64_t* d_ref, const std::uint64_t* d_target, const MatchSpec& spec,
                std::uint16_t* d_volume_a, std::uint16_t* d_volume_b, std::uint16_t* d_volume_c,
                const AggregateStreams& streams) {
-  const Layout l = layout(spec.disparities);
+  const Layout l = layout(spec.disparities, spec.lanes);
   auto* a = d_volume_a;
   auto* b = d_volume_b;
   auto* c = d_volume_c;
-  if (l.g == 4 && l.k == 4) return launch<4, 4>(d_ref, d_target, spec, a, b, c, streams);
-  if (l.g == 4 && l.k == 8) return launch<4, 8>(d_ref, d_target, spec, a, b, c, streams);
-  if (l.g == 4 && l.k == 16) return launch<4, 16>(d_ref, d_target, spec, a, b, c, streams);
-  if (l.g == 8) return launch<8, 16>(d_ref, d_target, spec, a, b, c, streams);
-  if (l.g == 16) return launch<16, 16>(d_ref, d_target, spec, a, b, c, streams);
-  if (l.k == 16) return launch<32, 16>(d_ref, d_target, spec, a, b, c, streams);
-  return launch<32, 32>(d_ref, d_target, spec, a, b, c, streams);
+#define S3D_SGM_LAYOUT(G, K) \
+  if (l.g == G && l.k == K) return launch<G, K>(d_ref, d_target, spec, a, b, c, streams)
+  S3D_SGM_LAYOUT(4, 4);
+  S3D_SGM_LAYOUT(4, 8);
+  S3D_SGM_LAYOUT(4, 16);
+  S3D_SGM_LAYOUT(4, 32);
+  S3D_SGM_LAYOUT(8, 4);
+  S3D_SGM_LAYOUT(8, 8);
+  S3D_SGM_LAYOUT(8, 16);
+  S3D_SGM_LAYOUT(8, 32);
+  S3D_SGM_LAYOUT(16, 4);
+  S3D_SGM_LAYOUT(16, 8);
+  S3D_SGM_LAYOUT(16, 16);
+  S3D_SGM_LAYOUT(16, 32);
+  S3D_SGM_LAYOUT(32, 4);
+  S3D_SGM_LAYOUT(32, 8);
+  S3D_SGM_LAYOUT(32, 16);
+  S3D_SGM_LAYOUT(32, 32);
+#undef S3D_SGM_LAYOUT
+  throw InvalidArgument("aggregate: no kernel for the lane layout");
 }
 
 void add_volumes(std::uint16_t* d_a, const std::uint16_t* d_b, std::size_t count, StreamHandle stream) {

@@ -32,6 +32,7 @@ struct MatchSpec {
   int p2 = 120;
   int uniqueness = 0;
   bool subpixel = true;
+  int lanes = 0;  ///< CUDA only: lanes per scanline (0 = automatic; 4/8/16/32 = experiment, see aggregate_cuda.cu)
 };
 
 MatchSpec make_match_spec(const SgmParams& params, int width, int height, bool right_view);
@@ -57,8 +58,8 @@ void speckle(float* disparity, int width, int height, int max_size, float max_di
 
 
 namespace cuda {
-/// Volume pitch (elements per pixel) used on the device: disparities rounded up to the warp layout.
-int volume_pitch(int disparities);
+/// Volume pitch (elements per pixel) used on the device: disparities rounded up to the lane layout.
+int volume_pitch(int disparities, int lanes = 0);
 template <typename T>
 void census(ImageView<const T> d_image, CensusSpec spec, std::uint64_t* d_out, StreamHandle stream);
 /// Streams of one aggregation: the horizontal paths run on `side`, forked from and joined back into `main`.

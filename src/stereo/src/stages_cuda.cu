@@ -25,7 +25,7 @@ std::vector<std::uint16_t> aggregate(const std::vector<std::uint64_t>& ref, cons
   DeviceBuffer<std::uint64_t> d_ref, d_target;
   d_ref.copy_from_host(ref);
   d_target.copy_from_host(target);
-  const int vp = cuda::volume_pitch(spec.disparities);
+  const int vp = cuda::volume_pitch(spec.disparities, spec.lanes);
   const std::size_t n = static_cast<std::size_t>(spec.width) * spec.height;
   DeviceBuffer<std::uint16_t> d_vol(n * vp), d_vol_b(n * vp), d_vol_c(n * vp);
   cudaStream_t side = nullptr;
@@ -58,7 +58,7 @@ std::vector<std::uint16_t> aggregate(const std::vector<std::uint64_t>& ref, cons
 
 void wta(const std::vector<std::uint16_t>& volume, const MatchSpec& spec, std::vector<float>& disparity,
          std::vector<float>* confidence) {
-  const int vp = cuda::volume_pitch(spec.disparities);
+  const int vp = cuda::volume_pitch(spec.disparities, spec.lanes);
   const std::size_t n = static_cast<std::size_t>(spec.width) * spec.height;
   DeviceBuffer<std::uint16_t> d_vol(n * vp);
   S3D_CUDA_CHECK(cudaMemcpy2D(d_vol.data(), vp * sizeof(std::uint16_t), volume.data(),

@@ -72,7 +72,7 @@ void wta(const std::uint16_t* d_volume, const std::uint16_t* d_volume_b, const s
          float* d_confidence, std::ptrdiff_t conf_pitch, StreamHandle stream) {
   const std::size_t threads = static_cast<std::size_t>(spec.width) * spec.height * 32;
   const unsigned block = 256;
-  wta_kernel<<<grid_size(threads, block), block, 0, stream>>>(d_volume, d_volume_b, d_volume_c, volume_pitch(spec.disparities), spec,
+  wta_kernel<<<grid_size(threads, block), block, 0, stream>>>(d_volume, d_volume_b, d_volume_c, volume_pitch(spec.disparities, spec.lanes), spec,
                                                                d_disparity, disp_pitch, d_confidence, conf_pitch);
   S3D_CUDA_CHECK_LAUNCH();
 }
