@@ -161,6 +161,8 @@ TEST(SgmParams, ValidateNamesTheBadField) {
   p = {};
   p.speckle_size = -3;
   expect_invalid(p, "speckle_size");
+  p = {};
+  expect_invalid(p, "too large", 10000, 10000);  // > 2^26 pixels
 }
 
 TEST(SgmParams, ParseCensus) {

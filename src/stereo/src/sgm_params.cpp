@@ -80,8 +80,8 @@ void SgmParams::validate(int width, int height) const {
   if (width < census_width || height < census_height || width < 2 || height < 2)
     bad("image size " + std::to_string(width) + "x" + std::to_string(height) + " is smaller than the census window " +
         std::to_string(census_width) + "x" + std::to_string(census_height));
-  if (static_cast<long long>(width) * height > (1LL << 30))
-    bad("image size " + std::to_string(width) + "x" + std::to_string(height) + " is too large (max 2^30 pixels)");
+  if (static_cast<long long>(width) * height > (1LL << 26))  // 32-bit thread indices of the CUDA WTA (32 per pixel)
+    bad("image size " + std::to_string(width) + "x" + std::to_string(height) + " is too large (max 2^26 = 67M pixels)");
   if (disparities > width)
     bad("disparities (" + std::to_string(disparities) + ") too large for the image width (" + std::to_string(width) + ")");
   if (min_disparity >= width || min_disparity + disparities - 1 <= -width)

@@ -16,7 +16,7 @@ __global__ void wta_kernel(const std::uint16_t* __restrict__ volume, const std::
                            const std::uint16_t* __restrict__ volume_c, int vpitch, MatchSpec s, float* disp,
                            std::ptrdiff_t disp_pitch, float* conf, std::ptrdiff_t conf_pitch) {
   const int lane = threadIdx.x & 31;
-  const int pix = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) >> 5);  // < 2^30 (validated)
+  const int pix = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) >> 5);  // < 2^26 (validated)
   const int W = s.width, D = s.disparities;
   if (pix >= W * s.height) return;
   const int y = pix / W, x = pix - y * W;
