@@ -8,13 +8,17 @@
 //   run with the RIGHT image as reference: a true right-view match) -> median (3x3) -> speckle.
 //
 // Input: rectified grey images, 8-bit or 16-bit, left and right of the same size. Colour images are
-// converted to grey by the caller (s3d::io uses ITU-R BT.601 luma, OpenCV's COLOR_BGR2GRAY). Every pixel
-// value is data: black (0) pixels are matched like any other, nothing is masked silently.
+// converted to grey by the caller (expected: ITU-R BT.601 luma, as OpenCV's COLOR_BGR2GRAY; the census
+// only compares pixels, so any monotonic grey scale gives the same result). Every pixel value is data:
+// black (0) pixels are matched like any other, nothing is masked silently. Pixels outside the image
+// (census window at the border) replicate the border.
 //
 // Output: disparity as float, in pixels (scale 1; subpixel values are fractional pixels, never the
 // 16x fixed point of OpenCV), left view, d = x_left - x_right. Invalid pixels hold kInvalidDisparity
-// (+infinity): rejected by uniqueness, left-right check, speckle filter, or with no match inside the
-// right image for the whole disparity range. Optional confidence in [0, 1] (0 where invalid).
+// (+infinity): rejected by uniqueness, left-right check, speckle filter, or whose winning match lies
+// outside the right image (e.g. the leftmost columns when min_disparity > x). Matching costs of targets
+// outside the image are the maximum (census bits), so border columns use the range that exists.
+// Optional confidence in [0, 1] (0 where invalid).
 //
 // Determinism: all costs are integers; the only float math (subpixel, confidence, median, comparisons)
 // lives in S3D_HOST_DEVICE headers compiled without FMA contraction, so the CPU and CUDA backends return
