@@ -31,16 +31,23 @@ for tool in memcheck racecheck; do
   result[$tool]=$status
 done
 
-for b in $(find "$pack/tests/bench" -type f -perm -u+x -name 'bench_*' 2>/dev/null | sort); do
-  name=$(basename "$b")
-  "$b" --json "$out/$name.json" 2>&1 | tee "$out/$name.log"
-  result[$name]=$([ "${PIPESTATUS[0]}" -eq 0 ] && echo ran || echo FAIL)
-done
-for py in "$pack"/*.py; do
-  [ -f "$py" ] || continue
-  name=$(basename "$py" .py)
-  (cd "$pack" && python3 "$py" --out "$out/$name.json") 2>&1 | tee "$out/$name.log"
-done
+bench="$pack/tests/bench"
+if [ -x "$bench/bench_nms" ]; then
+  mot="${S3D_DATA_DIR:-}/detections/mot15_frcnn_sort"
+  dump="$(mktemp -d)"
+  "$bench/bench_nms" --out "$out/bench_nms.json" --dump "$dump" ${S3D_DATA_DIR:+--mot "$mot"} 2>&1 | tee "$out/bench_nms.log"
+  result[bench_nms]=$([ "${PIPESTATUS[0]}" -eq 0 ] && echo ran || echo FAIL)
+  if python3 -c 'import torchvision' 2>/dev/null; then
+    python3 "$pack/nms_torchvision.py" --dump "$dump" --s3d "$out/bench_nms.json" --out "$out/nms_compare.json" 2>&1 |
+      tee "$out/nms_torchvision.log"
+    result[nms_torchvision]=$([ "${PIPESTATUS[0]}" -eq 0 ] && echo ran || echo FAIL)
+  fi
+  rm -rf "$dump"
+fi
+if [ -x "$bench/bench_sgm" ]; then
+  "$bench/bench_sgm" "$out/bench_sgm.json" 2>&1 | tee "$out/bench_sgm.log"
+  result[bench_sgm]=$([ "${PIPESTATUS[0]}" -eq 0 ] && echo ran || echo FAIL)
+fi
 
 echo
 echo "== gpu-check summary ($(cat "$out/device.txt")) =="
