@@ -14,6 +14,7 @@ if [ -f "$pack/DATA_DIR" ]; then
   find "$pack" -name CTestTestfile.cmake -exec sed -i "s#S3D_DATA_DIR=[^\";]*#S3D_DATA_DIR=${pack}/data#g" {} +
   export S3D_DATA_DIR="$pack/data"
 fi
+[ -d "$pack/pgm" ] && export S3D_SGM_PGM_DIR="$pack/pgm"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/device.txt"
 
 declare -A result

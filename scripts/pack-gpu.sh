@@ -20,4 +20,13 @@ if [ -d "$data" ]; then
   mkdir -p "$out/data" && cp -r "$data/." "$out/data/"
   echo "$(cd "$data" && pwd)" >"$out/DATA_DIR"
 fi
+# The GPU machine cannot decode PNG (no OpenCV there): grey PGM copies of real scenes for the stereo tests,
+# made with a build that has OpenCV (S3D_PGM_BUILD, default build/default).
+pgm_build="${S3D_PGM_BUILD:-$root/build/default}"
+if [ -d "$data" ] && [ -f "$pgm_build/build.ninja" ]; then
+  cmake --build "$pgm_build" --target sgm_make_pgm
+  mkdir -p "$out/pgm" && "$pgm_build/tests/stereo/sgm_make_pgm" "$data" "$out/pgm"
+else
+  echo "pack-gpu: no OpenCV build at $pgm_build: real-scene stereo GPU tests will skip" >&2
+fi
 du -sh "$out"
