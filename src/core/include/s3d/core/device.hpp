@@ -56,7 +56,7 @@ Device resolve_device(const Device& requested, bool* fell_back_to_cpu = nullptr)
 /// One line describing the device, e.g. `NVIDIA H200 (sm_90, 132 SMs, 139 GiB)` or `CPU (16 threads)`.
 std::string describe_device(const Device& device);
 
-/// The CUDA runtime version and the architectures compiled in, e.g. `runtime 13.0, archs 90`; `off`.
+/// `on (runtime 13.0, archs 90)` with the CUDA runtime version and compiled architectures; `off` without CUDA.
 std::string cuda_build_info();
 
 }  // namespace s3d
