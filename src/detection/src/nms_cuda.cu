@@ -13,7 +13,8 @@
 //     parallel rounds (Blelloch et al. 2012, "greedy sequential MIS is parallel"): a box is removed as soon
 //     as one of its suppressors is kept, and kept as soon as all of them are removed; decisions are final,
 //     so the in-place (Gauss-Seidel) update is exact. One cooperative kernel runs all rounds with grid-wide
-//     syncs; there is no 64-thread serial scan and no host round trip per round.
+//     syncs; there is no 64-thread serial scan and no host round trip per round. Up to 16,384 boxes a warp
+//     resolves one box (its lanes split the words: a round is then a few dependent loads, not dozens).
 //  5. output: kept flags by global rank give the torchvision batched_nms order (score desc, index asc).
 // Soft-NMS: one block per group runs mmcv's selection loop (block-wide argmax, parallel decay); groups of up to
 // ~11k boxes keep bounds and indices in shared memory and scores in registers (soft_small_kernel).
@@ -118,32 +119,39 @@ template <bool kRot>
 __global__ void prepare_kernel(int m, const int* s_of_p, const int* idx_s, const unsigned* key_s,
                                const float* boxes, int offset, typename BoxOf<kRot>::type* prep, float4* bounds,
                                unsigned char* can, unsigned* extent) {
-  const int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p >= m) return;
-  const int s = s_of_p ? s_of_p[p] : p;
-  const int i = idx_s[s];
-  const bool dead = key_s[s] == kDeadKey;
-  bool ok;
-  float4 b;
-  if constexpr (kRot) {
-    const RotBox r = make_rot_box(boxes + static_cast<std::size_t>(i) * 5);
-    prep[p] = r;
-    b = make_float4(r.xmin, r.ymin, r.xmax, r.ymax);
-    ok = r.valid != 0;
-  } else {
-    const float* q = boxes + static_cast<std::size_t>(i) * 4;
-    prep[p] = make_axis_box(q, offset);
-    b = make_float4(q[0], q[1], q[2], q[3]);
-    ok = offset != 0 || (q[2] > q[0] && q[3] > q[1]);
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;  // blockDim is a multiple of 32: whole warps reduce
+  bool ok = false;
+  float4 b = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (p < m) {
+    const int s = s_of_p ? s_of_p[p] : p;
+    const int i = idx_s[s];
+    const bool dead = key_s[s] == kDeadKey;
+    if constexpr (kRot) {
+      const RotBox r = make_rot_box(boxes + static_cast<std::size_t>(i) * 5);
+      prep[p] = r;
+      b = make_float4(r.xmin, r.ymin, r.xmax, r.ymax);
+      ok = r.valid != 0;
+    } else {
+      const float* q = boxes + static_cast<std::size_t>(i) * 4;
+      prep[p] = make_axis_box(q, offset);
+      b = make_float4(q[0], q[1], q[2], q[3]);
+      ok = offset != 0 || (q[2] > q[0] && q[3] > q[1]);
+    }
+    ok = ok && !dead;
+    bounds[p] = b;
+    can[p] = ok ? 1 : 0;
   }
-  ok = ok && !dead;
-  bounds[p] = b;
-  can[p] = ok ? 1 : 0;
-  if (ok && extent) {
-    atomicMin(&extent[0], ordered_bits(b.x));
-    atomicMin(&extent[1], ordered_bits(b.y));
-    atomicMax(&extent[2], ordered_bits(b.z));
-    atomicMax(&extent[3], ordered_bits(b.w));
+  if (extent) {  // one atomic per warp and bound, not per box (same-address atomics serialize)
+    const unsigned x0 = __reduce_min_sync(0xFFFFFFFFu, ok ? ordered_bits(b.x) : 0xFFFFFFFFu);
+    const unsigned y0 = __reduce_min_sync(0xFFFFFFFFu, ok ? ordered_bits(b.y) : 0xFFFFFFFFu);
+    const unsigned x1 = __reduce_max_sync(0xFFFFFFFFu, ok ? ordered_bits(b.z) : 0u);
+    const unsigned y1 = __reduce_max_sync(0xFFFFFFFFu, ok ? ordered_bits(b.w) : 0u);
+    if ((threadIdx.x & 31) == 0 && x1 != 0u) {  // some box of the warp can overlap
+      atomicMin(&extent[0], x0);
+      atomicMin(&extent[1], y0);
+      atomicMax(&extent[2], x1);
+      atomicMax(&extent[3], y1);
+    }
   }
 }
 
@@ -296,7 +304,7 @@ __global__ void super_bounds_kernel(int tiles, const float4* tile_box, float4* s
 /// consecutive (spatially sorted) tiles are tested first, then their tiles.
 __global__ void tile_pairs_kernel(int tiles, const float4* tile_box, const float4* super_box, const int2* tile_range,
                                   const unsigned* extent, int offset, const long long* offsets, long long* counts,
-                                  int* pair_row, int* pair_col) {
+                                  int* pair_row, int* pair_col, bool direct) {
   using Scan = cub::BlockScan<int, kPairBlock>;
   using Reduce = cub::BlockReduce<int, kPairBlock>;
   __shared__ union {
@@ -311,6 +319,27 @@ __global__ void tile_pairs_kernel(int tiles, const float4* tile_box, const float
     const int2 range = tile_range[r];
     long long base = offsets ? offsets[r] : 0;
     long long count = 0;
+    if (direct) {  // few tiles: one column tile per thread, no super-tile level (the same pairs, in c order)
+      for (int cb = range.x; cb <= range.y; cb += kPairBlock) {
+        const int c = cb + static_cast<int>(threadIdx.x);
+        const int hit = (c <= range.y && tiles_overlap(a, tile_box[c], margin)) ? 1 : 0;
+        if (!offsets) {
+          const int total = Reduce(tmp.reduce).Sum(hit);
+          if (threadIdx.x == 0) count += total;
+        } else {
+          int pos, total;
+          Scan(tmp.scan).ExclusiveSum(hit, pos, total);
+          if (hit) {
+            pair_row[base + pos] = r;
+            pair_col[base + pos] = c;
+          }
+          base += total;
+        }
+        __syncthreads();
+      }
+      if (!offsets && threadIdx.x == 0) counts[r] = count;
+      continue;
+    }
     const int s0 = range.x / kSuper, s1 = range.y / kSuper;
     for (int sb = s0; sb <= s1; sb += kPairBlock) {
       const int sidx = sb + threadIdx.x;
@@ -425,6 +454,64 @@ __global__ void scan_rounds_kernel(int m, const long long* offsets, const int* p
         vstate[i] = 1;
       } else {
         ++local;
+      }
+    }
+    for (int o = 16; o > 0; o >>= 1) local += __shfl_down_sync(0xFFFFFFFFu, local, o);
+    if ((threadIdx.x & 31) == 0 && local) atomicAdd(&counters[round % 3], local);
+    if (grid.thread_rank() == 0) counters[(round + 1) % 3] = 0;
+    grid.sync();
+    if (vcount[round % 3] == 0) {
+      if (grid.thread_rank() == 0) *rounds_out = round + 1;
+      return;
+    }
+  }
+}
+
+/// scan_rounds_kernel with one warp per box (small problems): the lanes split the box's words, so a round is a
+/// chain of ~4 dependent loads instead of one per word and per suppressor (latency, not work, bounds a round
+/// there). Same decisions: removed once any suppressor is kept, kept once none is kept or undecided.
+constexpr int kWarpScanMaxBoxes = 16384;
+__global__ void scan_rounds_warp_kernel(int m, const long long* offsets, const int* pair_col,
+                                        const unsigned long long* words, unsigned char* state, unsigned* counters,
+                                        int* rounds_out) {
+  cg::grid_group grid = cg::this_grid();
+  volatile unsigned char* vstate = state;
+  volatile unsigned* vcount = counters;
+  const int lane = threadIdx.x & 31;
+  const int warp_id = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
+  const int warps = static_cast<int>((gridDim.x * blockDim.x) >> 5);
+  for (int round = 0;; ++round) {
+    unsigned local = 0;
+    for (int i = warp_id; i < m; i += warps) {
+      if (vstate[i] != 0) continue;  // warp-uniform: only this warp writes state[i]
+      const int r = i / kTile, t = i % kTile;
+      bool pending = false, removed = false;
+      const long long end = offsets[r + 1];
+      for (long long k = offsets[r] + lane; k < end && !removed; k += 32) {
+        unsigned long long w = words[k * kTile + t];
+        if (!w) continue;
+        const int base = pair_col[k] * kTile;
+        while (w) {
+          const int b = __ffsll(static_cast<long long>(w)) - 1;
+          w &= w - 1;
+          const unsigned char s = vstate[base + b];
+          if (s == 1) {
+            removed = true;
+            break;
+          }
+          if (s == 0) pending = true;
+        }
+      }
+      const bool any_removed = __any_sync(0xFFFFFFFFu, removed);
+      const bool any_pending = __any_sync(0xFFFFFFFFu, pending);
+      if (lane == 0) {
+        if (any_removed) {
+          vstate[i] = 2;
+        } else if (!any_pending) {
+          vstate[i] = 1;
+        } else {
+          ++local;
+        }
       }
     }
     for (int o = 16; o > 0; o >>= 1) local += __shfl_down_sync(0xFFFFFFFFu, local, o);
@@ -567,8 +654,9 @@ constexpr int kSoftSmallMax = kSoftSmallThreads * kSoftSlots;
 constexpr unsigned kCanBit = 0x80000000u;
 
 /// soft_kernel for one group of at most kSoftSmallMax boxes, same decisions in the same order (mmcv's loop):
-/// thread t owns the group's boxes t, t + 1024, ... (slots); the argmax carries the winner's position, so a
-/// selection costs one block-wide reduction, one __syncthreads and a pass over the owned slots in registers.
+/// thread t owns kSoftSlots consecutive boxes of the group in spatial (Morton) order, `p_of_q` (slots), and
+/// the bounds of all of them: a selection far from them costs the thread one test. The argmax carries the
+/// winner's position, so a selection costs one block-wide reduction and one __syncthreads.
 /// Every box's score is decayed by the selected boxes in selection order, with the same float operations as
 /// the CPU backend: bit-identical.
 template <bool kRot>
@@ -576,8 +664,8 @@ __global__ void __launch_bounds__(kSoftSmallThreads, 1)
     soft_small_kernel(const int* group_start, const int* group_end, const typename BoxOf<kRot>::type* prep,
                       const float4* bounds, const unsigned char* can, const int* s_of_p, const int* idx_s,
                       const float* scores, int method, float thr, bool ge, float sigma, float min_score, int offset,
-                      float margin, unsigned long long* out_key, float* out_score, int* total_selected,
-                      int small_max, int smem_boxes) {
+                      float margin, const int* p_of_q, unsigned long long* out_key, float* out_score,
+                      int* total_selected, int small_max, int smem_boxes) {
   using Box = typename BoxOf<kRot>::type;
   extern __shared__ float4 soft_smem[];
   float4* sb = soft_smem;                                         // bounds by position in the group
@@ -589,19 +677,27 @@ __global__ void __launch_bounds__(kSoftSmallThreads, 1)
   const int t = threadIdx.x;
   float cur[kSoftSlots];
   unsigned live = 0;
+  float4 tb = make_float4(INFINITY, INFINITY, -INFINITY, -INFINITY);  // bounds of the thread's boxes that can overlap
 #pragma unroll
   for (int k = 0; k < kSoftSlots; ++k) {
-    const int l = t + k * kSoftSmallThreads;
+    const int l = t * kSoftSlots + k;
     cur[k] = 0.f;
     if (l < len) {
-      const int p = b + l;
+      const int p = p_of_q ? p_of_q[b + l] : b + l;
       const int i = idx_s[s_of_p ? s_of_p[p] : p];
       const float sc = scores[i];
       cur[k] = sc;
-      sb[l] = bounds[p];
+      const float4 bp = bounds[p];
+      sb[l] = bp;
       sidx[l] = static_cast<unsigned>(i) | (can[p] ? kCanBit : 0u);
-      out_key[p] = ~0ull;
+      out_key[b + l] = ~0ull;
       if (sc >= min_score) live |= 1u << k;
+      if (can[p]) {
+        tb.x = fminf(tb.x, bp.x);
+        tb.y = fminf(tb.y, bp.y);
+        tb.z = fmaxf(tb.z, bp.z);
+        tb.w = fmaxf(tb.w, bp.w);
+      }
     }
   }
   unsigned long long mine = ~0ull;
@@ -612,7 +708,7 @@ __global__ void __launch_bounds__(kSoftSmallThreads, 1)
 #pragma unroll
     for (int k = 0; k < kSoftSlots; ++k) {
       if (live & (1u << k)) {
-        const int l = t + k * kSoftSmallThreads;
+        const int l = t * kSoftSlots + k;
         unsigned bits;
         memcpy(&bits, &cur[k], 4);
         const unsigned long long key = (static_cast<unsigned long long>(descending_score_key(cur[k], bits)) << 32) |
@@ -657,10 +753,10 @@ __global__ void __launch_bounds__(kSoftSmallThreads, 1)
     }
     if (v == ~0ull) break;
     const int la = vl;
-    const bool owner = (la % kSoftSmallThreads) == t;
+    const bool owner = (la / kSoftSlots) == t;
     bool changed = owner;
     if (owner) {
-      const int ka = la / kSoftSmallThreads;
+      const int ka = la % kSoftSlots;
 #pragma unroll
       for (int k = 0; k < kSoftSlots; ++k) {
         if (k == ka) {
@@ -671,11 +767,13 @@ __global__ void __launch_bounds__(kSoftSmallThreads, 1)
       }
     }
     ++selected;
-    if (sidx[la] & kCanBit) {
-      const float4 ba = sb[la];
+    const float4 ba = sb[la];
+    // a box that cannot reach any of this thread's boxes (bounds apart) leaves their scores as they are
+    if ((sidx[la] & kCanBit) && ba.z + margin >= tb.x && tb.z + margin >= ba.x && ba.w + margin >= tb.y &&
+        tb.w + margin >= ba.y) {
       Box box_a;
       if constexpr (kRot) {
-        box_a = prep[b + la];
+        box_a = prep[p_of_q ? p_of_q[b + la] : b + la];
       } else {
         const float q[4] = {ba.x, ba.y, ba.z, ba.w};
         box_a = make_axis_box(q, offset);  // the same floats and formula as prepare_kernel: identical box
@@ -683,14 +781,14 @@ __global__ void __launch_bounds__(kSoftSmallThreads, 1)
 #pragma unroll
       for (int k = 0; k < kSoftSlots; ++k) {
         if (!(live & (1u << k))) continue;
-        const int l = t + k * kSoftSmallThreads;
+        const int l = t * kSoftSlots + k;
         if (!(sidx[l] & kCanBit)) continue;
         const float4 bp = sb[l];
         if (!(ba.z + margin >= bp.x && bp.z + margin >= ba.x && ba.w + margin >= bp.y && bp.w + margin >= ba.y))
           continue;  // no intersection possible: weight 1
         float iou;
         if constexpr (kRot) {
-          iou = rot_iou(box_a, prep[b + l]);
+          iou = rot_iou(box_a, prep[p_of_q ? p_of_q[b + l] : b + l]);
         } else {
           const float q[4] = {bp.x, bp.y, bp.z, bp.w};
           iou = axis_iou(box_a, make_axis_box(q, offset), offset);
@@ -1094,12 +1192,16 @@ void NmsCuda::State::run_hard(const NmsInput& in, const NmsParams& prm, int m, b
   pair_offsets.resize(tiles + 1, st);
   const int supers = (tiles + kSuper - 1) / kSuper;
   super_box.resize(supers, st);
-  super_bounds_kernel<<<supers, kSuper, 0, st>>>(tiles, tile_box.data(), super_box.data());
-  S3D_CUDA_CHECK_LAUNCH();
+  const bool direct = tiles <= kBoundedMaskMaxTiles;  // few tiles: test each tile pair directly
+  if (!direct) {
+    super_bounds_kernel<<<supers, kSuper, 0, st>>>(tiles, tile_box.data(), super_box.data());
+    S3D_CUDA_CHECK_LAUNCH();
+  }
   const unsigned pair_grid = static_cast<unsigned>(std::min(tiles, sm_count * 16));
   tile_pairs_kernel<<<pair_grid, kPairBlock, 0, st>>>(tiles, tile_box.data(), super_box.data(), tile_range.data(),
                                                       extent.data(),
-                                                      prm.pixel_offset, nullptr, pair_counts.data(), nullptr, nullptr);
+                                                      prm.pixel_offset, nullptr, pair_counts.data(), nullptr, nullptr,
+                                                      direct);
   S3D_CUDA_CHECK_LAUNCH();
   cub_call([&](void* t, std::size_t& b) {
     return cub::DeviceScan::ExclusiveSum(t, b, pair_counts.data(), pair_offsets.data(), tiles + 1, st);
@@ -1116,7 +1218,7 @@ void NmsCuda::State::run_hard(const NmsInput& in, const NmsParams& prm, int m, b
   words.resize(static_cast<std::size_t>(pairs) * kTile, st);
   tile_pairs_kernel<<<pair_grid, kPairBlock, 0, st>>>(tiles, tile_box.data(), super_box.data(), tile_range.data(),
                                                       extent.data(), prm.pixel_offset, pair_offsets.data(), nullptr, pair_row.data(),
-                                                      pair_col.data());
+                                                      pair_col.data(), direct);
   S3D_CUDA_CHECK_LAUNCH();
   const unsigned mask_grid = static_cast<unsigned>(std::min<long long>(pairs, 1ll << 24));
   last_tiles = tiles;
@@ -1132,12 +1234,19 @@ void NmsCuda::State::run_hard(const NmsInput& in, const NmsParams& prm, int m, b
   rounds.resize(1, st);
   init_state_kernel<<<blocks(m), 256, 0, st>>>(m, can_q.data(), state.data(), counters.data());
   S3D_CUDA_CHECK_LAUNCH();
-  static int blocks_per_sm = 0;
+  static int blocks_per_sm = 0, warp_blocks_per_sm = 0;
   if (blocks_per_sm == 0) {
     S3D_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, scan_rounds_kernel, 256, 0));
     blocks_per_sm = std::max(1, blocks_per_sm);
+    S3D_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&warp_blocks_per_sm, scan_rounds_warp_kernel, 256, 0));
+    warp_blocks_per_sm = std::max(1, warp_blocks_per_sm);
   }
-  const unsigned scan_grid = std::min<unsigned>(blocks(m), static_cast<unsigned>(blocks_per_sm * sm_count));
+  const bool warp_scan = m <= kWarpScanMaxBoxes;
+  const unsigned scan_grid =
+      warp_scan ? std::min<unsigned>(blocks(static_cast<std::size_t>(m) * 32),
+                                     static_cast<unsigned>(warp_blocks_per_sm * sm_count))
+                : std::min<unsigned>(blocks(m), static_cast<unsigned>(blocks_per_sm * sm_count));
   {
     int m_arg = m;
     const long long* off = pair_offsets.data();
@@ -1147,8 +1256,9 @@ void NmsCuda::State::run_hard(const NmsInput& in, const NmsParams& prm, int m, b
     unsigned* cnt = counters.data();
     int* rnd = rounds.data();
     void* args[] = {&m_arg, &off, &col, &w, &stt, &cnt, &rnd};
-    S3D_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(scan_rounds_kernel), dim3(scan_grid),
-                                               dim3(256), args, 0, st));
+    const void* kernel = warp_scan ? reinterpret_cast<const void*>(scan_rounds_warp_kernel)
+                                   : reinterpret_cast<const void*>(scan_rounds_kernel);
+    S3D_CUDA_CHECK(cudaLaunchCooperativeKernel(kernel, dim3(scan_grid), dim3(256), args, 0, st));
   }
 
   // Output in global rank order.
@@ -1175,8 +1285,11 @@ void NmsCuda::State::run_soft(const NmsInput& in, const NmsParams& prm, int m, b
   prep_p_buf.resize(m, st);
   bounds_p.resize(m, st);
   can_p.resize(m, st);
+  extent.resize(4, st);
+  init_extent_kernel<<<1, 1, 0, st>>>(extent.data());
+  S3D_CUDA_CHECK_LAUNCH();
   prepare_kernel<kRot><<<blocks(m), 256, 0, st>>>(m, sop, idx_s.data(), key_b.data(), in.boxes, prm.pixel_offset,
-                                                   prep_p_buf.data(), bounds_p.data(), can_p.data(), nullptr);
+                                                   prep_p_buf.data(), bounds_p.data(), can_p.data(), extent.data());
   S3D_CUDA_CHECK_LAUNCH();
   head.resize(m, st);
   group_index.resize(m, st);
@@ -1192,6 +1305,18 @@ void NmsCuda::State::run_soft(const NmsInput& in, const NmsParams& prm, int m, b
   group_bounds_kernel<<<blocks(m), 256, 0, st>>>(m, head.data(), group_index.data(), group_start.data(),
                                                   group_end.data());
   S3D_CUDA_CHECK_LAUNCH();
+  // Spatial order within each group: which thread of soft_small_kernel owns which boxes (never a decision).
+  skey_a.resize(m, st);
+  skey_b.resize(m, st);
+  p_val.resize(m, st);
+  p_of_q.resize(m, st);
+  morton_kernel<<<blocks(m), 256, 0, st>>>(m, group_index.data(), bounds_p.data(), can_p.data(), extent.data(),
+                                            skey_a.data(), p_val.data());
+  S3D_CUDA_CHECK_LAUNCH();
+  cub_call([&](void* t, std::size_t& b) {
+    return cub::DeviceRadixSort::SortPairs(t, b, skey_a.data(), skey_b.data(), p_val.data(), p_of_q.data(), m,
+                                           kMortonSkipBits, 32 + bit_length(static_cast<unsigned long long>(m)), st);
+  }, st);
   const int groups = static_cast<int>(read_int(group_index.data() + (m - 1), st)) + 1;
 
   cur.resize(m, st);
@@ -1219,7 +1344,7 @@ void NmsCuda::State::run_soft(const NmsInput& in, const NmsParams& prm, int m, b
   soft_small_kernel<kRot><<<groups, kSoftSmallThreads, smem, st>>>(
       group_start.data(), group_end.data(), prep_p_buf.data(), bounds_p.data(), can_p.data(), sop, idx_s.data(),
       in.scores, method, prm.iou_threshold, prm.suppress_at_equal, prm.sigma, prm.soft_min_score, prm.pixel_offset,
-      margin, soft_key.data(), soft_score.data(), count_int.data(), small_max, smem_boxes);
+      margin, p_of_q.data(), soft_key.data(), soft_score.data(), count_int.data(), small_max, smem_boxes);
   S3D_CUDA_CHECK_LAUNCH();
   if (m > small_max)
     soft_kernel<kRot><<<groups, kSoftBlock, 0, st>>>(group_start.data(), group_end.data(), prep_p_buf.data(),
