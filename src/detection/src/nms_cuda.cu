@@ -654,9 +654,8 @@ constexpr int kSoftSmallMax = kSoftSmallThreads * kSoftSlots;
 constexpr unsigned kCanBit = 0x80000000u;
 
 /// soft_kernel for one group of at most kSoftSmallMax boxes, same decisions in the same order (mmcv's loop):
-/// thread t owns kSoftSlots consecutive boxes of the group in spatial (Morton) order, `p_of_q` (slots), and
-/// the bounds of all of them: a selection far from them costs the thread one test. The argmax carries the
-/// winner's position, so a selection costs one block-wide reduction and one __syncthreads.
+/// thread t owns the group's boxes t, t + 1024, ... (slots); the argmax carries the winner's position, so a
+/// selection costs one block-wide reduction, one __syncthreads and a pass over the owned slots in registers.
 /// Every box's score is decayed by the selected boxes in selection order, with the same float operations as
 /// the CPU backend: bit-identical.
 template <bool kRot>
@@ -664,8 +663,8 @@ __global__ void __launch_bounds__(kSoftSmallThreads, 1)
     soft_small_kernel(const int* group_start, const int* group_end, const typename BoxOf<kRot>::type* prep,
                       const float4* bounds, const unsigned char* can, const int* s_of_p, const int* idx_s,
                       const float* scores, int method, float thr, bool ge, float sigma, float min_score, int offset,
-                      float margin, const int* p_of_q, unsigned long long* out_key, float* out_score,
-                      int* total_selected, int small_max, int smem_boxes) {
+                      float margin, unsigned long long* out_key, float* out_score, int* total_selected,
+                      int small_max, int smem_boxes) {
   using Box = typename BoxOf<kRot>::type;
   extern __shared__ float4 soft_smem[];
   float4* sb = soft_smem;                                         // bounds by position in the group
@@ -677,27 +676,19 @@ __global__ void __launch_bounds__(kSoftSmallThreads, 1)
   const int t = threadIdx.x;
   float cur[kSoftSlots];
   unsigned live = 0;
-  float4 tb = make_float4(INFINITY, INFINITY, -INFINITY, -INFINITY);  // bounds of the thread's boxes that can overlap
 #pragma unroll
   for (int k = 0; k < kSoftSlots; ++k) {
-    const int l = t * kSoftSlots + k;
+    const int l = t + k * kSoftSmallThreads;
     cur[k] = 0.f;
     if (l < len) {
-      const int p = p_of_q ? p_of_q[b + l] : b + l;
+      const int p = b + l;
       const int i = idx_s[s_of_p ? s_of_p[p] : p];
       const float sc = scores[i];
       cur[k] = sc;
-      const float4 bp = bounds[p];
-      sb[l] = bp;
+      sb[l] = bounds[p];
       sidx[l] = static_cast<unsigned>(i) | (can[p] ? kCanBit : 0u);
-      out_key[b + l] = ~0ull;
+      out_key[p] = ~0ull;
       if (sc >= min_score) live |= 1u << k;
-      if (can[p]) {
-        tb.x = fminf(tb.x, bp.x);
-        tb.y = fminf(tb.y, bp.y);
-        tb.z = fmaxf(tb.z, bp.z);
-        tb.w = fmaxf(tb.w, bp.w);
-      }
     }
   }
   unsigned long long mine = ~0ull;
@@ -708,7 +699,7 @@ __global__ void __launch_bounds__(kSoftSmallThreads, 1)
 #pragma unroll
     for (int k = 0; k < kSoftSlots; ++k) {
       if (live & (1u << k)) {
-        const int l = t * kSoftSlots + k;
+        const int l = t + k * kSoftSmallThreads;
         unsigned bits;
         memcpy(&bits, &cur[k], 4);
         const unsigned long long key = (static_cast<unsigned long long>(descending_score_key(cur[k], bits)) << 32) |
@@ -753,10 +744,10 @@ __global__ void __launch_bounds__(kSoftSmallThreads, 1)
     }
     if (v == ~0ull) break;
     const int la = vl;
-    const bool owner = (la / kSoftSlots) == t;
+    const bool owner = (la % kSoftSmallThreads) == t;
     bool changed = owner;
     if (owner) {
-      const int ka = la % kSoftSlots;
+      const int ka = la / kSoftSmallThreads;
 #pragma unroll
       for (int k = 0; k < kSoftSlots; ++k) {
         if (k == ka) {
@@ -767,13 +758,11 @@ __global__ void __launch_bounds__(kSoftSmallThreads, 1)
       }
     }
     ++selected;
-    const float4 ba = sb[la];
-    // a box that cannot reach any of this thread's boxes (bounds apart) leaves their scores as they are
-    if ((sidx[la] & kCanBit) && ba.z + margin >= tb.x && tb.z + margin >= ba.x && ba.w + margin >= tb.y &&
-        tb.w + margin >= ba.y) {
+    if (sidx[la] & kCanBit) {
+      const float4 ba = sb[la];
       Box box_a;
       if constexpr (kRot) {
-        box_a = prep[p_of_q ? p_of_q[b + la] : b + la];
+        box_a = prep[b + la];
       } else {
         const float q[4] = {ba.x, ba.y, ba.z, ba.w};
         box_a = make_axis_box(q, offset);  // the same floats and formula as prepare_kernel: identical box
@@ -781,14 +770,14 @@ __global__ void __launch_bounds__(kSoftSmallThreads, 1)
 #pragma unroll
       for (int k = 0; k < kSoftSlots; ++k) {
         if (!(live & (1u << k))) continue;
-        const int l = t * kSoftSlots + k;
+        const int l = t + k * kSoftSmallThreads;
         if (!(sidx[l] & kCanBit)) continue;
         const float4 bp = sb[l];
         if (!(ba.z + margin >= bp.x && bp.z + margin >= ba.x && ba.w + margin >= bp.y && bp.w + margin >= ba.y))
           continue;  // no intersection possible: weight 1
         float iou;
         if constexpr (kRot) {
-          iou = rot_iou(box_a, prep[p_of_q ? p_of_q[b + l] : b + l]);
+          iou = rot_iou(box_a, prep[b + l]);
         } else {
           const float q[4] = {bp.x, bp.y, bp.z, bp.w};
           iou = axis_iou(box_a, make_axis_box(q, offset), offset);
@@ -1285,11 +1274,8 @@ void NmsCuda::State::run_soft(const NmsInput& in, const NmsParams& prm, int m, b
   prep_p_buf.resize(m, st);
   bounds_p.resize(m, st);
   can_p.resize(m, st);
-  extent.resize(4, st);
-  init_extent_kernel<<<1, 1, 0, st>>>(extent.data());
-  S3D_CUDA_CHECK_LAUNCH();
   prepare_kernel<kRot><<<blocks(m), 256, 0, st>>>(m, sop, idx_s.data(), key_b.data(), in.boxes, prm.pixel_offset,
-                                                   prep_p_buf.data(), bounds_p.data(), can_p.data(), extent.data());
+                                                   prep_p_buf.data(), bounds_p.data(), can_p.data(), nullptr);
   S3D_CUDA_CHECK_LAUNCH();
   head.resize(m, st);
   group_index.resize(m, st);
@@ -1305,18 +1291,6 @@ void NmsCuda::State::run_soft(const NmsInput& in, const NmsParams& prm, int m, b
   group_bounds_kernel<<<blocks(m), 256, 0, st>>>(m, head.data(), group_index.data(), group_start.data(),
                                                   group_end.data());
   S3D_CUDA_CHECK_LAUNCH();
-  // Spatial order within each group: which thread of soft_small_kernel owns which boxes (never a decision).
-  skey_a.resize(m, st);
-  skey_b.resize(m, st);
-  p_val.resize(m, st);
-  p_of_q.resize(m, st);
-  morton_kernel<<<blocks(m), 256, 0, st>>>(m, group_index.data(), bounds_p.data(), can_p.data(), extent.data(),
-                                            skey_a.data(), p_val.data());
-  S3D_CUDA_CHECK_LAUNCH();
-  cub_call([&](void* t, std::size_t& b) {
-    return cub::DeviceRadixSort::SortPairs(t, b, skey_a.data(), skey_b.data(), p_val.data(), p_of_q.data(), m,
-                                           kMortonSkipBits, 32 + bit_length(static_cast<unsigned long long>(m)), st);
-  }, st);
   const int groups = static_cast<int>(read_int(group_index.data() + (m - 1), st)) + 1;
 
   cur.resize(m, st);
@@ -1344,7 +1318,7 @@ void NmsCuda::State::run_soft(const NmsInput& in, const NmsParams& prm, int m, b
   soft_small_kernel<kRot><<<groups, kSoftSmallThreads, smem, st>>>(
       group_start.data(), group_end.data(), prep_p_buf.data(), bounds_p.data(), can_p.data(), sop, idx_s.data(),
       in.scores, method, prm.iou_threshold, prm.suppress_at_equal, prm.sigma, prm.soft_min_score, prm.pixel_offset,
-      margin, p_of_q.data(), soft_key.data(), soft_score.data(), count_int.data(), small_max, smem_boxes);
+      margin, soft_key.data(), soft_score.data(), count_int.data(), small_max, smem_boxes);
   S3D_CUDA_CHECK_LAUNCH();
   if (m > small_max)
     soft_kernel<kRot><<<groups, kSoftBlock, 0, st>>>(group_start.data(), group_end.data(), prep_p_buf.data(),
