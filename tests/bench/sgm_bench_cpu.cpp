@@ -18,7 +18,7 @@
 
 namespace {
 
-constexpr int kThreads = 2;
+const int kThreads = std::getenv("S3D_BENCH_THREADS") ? std::atoi(std::getenv("S3D_BENCH_THREADS")) : 2;
 
 struct Pair {
   int w = 1242, h = 375;

@@ -3,10 +3,15 @@
 // sgm-depth evaluation's; this only guards the library.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <opencv2/imgcodecs.hpp>
+#include <random>
 
 #include "s3d/stereo/sgm.hpp"
+#include "s3d/stereo/stages.hpp"
+#include "stereo_test_util.hpp"
 #include "test_support.hpp"
 
 namespace s3d::stereo {
@@ -109,6 +114,116 @@ TEST(SgmAccuracy, KittiD1) {
   EXPECT_LT(d1_all, 21.0);   // measured 19.22 with the defaults (OpenCV SGBM 3-way: 24.74)
   EXPECT_LT(d1_est, 5.3);    // measured 4.76 (SGBM 7.08)
   EXPECT_GT(density, 82.0);  // measured 84.8
+}
+
+
+// ---- CPU fast paths: the engine's shortcuts must not change a bit ----
+
+const Device kCpuDev(Device::Kind::kCpu);
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b, int width, std::string* where) {
+  if (a.size() != b.size()) {
+    *where = "size";
+    return false;
+  }
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) {
+      *where = std::to_string(i % width) + "," + std::to_string(i / width) + ": " + std::to_string(a[i]) + " vs " +
+               std::to_string(b[i]);
+      return false;
+    }
+  return true;
+}
+
+// The 3x3 median's vectorised network (interior, all-valid windows) against sorting the valid values.
+TEST(SgmCpuFastPaths, MedianMatchesSortedValidValues) {
+  for (float invalid : {0.0f, 0.1f, 0.6f}) {
+    const int W = 97, H = 41;
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> value(-20.0f, 60.0f);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    std::vector<float> d(static_cast<std::size_t>(W) * H);
+    for (auto& v : d) v = u(rng) < invalid ? kInvalidDisparity : std::round(value(rng) * 4.0f) / 4.0f;  // ties too
+    const std::vector<float> got = stages::median3x3(kCpuDev, d, W, H);
+    for (int y = 0; y < H; ++y)
+      for (int x = 0; x < W; ++x) {
+        const float c = d[y * W + x];
+        float want = c;
+        if (is_valid_disparity(c)) {
+          std::vector<float> v;
+          for (int yy = std::max(y - 1, 0); yy <= std::min(y + 1, H - 1); ++yy)
+            for (int xx = std::max(x - 1, 0); xx <= std::min(x + 1, W - 1); ++xx)
+              if (is_valid_disparity(d[yy * W + xx])) v.push_back(d[yy * W + xx]);
+          std::sort(v.begin(), v.end());
+          want = v[v.size() / 2];
+        }
+        ASSERT_EQ(got[y * W + x], want) << x << "," << y << " invalid fraction " << invalid;
+      }
+  }
+}
+
+// WTA without confidence (the second best is then skipped when uniqueness is 0) = WTA with it.
+TEST(SgmCpuFastPaths, WtaWithoutConfidenceSameDisparities) {
+  const int W = 75, H = 23, D = 48;
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> dist(0, 3000);
+  std::vector<std::uint16_t> vol(static_cast<std::size_t>(W) * H * D);
+  for (auto& v : vol) v = static_cast<std::uint16_t>(dist(rng));
+  for (int u : {0, 15}) {
+    SgmParams p;
+    p.disparities = D;
+    p.min_disparity = -7;
+    p.uniqueness = u;
+    std::vector<float> with, without, conf;
+    stages::wta(kCpuDev, vol, W, H, p, stages::View::kLeft, with, &conf);
+    stages::wta(kCpuDev, vol, W, H, p, stages::View::kLeft, without, nullptr);
+    std::string where;
+    EXPECT_TRUE(same_bits(with, without, W, &where)) << "uniqueness " << u << " " << where;
+  }
+}
+
+// The CPU engine (its own buffers and scheduling) = the per-stage CPU functions composed by hand.
+TEST(SgmCpuFastPaths, EngineMatchesComposedStages) {
+  test::Image<std::uint8_t> l, r;
+  test::shifted_pair(203, 61, 9, 21, l, r);
+  struct Case {
+    int paths, uniqueness, min_d;
+    bool lr, median, confidence;
+    int speckle;
+  };
+  for (const Case c : {Case{8, 0, 0, true, true, false, 100}, Case{4, 10, -5, true, true, true, 20},
+                       Case{8, 5, 3, false, false, true, 0}, Case{8, 0, -20, true, false, false, 50}}) {
+    SgmParams p;
+    p.disparities = 48;
+    p.paths = c.paths;
+    p.uniqueness = c.uniqueness;
+    p.min_disparity = c.min_d;
+    p.lr_check = c.lr;
+    p.median = c.median;
+    p.confidence = c.confidence;
+    p.speckle_size = c.speckle;
+    const int W = l.width, H = l.height;
+    const SgmResult got = compute_sgm(kCpuDev, p, l.view(), r.view());
+    const auto cl = stages::census(kCpuDev, l.view(), p.census, p.census_width, p.census_height);
+    const auto cr = stages::census(kCpuDev, r.view(), p.census, p.census_width, p.census_height);
+    std::vector<float> disp, conf, right;
+    stages::wta(kCpuDev, stages::aggregate(kCpuDev, cl, cr, W, H, p, stages::View::kLeft), W, H, p,
+                stages::View::kLeft, disp, c.confidence ? &conf : nullptr);
+    if (c.lr) {
+      stages::wta(kCpuDev, stages::aggregate(kCpuDev, cl, cr, W, H, p, stages::View::kRight), W, H, p,
+                  stages::View::kRight, right, nullptr);
+      disp = stages::lr_check(kCpuDev, disp, right, W, H, p.lr_max_diff);
+    }
+    if (c.median) disp = stages::median3x3(kCpuDev, disp, W, H);
+    if (c.speckle > 0) disp = stages::speckle(kCpuDev, disp, W, H, p.speckle_size, p.speckle_range);
+    std::string where;
+    EXPECT_TRUE(same_bits(got.disparity, disp, W, &where)) << "paths " << c.paths << ": " << where;
+    if (c.confidence) {
+      for (std::size_t i = 0; i < conf.size(); ++i)
+        if (!is_valid_disparity(disp[i])) conf[i] = 0.0f;
+      EXPECT_TRUE(same_bits(got.confidence, conf, W, &where)) << "confidence: " << where;
+    }
+  }
 }
 
 }  // namespace

@@ -7,10 +7,24 @@
 #include <vector>
 
 #include <omp.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "aggregate_math.hpp"
 #include "backend.hpp"
 #include "cpu_simd.hpp"
+
+// The two hot loops of this file are compiled for AVX-512 (BW / VPOPCNTDQ), AVX2 (POPCNT) and baseline
+// x86-64 and picked at run time by CPU feature (GCC's target_clones cannot name these AVX-512 subsets).
+// Integer math: every variant gives the same results.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define S3D_AGG_DISPATCH 1
+#define S3D_TARGET(isa) __attribute__((target(isa)))
+#else
+#define S3D_AGG_DISPATCH 0
+#define S3D_TARGET(isa)
+#endif
 
 namespace s3d::stereo::detail::cpu {
 namespace {
@@ -18,7 +32,7 @@ namespace {
 constexpr std::uint16_t kSentinel = 0x7fff;  // > any L (<= 16383 once validated), and + P1 fits uint16
 
 /// cur[0..D) = L(p, .) from prev (prev[-1] and prev[D] hold kSentinel). Returns min_d cur.
-inline int path_step_row(const std::uint8_t* __restrict cost, const std::uint16_t* __restrict prev, int prev_min,
+__attribute__((always_inline)) inline int path_step_row(const std::uint8_t* __restrict cost, const std::uint16_t* __restrict prev, int prev_min,
                          std::uint16_t* __restrict cur, int D, int p1, int p2) {
   const std::uint16_t jump = static_cast<std::uint16_t>(prev_min + p2);
   const std::uint16_t pm = static_cast<std::uint16_t>(prev_min);
@@ -37,7 +51,7 @@ inline int path_step_row(const std::uint8_t* __restrict cost, const std::uint16_
 }
 
 /// First pixel of a path: L = C.
-inline int path_start(const std::uint8_t* __restrict cost, std::uint16_t* __restrict cur, int D) {
+__attribute__((always_inline)) inline int path_start(const std::uint8_t* __restrict cost, std::uint16_t* __restrict cur, int D) {
   std::uint16_t mn = 0xffff;
   for (int d = 0; d < D; ++d) {
     cur[d] = cost[d];
@@ -48,8 +62,7 @@ inline int path_start(const std::uint8_t* __restrict cost, std::uint16_t* __rest
 
 }  // namespace
 
-S3D_STEREO_POPCNT_CLONES
-static void cost_row(const std::uint64_t* __restrict ref, const std::uint64_t* __restrict target, int W, int D,
+__attribute__((always_inline)) static inline void cost_row_impl(const std::uint64_t* __restrict ref, const std::uint64_t* __restrict target, int W, int D,
                      int min_d, int sign, int max_cost, std::uint8_t* __restrict out) {
   for (int x = 0; x < W; ++x) {
     const std::uint64_t r = ref[x];
@@ -72,6 +85,72 @@ static void cost_row(const std::uint64_t* __restrict ref, const std::uint64_t* _
     }
     for (int d = std::max(hi, lo); d < D; ++d) c[d] = static_cast<std::uint8_t>(max_cost);
   }
+}
+
+/// AVX-512: eight costs per step (VPOPCNTQ, then narrowed to bytes); the scalar loop does the rest.
+S3D_TARGET("avx512f,avx512vpopcntdq") static void cost_row_avx512(const std::uint64_t* __restrict ref,
+                                                             const std::uint64_t* __restrict target, int W, int D,
+                                                             int min_d, int sign, int max_cost,
+                                                             std::uint8_t* __restrict out) {
+  const __m512i reverse = _mm512_set_epi64(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int x = 0; x < W; ++x) {
+    const std::uint64_t r = ref[x];
+    const __m512i rv = _mm512_set1_epi64(static_cast<long long>(r));
+    std::uint8_t* c = out + static_cast<std::ptrdiff_t>(x) * D;
+    int lo, hi;
+    if (sign < 0) {
+      lo = x - min_d - W + 1;
+      hi = x - min_d + 1;
+    } else {
+      lo = -x - min_d;
+      hi = W - x - min_d;
+    }
+    lo = std::max(lo, 0);
+    hi = std::min(hi, D);
+    for (int d = 0; d < std::min(lo, D); ++d) c[d] = static_cast<std::uint8_t>(max_cost);
+    int d = lo;
+    if (sign < 0) {
+      // targets x - min_d - d, ..., x - min_d - d - 7: load the 8 below and reverse
+      for (; d + 8 <= hi; d += 8) {
+        const __m512i t = _mm512_loadu_si512(target + (x - min_d - d - 7));
+        const __m512i v = _mm512_popcnt_epi64(_mm512_xor_si512(rv, _mm512_permutexvar_epi64(reverse, t)));
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(c + d), _mm512_cvtepi64_epi8(v));
+      }
+    } else {
+      for (; d + 8 <= hi; d += 8) {
+        const __m512i t = _mm512_loadu_si512(target + (x + min_d + d));
+        const __m512i v = _mm512_popcnt_epi64(_mm512_xor_si512(rv, t));
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(c + d), _mm512_cvtepi64_epi8(v));
+      }
+    }
+    for (; d < hi; ++d) {
+      const int xt = x + sign * (min_d + d);
+      c[d] = static_cast<std::uint8_t>(popcount64(r ^ target[xt]));
+    }
+    for (int e = std::max(hi, lo); e < D; ++e) c[e] = static_cast<std::uint8_t>(max_cost);
+  }
+}
+S3D_TARGET("popcnt") static void cost_row_popcnt(const std::uint64_t* ref, const std::uint64_t* target, int W, int D,
+                                                 int min_d, int sign, int max_cost, std::uint8_t* out) {
+  cost_row_impl(ref, target, W, D, min_d, sign, max_cost, out);
+}
+static void cost_row_base(const std::uint64_t* ref, const std::uint64_t* target, int W, int D, int min_d, int sign,
+                          int max_cost, std::uint8_t* out) {
+  cost_row_impl(ref, target, W, D, min_d, sign, max_cost, out);
+}
+using CostRowFn = void (*)(const std::uint64_t*, const std::uint64_t*, int, int, int, int, int, std::uint8_t*);
+static CostRowFn pick_cost_row() {
+#if S3D_AGG_DISPATCH
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq")) return cost_row_avx512;
+  if (__builtin_cpu_supports("popcnt")) return cost_row_popcnt;
+#endif
+  return cost_row_base;
+}
+static void cost_row(const std::uint64_t* ref, const std::uint64_t* target, int W, int D, int min_d, int sign,
+                     int max_cost, std::uint8_t* out) {
+  static const CostRowFn fn = pick_cost_row();
+  fn(ref, target, W, D, min_d, sign, max_cost, out);
 }
 
 void cost_volume(const std::uint64_t* ref, const std::uint64_t* target, const MatchSpec& s, std::uint8_t* cost) {
@@ -102,16 +181,19 @@ struct SweepBuffers {
 /// reading the cost volume twice and writing two volumes once: far less memory traffic than one
 /// read-modify-write pass per path. Each sweep is sequential (rows depend on each other); the two run on
 /// two threads.
-S3D_STEREO_CLONES
-void sweep(const std::uint8_t* __restrict cost, const MatchSpec& s, int dy, int hdx, std::uint16_t* __restrict out,
-           SweepBuffers& b) {
+__attribute__((always_inline)) inline void sweep_impl(const std::uint8_t* __restrict cost, const MatchSpec& s, int dy,
+                                                    int hdx, std::uint16_t* __restrict out, SweepBuffers& b) {
   const int W = s.width, H = s.height, D = s.disparities;
   const int stride = D + 2;
   const int np = s.paths == 8 ? 3 : 1;
   const int kDx[3] = {0, 1, -1};
   const std::size_t plane = static_cast<std::size_t>(np) * W * stride;
-  b.rows.assign(2 * plane, kSentinel);
-  b.mins.assign(static_cast<std::size_t>(2) * np * W, 0);
+  if (b.rows.size() < 2 * plane) b.rows.resize(2 * plane);
+  for (std::size_t k = 0; k < 2 * plane; k += stride) {  // only the sentinels are ever read before written
+    b.rows[k] = kSentinel;
+    b.rows[k + stride - 1] = kSentinel;
+  }
+  b.mins.resize(static_cast<std::size_t>(2) * np * W);
   b.hrow.resize(static_cast<std::size_t>(W) * D);
   b.hbuf.assign(2 * stride, kSentinel);
   for (int i = 0; i < H; ++i) {
@@ -165,13 +247,40 @@ void sweep(const std::uint8_t* __restrict cost, const MatchSpec& s, int dy, int 
   }
 }
 
+S3D_TARGET("avx512f,avx512bw,avx512vl")
+void sweep_avx512(const std::uint8_t* cost, const MatchSpec& s, int dy, int hdx, std::uint16_t* out, SweepBuffers& b) {
+  sweep_impl(cost, s, dy, hdx, out, b);
+}
+S3D_TARGET("avx2")
+void sweep_avx2(const std::uint8_t* cost, const MatchSpec& s, int dy, int hdx, std::uint16_t* out, SweepBuffers& b) {
+  sweep_impl(cost, s, dy, hdx, out, b);
+}
+void sweep_base(const std::uint8_t* cost, const MatchSpec& s, int dy, int hdx, std::uint16_t* out, SweepBuffers& b) {
+  sweep_impl(cost, s, dy, hdx, out, b);
+}
+using SweepFn = void (*)(const std::uint8_t*, const MatchSpec&, int, int, std::uint16_t*, SweepBuffers&);
+SweepFn pick_sweep() {
+#if S3D_AGG_DISPATCH
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+    return sweep_avx512;
+  if (__builtin_cpu_supports("avx2")) return sweep_avx2;
+#endif
+  return sweep_base;
+}
+void sweep(const std::uint8_t* cost, const MatchSpec& s, int dy, int hdx, std::uint16_t* out, SweepBuffers& b) {
+  static const SweepFn fn = pick_sweep();
+  fn(cost, s, dy, hdx, out, b);
+}
+
 }  // namespace
 
 void aggregate(const std::uint8_t* cost, const MatchSpec& s, std::uint16_t* volume_a, std::uint16_t* volume_b) {
   const int threads = std::max(1, std::min(2, omp_get_max_threads()));
 #pragma omp parallel num_threads(threads)
   {
-    SweepBuffers buffers;
+    // kept per thread across calls: no page faults on every frame (the sentinels are rewritten per sweep)
+    static thread_local SweepBuffers buffers;
 #pragma omp sections
     {
 #pragma omp section

@@ -60,7 +60,10 @@ void wta(const std::uint16_t* volume, const std::uint16_t* volume_b, const Match
         const std::uint16_t* s = sum.data();
         const int best = static_cast<int>(key & 0xffffu);
         const int best_cost = static_cast<int>(key >> 16);
-        const int second = std::min(min_of(s, 0, std::max(best - 1, 0)), min_of(s, std::min(best + 2, D), D));
+        // the second best is only needed for the uniqueness test and the confidence
+        const int second = (spec.uniqueness > 0 || confidence)
+                               ? std::min(min_of(s, 0, std::max(best - 1, 0)), min_of(s, std::min(best + 2, D), D))
+                               : INT_MAX;
         const bool ok = target_inside(x, best, spec.min_disparity, spec.sign, W) &&
                         passes_uniqueness(best_cost, second, spec.uniqueness);
         if (ok) {
