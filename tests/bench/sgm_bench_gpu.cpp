@@ -18,6 +18,7 @@
 #include "s3d/core/device_buffer.hpp"
 #include "s3d/stereo/sgm.hpp"
 #include "../../src/stereo/src/backend.hpp"  // stage timings (internal API of the stereo library)
+#include "../../src/stereo/src/sgm_paths_cuda.cuh"
 
 namespace {
 
@@ -125,6 +126,19 @@ std::string stage_times(const Device& dev, int w, int h, int D) {
     t_agg[i] = time([&] { sd::cuda::aggregate(cl.data(), cr.data(), spec, va.data(), vb.data(), vc.data(), as); });
   }
   const double t_wta = time([&] { sd::cuda::wta(va.data(), vb.data(), vc.data(), spec, disp.data(), w, nullptr, 0, st); });
+  // the engine's per-path uint8 pipeline (all directions in one launch, WTA summing the bytes)
+  double t_pp[3] = {0, 0, 0}, t_ppw = 0;
+  {
+    sd::MatchSpec e = spec;
+    e.paths = 8;
+    DeviceBuffer<std::uint8_t> pv(sd::cuda::per_path_bytes(e), st);
+    for (int i = 0; i < 3; ++i) {
+      e.paths = paths[i];
+      t_pp[i] = time([&] { sd::cuda::aggregate_per_path(cl.data(), cr.data(), e, pv.data(), st); });
+    }
+    t_ppw = time([&] { sd::cuda::wta_per_path(pv.data(), e, disp.data(), w, nullptr, 0, st); });
+    pv.reset();
+  }
   // experiment: forced lanes per scanline (volumes sized for the largest pitch)
   std::string lanes_line;
   for (int lanes : {4, 8, 16, 32}) {
@@ -149,8 +163,10 @@ std::string stage_times(const Device& dev, int w, int h, int D) {
   char line[512];
   std::snprintf(line, sizeof line,
                 "stages %dx%d D%d: census(L+R) %.3f | aggregate horizontal-only %.3f, 4 paths %.3f, 8 paths %.3f | "
-                "wta %.3f | median %.3f | lr %.3f | speckle %.3f ms",
-                w, h, D, t_census, t_agg[0], t_agg[1], t_agg[2], t_wta, t_med, t_lr, t_sp);
+                "wta %.3f | per-path (engine): horizontal-only %.3f, 4 paths %.3f, 8 paths %.3f, wta 8 paths %.3f | "
+                "median %.3f | lr %.3f | speckle %.3f ms",
+                w, h, D, t_census, t_agg[0], t_agg[1], t_agg[2], t_wta, t_pp[0], t_pp[1], t_pp[2], t_ppw, t_med, t_lr,
+                t_sp);
   const std::string result = std::string(line) + lanes_line;
   for (auto* b : {&va, &vb, &vc}) b->reset();
   cl.reset();
@@ -247,12 +263,14 @@ int main(int argc, char** argv) {
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
     const double md = median(d2d), me = median(e2e);
-    // Floor: the aggregated uint16 volume written once and read once (4 bytes per (pixel, d)); ours: first
-    // path writes, each further path reads+writes, WTA reads; x2 with the right-view pass (full).
+    // Floor: the aggregated uint16 volume written once and read once (4 bytes per (pixel, d)); ours (the
+    // per-path pipeline): each direction writes its uint8 volume (pitch = D rounded up) and WTA reads them
+    // all; x2 with the right-view pass (full).
     const double voxels = double(n) * s.disparities;
     const double floor_ms = voxels * 4.0 / (bw * 1e9) * 1e3;
     const double passes = s.full ? 2.0 : 1.0;
-    const double ours_ms = passes * voxels * (2.0 + 4.0 * (s.paths - 1) + 2.0) / (bw * 1e9) * 1e3;
+    const double ours_ms =
+        passes * double(n) * stereo::detail::cuda::per_path_pitch(s.disparities) * 2.0 * s.paths / (bw * 1e9) * 1e3;
     const double speedup = s.libsgm_ms > 0 ? s.libsgm_ms / md : 0.0;
     std::printf("%-24s %9.3f %9.3f %9.2f %8.2f %10.3f %10.3f\n", s.name.c_str(), md, me, s.libsgm_ms, speedup, floor_ms,
                 ours_ms);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "../../src/stereo/src/backend.hpp"
+#include "../../src/stereo/src/sgm_paths_cuda.cuh"
 #include "s3d/core/cuda_check.cuh"
 #include "s3d/core/device_buffer.hpp"
 #include "s3d/stereo/stages.hpp"
@@ -62,6 +63,68 @@ TEST(SgmLayouts, EveryLaneLayoutMatchesCpu) {
   cudaStreamDestroy(side);
   cudaEventDestroy(fork);
   cudaEventDestroy(join);
+}
+
+// The engine's per-path uint8 pipeline (one launch for all directions, WTA summing the directions' bytes)
+// against the CPU's aggregated volume + WTA: both views, negative min disparity, padded and unpadded D,
+// odd sizes, uniqueness, subpixel and confidence bit for bit.
+TEST(SgmLayouts, PerPathPipelineMatchesCpu) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  namespace sd = s3d::stereo::detail;
+  const Device cpu;
+  for (auto [W, H] : {std::pair{211, 97}, std::pair{67, 300}}) {
+    const std::size_t n = static_cast<std::size_t>(W) * H;
+    const auto l = test::random_image<std::uint8_t>(W, H, 71), r = test::random_image<std::uint8_t>(W, H, 72);
+    const auto cl = stages::census(cpu, l.view(), CensusKind::kFull, 9, 7);
+    const auto cr = stages::census(cpu, r.view(), CensusKind::kFull, 9, 7);
+    DeviceBuffer<std::uint64_t> d_cl, d_cr;
+    d_cl.copy_from_host(cl);
+    d_cr.copy_from_host(cr);
+    for (int D : {16, 24, 64, 100, 128, 200})
+      for (int paths : {4, 8})
+        for (stages::View view : {stages::View::kLeft, stages::View::kRight}) {
+          if (D > W) continue;
+          SgmParams p;
+          p.disparities = D;
+          p.paths = paths;
+          p.min_disparity = -3;
+          p.uniqueness = 5;
+          const bool right = view == stages::View::kRight;
+          SCOPED_TRACE(std::to_string(W) + "x" + std::to_string(H) + " D " + std::to_string(D) + " paths " +
+                       std::to_string(paths) + (right ? " right" : " left"));
+          const auto ref = stages::aggregate(cpu, cl, cr, W, H, p, view);
+          std::vector<float> ref_disp, ref_conf;
+          stages::wta(cpu, ref, W, H, p, view, ref_disp, &ref_conf);
+          const sd::MatchSpec spec = sd::make_match_spec(p, W, H, right);
+          ASSERT_TRUE(sd::cuda::per_path_fits(spec));
+          DeviceBuffer<std::uint8_t> vol(sd::cuda::per_path_bytes(spec));
+          DeviceBuffer<float> disp(n), conf(n);
+          sd::cuda::aggregate_per_path(right ? d_cr.data() : d_cl.data(), right ? d_cl.data() : d_cr.data(), spec,
+                                       vol.data(), nullptr);
+          sd::cuda::wta_per_path(vol.data(), spec, disp.data(), W, conf.data(), W, nullptr);
+          std::string where;
+          EXPECT_TRUE(test::bit_equal(disp.to_host(), ref_disp, W, &where)) << where;
+          EXPECT_TRUE(test::bit_equal(conf.to_host(), ref_conf, W, &where)) << where;
+          // the bytes themselves: their sum over the directions is the CPU's volume
+          if (D == 100 && paths == 8) {
+            const int pitch = sd::cuda::per_path_pitch(D);
+            std::vector<std::uint8_t> bytes(sd::cuda::per_path_bytes(spec));
+            S3D_CUDA_CHECK(cudaMemcpy(bytes.data(), vol.data(), bytes.size(), cudaMemcpyDeviceToHost));
+            std::size_t bad = 0;
+            for (std::size_t i = 0; i < n; ++i)
+              for (int d = 0; d < D; ++d) {
+                int sum = 0;
+                for (int q = 0; q < paths; ++q) sum += bytes[(q * n + i) * pitch + d];
+                bad += sum != ref[i * D + d];
+              }
+            EXPECT_EQ(bad, 0u);
+          }
+        }
+  }
+  // costs that do not fit a byte: the engine keeps the uint16 kernels
+  SgmParams big;
+  big.p2 = 250;
+  EXPECT_FALSE(sd::cuda::per_path_fits(sd::make_match_spec(big, 211, 97, false)));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "aggregate_math.hpp"
 #include "backend.hpp"
 #include "s3d/core/cuda_check.cuh"
+#include "sgm_paths_cuda.cuh"
 
 namespace s3d::stereo::detail::cuda {
 using ::s3d::detail::grid_size;
@@ -214,6 +215,241 @@ __global__ void add_volumes_kernel(std::uint16_t* a, const std::uint16_t* b, std
   if (i < n) a[i] = static_cast<std::uint16_t>(a[i] + b[i]);
 }
 
+// ---- per-path uint8 pipeline (sgm_paths_cuda.cuh) ----
+// Each lane owns kPK = 16 consecutive disparities of one scanline (G = pitch / 16 lanes per scanline), so its
+// 16 path costs leave in one 16-byte store. Vertical and diagonal scanlines load the next pixel's census codes
+// one step ahead. Horizontal scanlines slide: from x to x + dx the target column of d becomes that of
+// d + sign*dx, so the lanes shift their codes by one (one shuffle across the lane boundary) and only the edge
+// lane needs a new code per step; those and the reference codes are loaded G steps at a time (one per lane),
+// a chunk ahead, and picked by shuffles: the W-step horizontal chain never waits on global memory.
+
+constexpr int kPK = 16;
+
+__device__ S3D_FORCEINLINE void store_costs16(std::uint8_t* p, const int (&L)[kPK]) {
+  unsigned w[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    w[i] = (static_cast<unsigned>(L[4 * i]) & 0xffu) | ((static_cast<unsigned>(L[4 * i + 1]) & 0xffu) << 8) |
+           ((static_cast<unsigned>(L[4 * i + 2]) & 0xffu) << 16) | (static_cast<unsigned>(L[4 * i + 3]) << 24);
+  *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+/// One recurrence step of a lane's 16 disparities (the first step takes the costs), then prev_min.
+template <int G>
+__device__ S3D_FORCEINLINE void path_update16(int (&L)[kPK], const int (&c)[kPK], int& prev_min, bool first, int d0,
+                                              int D, int p1, int p2, unsigned mask, int glane) {
+  if (first) {
+#pragma unroll
+    for (int j = 0; j < kPK; ++j) L[j] = d0 + j < D ? c[j] : kBig;
+  } else {
+    int left = __shfl_up_sync(mask, L[kPK - 1], 1, G);
+    int right = __shfl_down_sync(mask, L[0], 1, G);
+    if (glane == 0) left = kBig;
+    if (glane == G - 1) right = kBig;
+    int n[kPK];
+#pragma unroll
+    for (int j = 0; j < kPK; ++j) {
+      const int pm = j == 0 ? left : L[j - 1];
+      const int pp = j == kPK - 1 ? right : L[j + 1];
+      n[j] = d0 + j < D ? path_step(c[j], L[j], pm, pp, prev_min, p1, p2) : kBig;
+    }
+#pragma unroll
+    for (int j = 0; j < kPK; ++j) L[j] = n[j];
+  }
+  int m = L[0];
+#pragma unroll
+  for (int j = 1; j < kPK; ++j) m = min(m, L[j]);
+#pragma unroll
+  for (int o = G / 2; o > 0; o >>= 1) m = min(m, __shfl_xor_sync(mask, m, o, G));
+  prev_min = m;
+}
+
+/// A vertical or diagonal scanline from (x, y).
+template <int G>
+__device__ void scan_general16(const std::uint64_t* __restrict__ ref, const std::uint64_t* __restrict__ target,
+                               const MatchSpec& s, int x, int y, int dx, int dy, std::uint8_t* __restrict__ out,
+                               int pitch, unsigned mask, int glane) {
+  const int W = s.width, H = s.height, D = s.disparities;
+  const int d0 = glane * kPK;
+  const int base = s.sign * (s.min_disparity + d0);
+  int L[kPK];
+  int prev_min = 0;
+  bool first = true;
+  std::uint64_t r_cur, t_cur[kPK];
+  auto load = [&](int px, int py, std::uint64_t& r, std::uint64_t(&t)[kPK]) {
+    const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(py) * W;
+    r = __ldg(ref + row + px);
+#pragma unroll
+    for (int j = 0; j < kPK; ++j) {
+      const int xt = px + base + s.sign * j;
+      t[j] = (xt >= 0 && xt < W) ? __ldg(target + row + xt) : 0;
+    }
+  };
+  load(x, y, r_cur, t_cur);
+  while (true) {
+    const int nx = x + dx, ny = y + dy;
+    const bool has_next = nx >= 0 && nx < W && ny >= 0 && ny < H;
+    std::uint64_t r_next = 0, t_next[kPK];
+    if (has_next) load(nx, ny, r_next, t_next);
+    int c[kPK];
+#pragma unroll
+    for (int j = 0; j < kPK; ++j) {
+      const int xt = x + base + s.sign * j;
+      c[j] = (xt < 0 || xt >= W) ? s.max_cost : popcount64(r_cur ^ t_cur[j]);
+    }
+    path_update16<G>(L, c, prev_min, first, d0, D, s.p1, s.p2, mask, glane);
+    first = false;
+    store_costs16(out + (static_cast<std::ptrdiff_t>(y) * W + x) * pitch + d0, L);
+    if (!has_next) break;
+    x = nx;
+    y = ny;
+    r_cur = r_next;
+#pragma unroll
+    for (int j = 0; j < kPK; ++j) t_cur[j] = t_next[j];
+  }
+}
+
+/// Horizontal scanline of row y in direction dx (sliding target codes, see above).
+template <int G>
+__device__ void scan_horizontal16(const std::uint64_t* __restrict__ ref, const std::uint64_t* __restrict__ target,
+                                  const MatchSpec& s, int y, int dx, std::uint8_t* __restrict__ out, int pitch,
+                                  unsigned mask, int glane) {
+  const int W = s.width, D = s.disparities, sgn = s.sign;
+  const int d0 = glane * kPK;
+  const int base = sgn * (s.min_disparity + d0);
+  const bool slide_down = sgn * dx > 0;  // t'[d] = t[d + 1] (else t[d - 1])
+  const int x0 = dx > 0 ? 0 : W - 1;
+  const std::uint64_t* rrow = ref + static_cast<std::ptrdiff_t>(y) * W;
+  const std::uint64_t* trow = target + static_cast<std::ptrdiff_t>(y) * W;
+  // the edge lane's new code at step k: column fc0 + k*dx (d = G*16-1 when sliding down, else d = 0)
+  const int fc0 = x0 + sgn * (s.min_disparity + (slide_down ? G * kPK - 1 : 0));
+  auto load_chunk = [&](int chunk, std::uint64_t& rc, std::uint64_t& fc) {
+    const int k = chunk * G + glane;
+    rc = 0;
+    fc = 0;
+    if (k < W) {
+      rc = __ldg(rrow + x0 + k * dx);
+      const int col = fc0 + k * dx;
+      if (col >= 0 && col < W) fc = __ldg(trow + col);
+    }
+  };
+  std::uint64_t t[kPK];
+#pragma unroll
+  for (int j = 0; j < kPK; ++j) {
+    const int xt = x0 + base + sgn * j;
+    t[j] = (xt >= 0 && xt < W) ? __ldg(trow + xt) : 0;
+  }
+  std::uint64_t rc_cur, fc_cur, rc_nxt, fc_nxt;
+  load_chunk(0, rc_cur, fc_cur);
+  load_chunk(1, rc_nxt, fc_nxt);
+  int L[kPK];
+  int prev_min = 0;
+  for (int k = 0; k < W; ++k) {
+    const int sub = k & (G - 1);
+    if (k > 0 && sub == 0) {
+      rc_cur = rc_nxt;
+      fc_cur = fc_nxt;
+      load_chunk(k / G + 1, rc_nxt, fc_nxt);
+    }
+    const int x = x0 + k * dx;
+    const std::uint64_t r = __shfl_sync(mask, rc_cur, sub, G);
+    if (k > 0) {
+      const std::uint64_t fresh = __shfl_sync(mask, fc_cur, sub, G);
+      if (slide_down) {
+        std::uint64_t in = __shfl_down_sync(mask, t[0], 1, G);
+        if (glane == G - 1) in = fresh;
+#pragma unroll
+        for (int j = 0; j < kPK - 1; ++j) t[j] = t[j + 1];
+        t[kPK - 1] = in;
+      } else {
+        std::uint64_t in = __shfl_up_sync(mask, t[kPK - 1], 1, G);
+        if (glane == 0) in = fresh;
+#pragma unroll
+        for (int j = kPK - 1; j > 0; --j) t[j] = t[j - 1];
+        t[0] = in;
+      }
+    }
+    int c[kPK];
+#pragma unroll
+    for (int j = 0; j < kPK; ++j) {
+      const int xt = x + base + sgn * j;
+      c[j] = (xt < 0 || xt >= W) ? s.max_cost : popcount64(r ^ t[j]);
+    }
+    path_update16<G>(L, c, prev_min, k == 0, d0, D, s.p1, s.p2, mask, glane);
+    store_costs16(out + (static_cast<std::ptrdiff_t>(y) * W + x) * pitch + d0, L);
+  }
+}
+
+constexpr unsigned kPerPathBlock = 64;
+
+/// blockIdx.y = direction (path_direction order: the two horizontal ones, the longest chains, start first).
+template <int G>
+__global__ void __launch_bounds__(kPerPathBlock) aggregate_per_path_kernel(const std::uint64_t* __restrict__ ref,
+                                                                           const std::uint64_t* __restrict__ target,
+                                                                           MatchSpec s, std::uint8_t* __restrict__ paths,
+                                                                           int pitch, std::size_t volume_bytes) {
+  const int p = static_cast<int>(blockIdx.y);
+  int dx, dy;
+  path_direction(p, dx, dy);
+  const int lane = threadIdx.x & 31;
+  const int glane = lane % G;
+  const unsigned mask = (G == 32) ? 0xffffffffu : (((1u << G) - 1u) << (lane - glane));
+  const int scan = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / G);
+  std::uint8_t* out = paths + static_cast<std::size_t>(p) * volume_bytes;
+  if (dy == 0) {
+    if (scan >= s.height) return;
+    scan_horizontal16<G>(ref, target, s, scan, dx, out, pitch, mask, glane);
+    return;
+  }
+  int x, y;
+  if (!scan_start(scan, s.width, s.height, dx, dy, x, y)) return;
+  scan_general16<G>(ref, target, s, x, y, dx, dy, out, pitch, mask, glane);
+}
+
+template <int G>
+void launch_per_path(const std::uint64_t* ref, const std::uint64_t* target, const MatchSpec& s, std::uint8_t* paths,
+                     StreamHandle stream) {
+  const int pitch = G * kPK;
+  const std::size_t vbytes = static_cast<std::size_t>(s.width) * s.height * pitch;
+  const int scans = s.paths > 4 ? s.width + s.height - 1 : std::max(s.width, s.height);
+  const dim3 grid(grid_size(static_cast<std::size_t>(scans) * G, kPerPathBlock), static_cast<unsigned>(s.paths));
+  aggregate_per_path_kernel<G><<<grid, kPerPathBlock, 0, stream>>>(ref, target, s, paths, pitch, vbytes);
+  S3D_CUDA_CHECK_LAUNCH();
+}
+
+int per_path_lanes(int disparities) {
+  int g = 1;
+  while (g * kPK < disparities) g *= 2;
+  return g;
+}
+
+}  // namespace
+
+bool per_path_fits(const MatchSpec& spec) {
+  return spec.lanes == 0 && spec.disparities <= 32 * kPK && spec.max_cost + spec.p2 <= 255 && spec.paths <= 8;
+}
+
+int per_path_pitch(int disparities) { return per_path_lanes(disparities) * kPK; }
+
+std::size_t per_path_bytes(const MatchSpec& spec) {
+  return static_cast<std::size_t>(spec.paths) * spec.width * spec.height * per_path_pitch(spec.disparities);
+}
+
+void aggregate_per_path(const std::uint64_t* d_ref, const std::uint64_t* d_target, const MatchSpec& spec,
+                        std::uint8_t* d_paths, StreamHandle stream) {
+  if (!per_path_fits(spec)) throw InvalidArgument("aggregate_per_path: path costs do not fit a byte");
+  switch (per_path_lanes(spec.disparities)) {
+    case 1: return launch_per_path<1>(d_ref, d_target, spec, d_paths, stream);
+    case 2: return launch_per_path<2>(d_ref, d_target, spec, d_paths, stream);
+    case 4: return launch_per_path<4>(d_ref, d_target, spec, d_paths, stream);
+    case 8: return launch_per_path<8>(d_ref, d_target, spec, d_paths, stream);
+    case 16: return launch_per_path<16>(d_ref, d_target, spec, d_paths, stream);
+    case 32: return launch_per_path<32>(d_ref, d_target, spec, d_paths, stream);
+    default: throw InvalidArgument("aggregate_per_path: no kernel for the disparity range");
+  }
+}
+
+namespace {
 }  // namespace
 
 int volume_pitch(int disparities, int lanes) {

@@ -5,6 +5,7 @@
 #include "engine_impl.hpp"
 #include "s3d/core/cuda_check.cuh"
 #include "s3d/core/device_buffer.hpp"
+#include "sgm_paths_cuda.cuh"
 
 namespace s3d::stereo::detail {
 namespace {
@@ -24,9 +25,15 @@ class CudaEngine final : public SgmEngine::Impl {
       img_right_.resize(n, stream_);
       census_left_.resize(n, stream_);
       census_right_.resize(n, stream_);
-      volume_.resize(n * cuda::volume_pitch(params.disparities), stream_);
-      volume_b_.resize(n * cuda::volume_pitch(params.disparities), stream_);
-      volume_c_.resize(n * cuda::volume_pitch(params.disparities), stream_);
+      const MatchSpec spec = make_match_spec(params, width, height, false);
+      per_path_ = cuda::per_path_fits(spec);
+      if (per_path_) {
+        paths_.resize(cuda::per_path_bytes(spec), stream_);
+      } else {
+        volume_.resize(n * cuda::volume_pitch(params.disparities), stream_);
+        volume_b_.resize(n * cuda::volume_pitch(params.disparities), stream_);
+        volume_c_.resize(n * cuda::volume_pitch(params.disparities), stream_);
+      }
       disp_.resize(n, stream_);
       out_disp_.resize(n, stream_);
       if (params.confidence) out_conf_.resize(n, stream_);
@@ -67,6 +74,7 @@ class CudaEngine final : public SgmEngine::Impl {
     volume_.reset();
     volume_b_.reset();
     volume_c_.reset();
+    paths_.reset();
     disp_.reset();
     disp_right_.reset();
     out_disp_.reset();
@@ -98,13 +106,22 @@ class CudaEngine final : public SgmEngine::Impl {
     cuda::census(right, cs, census_right_.data(), s);
     const MatchSpec sl = make_match_spec(p, W, H, false);
     const cuda::AggregateStreams as{s, side_, fork_, join_};
-    cuda::aggregate(census_left_.data(), census_right_.data(), sl, volume_.data(), volume_b_.data(), volume_c_.data(), as);
     float* d_conf = p.confidence ? conf.data : nullptr;
-    cuda::wta(volume_.data(), volume_b_.data(), volume_c_.data(), sl, disp_.data(), W, d_conf, conf.pitch, s);
+    // aggregation + WTA of one view (reference `ref`, target `tgt`) into `out`
+    auto match = [&](const MatchSpec& spec, const std::uint64_t* ref, const std::uint64_t* tgt, float* out, float* c,
+                     std::ptrdiff_t c_pitch) {
+      if (per_path_) {
+        cuda::aggregate_per_path(ref, tgt, spec, paths_.data(), s);
+        cuda::wta_per_path(paths_.data(), spec, out, W, c, c_pitch, s);
+      } else {
+        cuda::aggregate(ref, tgt, spec, volume_.data(), volume_b_.data(), volume_c_.data(), as);
+        cuda::wta(volume_.data(), volume_b_.data(), volume_c_.data(), spec, out, W, c, c_pitch, s);
+      }
+    };
+    match(sl, census_left_.data(), census_right_.data(), disp_.data(), d_conf, conf.pitch);
     if (p.lr_check) {
       const MatchSpec sr = make_match_spec(p, W, H, true);
-      cuda::aggregate(census_right_.data(), census_left_.data(), sr, volume_.data(), volume_b_.data(), volume_c_.data(), as);
-      cuda::wta(volume_.data(), volume_b_.data(), volume_c_.data(), sr, disp_right_.data(), W, nullptr, 0, s);
+      match(sr, census_right_.data(), census_left_.data(), disp_right_.data(), nullptr, 0);
       cuda::lr_check(disp_.data(), W, disp_right_.data(), W, H, p.lr_max_diff, s);
     }
     if (p.median) {
@@ -148,6 +165,8 @@ class CudaEngine final : public SgmEngine::Impl {
   DeviceBuffer<std::uint16_t> img_left_, img_right_;  // 8-bit input uses the first half of each
   DeviceBuffer<std::uint64_t> census_left_, census_right_;
   DeviceBuffer<std::uint16_t> volume_, volume_b_, volume_c_;  // vertical+diagonal / left->right / right->left
+  bool per_path_ = false;                 // path costs fit a byte: per-direction uint8 volumes (sgm_paths_cuda.cuh)
+  DeviceBuffer<std::uint8_t> paths_;      // [direction][y][x][per_path_pitch(D)]
   DeviceBuffer<float> disp_, disp_right_, out_disp_, out_conf_;
   DeviceBuffer<int> scratch_;
   void* host_in_ = nullptr;

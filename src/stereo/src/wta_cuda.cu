@@ -4,6 +4,7 @@
 
 #include "backend.hpp"
 #include "s3d/core/cuda_check.cuh"
+#include "sgm_paths_cuda.cuh"
 #include "wta_math.hpp"
 
 namespace s3d::stereo::detail::cuda {
@@ -65,6 +66,94 @@ __global__ void wta_kernel(const std::uint16_t* __restrict__ volume, const std::
   if (conf) conf[y * conf_pitch + x] = ok ? wta_confidence(best, second) : 0.0f;
 }
 
+/// Per-path pipeline: G lanes per pixel, lane t sums disparities [16t, 16t+16) over the directions' uint8
+/// volumes (16-byte loads; bytes added pairwise in 16-bit halves: <= 8 * 255 fits), then the same decisions.
+template <int G>
+__global__ void wta_per_path_kernel(const std::uint8_t* __restrict__ paths, std::size_t volume_bytes, int pitch,
+                                    MatchSpec s, float* disp, std::ptrdiff_t disp_pitch, float* conf,
+                                    std::ptrdiff_t conf_pitch) {
+  const int lane = threadIdx.x & 31;
+  const int glane = lane % G;
+  const unsigned mask = (G == 32) ? kFull : (((1u << G) - 1u) << (lane - glane));
+  const int W = s.width, D = s.disparities;
+  const long long pix_ll = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / G;
+  if (pix_ll >= static_cast<long long>(W) * s.height) return;  // whole groups leave together
+  const int pix = static_cast<int>(pix_ll);
+  const int d0 = glane * 16;
+  const std::uint8_t* src = paths + static_cast<std::size_t>(pix) * pitch + d0;
+  unsigned even[4] = {0u, 0u, 0u, 0u}, odd[4] = {0u, 0u, 0u, 0u};
+  for (int p = 0; p < s.paths; ++p) {
+    const uint4 v = __ldg(reinterpret_cast<const uint4*>(src + static_cast<std::size_t>(p) * volume_bytes));
+    const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      even[i] += w[i] & 0x00ff00ffu;
+      odd[i] += (w[i] >> 8) & 0x00ff00ffu;
+    }
+  }
+  int c[16];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    c[4 * i] = static_cast<int>(even[i] & 0xffffu);
+    c[4 * i + 1] = static_cast<int>(odd[i] & 0xffffu);
+    c[4 * i + 2] = static_cast<int>(even[i] >> 16);
+    c[4 * i + 3] = static_cast<int>(odd[i] >> 16);
+  }
+  int best = INT_MAX, best_d = INT_MAX;
+#pragma unroll
+  for (int j = 0; j < 16; ++j)
+    if (d0 + j < D && c[j] < best) {
+      best = c[j];
+      best_d = d0 + j;
+    }
+#pragma unroll
+  for (int o = G / 2; o > 0; o >>= 1) {
+    const int ob = __shfl_xor_sync(mask, best, o, G);
+    const int od = __shfl_xor_sync(mask, best_d, o, G);
+    if (ob < best || (ob == best && od < best_d)) {
+      best = ob;
+      best_d = od;
+    }
+  }
+  int second = INT_MAX, vm = 0, vp = 0;
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const int d = d0 + j;
+    if (d < D && (d < best_d - 1 || d > best_d + 1)) second = min(second, c[j]);
+    if (d == best_d - 1) vm = c[j];
+    if (d == best_d + 1) vp = c[j];
+  }
+#pragma unroll
+  for (int o = G / 2; o > 0; o >>= 1) second = min(second, __shfl_xor_sync(mask, second, o, G));
+  const int owner_m = best_d > 0 ? (best_d - 1) / 16 : 0;
+  const int owner_p = min((best_d + 1) / 16, G - 1);
+  const int sm_all = __shfl_sync(mask, vm, owner_m, G);
+  const int sp_all = __shfl_sync(mask, vp, owner_p, G);
+  if (glane != 0) return;
+  const int y = pix / W, x = pix - y * W;
+  const bool ok = target_inside(x, best_d, s.min_disparity, s.sign, W) && passes_uniqueness(best, second, s.uniqueness);
+  float out = kInvalidDisparity;
+  if (ok) {
+    const int sm = best_d > 0 ? sm_all : 0;
+    const int sp = best_d < D - 1 ? sp_all : 0;
+    out = wta_disparity(best_d, D, s.min_disparity, s.subpixel, sm, best, sp);
+  }
+  disp[y * disp_pitch + x] = out;
+  if (conf) conf[y * conf_pitch + x] = ok ? wta_confidence(best, second) : 0.0f;
+}
+
+template <int G>
+void launch_wta_per_path(const std::uint8_t* paths, const MatchSpec& s, float* disp, std::ptrdiff_t disp_pitch,
+                         float* conf, std::ptrdiff_t conf_pitch, StreamHandle stream) {
+  const int pitch = per_path_pitch(s.disparities);
+  const std::size_t vbytes = static_cast<std::size_t>(s.width) * s.height * pitch;
+  const std::size_t threads = static_cast<std::size_t>(s.width) * s.height * G;
+  const unsigned block = 256;
+  wta_per_path_kernel<G><<<grid_size(threads, block), block, 0, stream>>>(paths, vbytes, pitch, s, disp, disp_pitch,
+                                                                          conf, conf_pitch);
+  S3D_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 void wta(const std::uint16_t* d_volume, const std::uint16_t* d_volume_b, const std::uint16_t* d_volume_c,
@@ -75,6 +164,20 @@ void wta(const std::uint16_t* d_volume, const std::uint16_t* d_volume_b, const s
   wta_kernel<<<grid_size(threads, block), block, 0, stream>>>(d_volume, d_volume_b, d_volume_c, volume_pitch(spec.disparities, spec.lanes), spec,
                                                                d_disparity, disp_pitch, d_confidence, conf_pitch);
   S3D_CUDA_CHECK_LAUNCH();
+}
+
+void wta_per_path(const std::uint8_t* d_paths, const MatchSpec& spec, float* d_disparity, std::ptrdiff_t disp_pitch,
+                  float* d_confidence, std::ptrdiff_t conf_pitch, StreamHandle stream) {
+  if (!per_path_fits(spec)) throw InvalidArgument("wta_per_path: path costs do not fit a byte");
+  switch (per_path_pitch(spec.disparities) / 16) {
+    case 1: return launch_wta_per_path<1>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, stream);
+    case 2: return launch_wta_per_path<2>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, stream);
+    case 4: return launch_wta_per_path<4>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, stream);
+    case 8: return launch_wta_per_path<8>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, stream);
+    case 16: return launch_wta_per_path<16>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, stream);
+    case 32: return launch_wta_per_path<32>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, stream);
+    default: throw InvalidArgument("wta_per_path: no kernel for the disparity range");
+  }
 }
 
 }  // namespace s3d::stereo::detail::cuda
