@@ -219,6 +219,8 @@ int main(int argc, char** argv) {
                "exact polygon IoU")
       ->group(g);
   const char* io_group = "Input and output";
+  tool.format_help("box format of the input, and so of the output: coco, csv, jsonl, mot, voc (default: from the "
+                   "extension, the folder or the first line)");
   app.add_flag("--drop-invalid", f.drop_invalid,
                "skip bad records (NaN/inf, missing fields, wrong types) and count them, instead of failing the file")
       ->group(io_group);
@@ -285,16 +287,8 @@ int main(int argc, char** argv) {
 
     using Clock = std::chrono::steady_clock;
     const auto t_read = Clock::now();
-    s3d::io::DetectionTable table;
-    try {
-      table = s3d::io::read_boxes(path, read);
-    } catch (const s3d::DataError& e) {
-      // The frame prefixes messages that do not start with the input's path; for stdin that path is `-`,
-      // so hand it the message without our `<stdin>: ` (it adds its own).
-      const std::string what = e.what(), prefix = read.display_name + ": ";
-      if (from_stdin && what.rfind(prefix, 0) == 0) throw s3d::DataError(what.substr(prefix.size()));
-      throw;
-    }
+    // Its errors start with read.display_name (`<stdin>` for `-`), which the frame does not prefix again.
+    s3d::io::DetectionTable table = s3d::io::read_boxes(path, read);
     for (const auto& reason : table.dropped_reasons) spdlog::info("dropped: {}", reason);
     if (table.dropped_invalid > table.dropped_reasons.size())
       spdlog::info("dropped: ... {} more", table.dropped_invalid - table.dropped_reasons.size());

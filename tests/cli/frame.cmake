@@ -8,7 +8,8 @@ s3d_add_test(cli_frame_unit SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/frame_unit_test.
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_Interpreter_FOUND)
   set(S3D_FRAME_E2E_TESTS
-    test_help_ends_with_examples_and_lists_exit_codes test_version_format test_print_config_round_trip
+    test_help_ends_with_examples_and_lists_exit_codes test_help_ends_with_one_newline test_version_format
+    test_print_config_round_trip test_print_config_has_every_flag_and_reads_them_back
     test_generate_completion test_build_generated_completions_and_man_page
     test_usage_errors_exit_2_with_one_line test_device_cuda_without_gpu_exits_75
     test_auto_device_warns_once_and_runs_on_cpu test_transient_error_stops_the_batch_with_75

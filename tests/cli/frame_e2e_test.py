@@ -97,6 +97,16 @@ class FrameTest(unittest.TestCase):
                      "--config", "--print-config", "--fail-fast", "--shard", "--input-list", "--manifest",
                      "--output-dir", "--format", "--generate-completion", "--version", "-q", "-v"):
             self.assertIn(flag, p.stdout)
+        # The tool's own help text for --format replaces the frame's.
+        self.assertIn("output text format: txt (the demo's only one)", p.stdout)
+        self.assertNotIn("overriding the extension", p.stdout)
+
+    def test_help_ends_with_one_newline(self):
+        for args in (["--help"], ["-h"], ["lower", "--help"]):
+            p = self.run_demo(*args)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertTrue(p.stdout.endswith("\n"), f"{args}: {p.stdout[-40:]!r}")
+            self.assertFalse(p.stdout.endswith("\n\n"), f"{args}: {p.stdout[-40:]!r}")
 
     def test_version_format(self):
         p = self.run_demo("--version")
@@ -133,6 +143,39 @@ class FrameTest(unittest.TestCase):
         self.assertEqual(self.records(p.stdout)[-1]["settings"]["sleep-ms"], 2)
         self.assertEqual(self.run_demo("--config", self.path("missing.toml"), "a.txt").returncode, 2)
         del a
+
+    def test_print_config_has_every_flag_and_reads_them_back(self):
+        p = self.run_demo("--print-config", "--device", "cpu")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.splitlines()
+        for off in ("bad-start=false", "overwrite=false", "skip-existing=false", "fail-fast=false", "json=false",
+                    "quiet=false", "verbose=0"):
+            self.assertIn(off, lines)
+        self.write("a.txt", "abc\n")
+        off = self.write("off.toml", p.stdout)
+        # A flag that is false in the file is not given: it neither applies nor excludes its opposite.
+        p = self.run_demo("--config", off, "a.txt", "-o", "a.out", "--skip-existing", "--json")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        settings = self.records(p.stdout)[-1]["settings"]
+        self.assertEqual((settings["skip-existing"], settings["overwrite"], settings["fail-fast"]), (True, False, False))
+        p = self.run_demo("--config", off, "a.txt", "-o", "a.out", "-q", "--overwrite")
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        # Flags that are on come back on.
+        p = self.run_demo("--print-config", "--device", "cpu", "--overwrite", "--fail-fast", "--json", "-vv")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.splitlines()
+        for on in ("overwrite=true", "fail-fast=true", "json=true", "verbose=2", "skip-existing=false"):
+            self.assertIn(on, lines)
+        on = self.write("on.toml", p.stdout)
+        p = self.run_demo("--config", on, "a.txt", "-o", "a.out")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        summary = self.records(p.stdout)[-1]
+        self.assertEqual((summary["settings"]["overwrite"], summary["settings"]["fail-fast"]), (True, True))
+        self.assertIn(f"{NAME}: debug: item 1: a.txt", p.stderr)
+        # A tool's own flag, on in the file.
+        p = self.run_demo("--config", self.write("bad.toml", "bad-start=true\n"), "a.txt", "-o", "b.out")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--bad-start was given", p.stderr)
 
     def test_generate_completion(self):
         for shell in ("bash", "zsh", "fish"):
@@ -207,6 +250,10 @@ class FrameTest(unittest.TestCase):
         p = self.run_demo(*names, "--output-dir", "out", "--json")
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stderr.count("warning"), 1, p.stderr)
+        # The warning says why: a build without CUDA, or no GPU visible.
+        cuda_off = "\ncuda: off\n" in self.run_demo("--version").stdout
+        reason = "this build has no CUDA support" if cuda_off else "no CUDA device visible"
+        self.assertIn(f"{NAME}: warning: {reason}: running on the CPU", p.stderr)
         self.assertTrue(all(r.get("device", "cpu") == "cpu" for r in self.records(p.stdout)))
         # -q silences the warning.
         p = self.run_demo(*names, "--output-dir", "out2", "-q")
@@ -238,6 +285,13 @@ class FrameTest(unittest.TestCase):
         self.assertEqual(p.returncode, 1)
         self.assertRegex(p.stderr, rf"^{NAME}: nope.txt: [^\n]+\n$")
         self.assertFalse(os.path.exists(self.path("nope.out")))
+        # A message that already names the item is not prefixed again: its path, or `<stdin>` for `-`.
+        self.write("named.txt", "NAMEDFAIL\n")
+        p = self.run_demo("named.txt", "-o", "named.out", "--device", "cpu")
+        self.assertEqual((p.returncode, p.stderr), (1, f"{NAME}: named.txt: contains the failure marker NAMEDFAIL\n"))
+        p = self.run_demo("-", "-o", "-", "--device", "cpu", stdin="NAMEDFAIL\n")
+        self.assertEqual((p.returncode, p.stdout), (1, ""))
+        self.assertEqual(p.stderr, f"{NAME}: <stdin>: contains the failure marker NAMEDFAIL\n")
 
     def test_failed_writer_leaves_no_temp_and_no_output(self):
         self.write("w.txt", "this BADWRITE is long enough to be half written\n")

@@ -111,6 +111,63 @@ std::string version_text(const std::string& tool) {
   return os.str();
 }
 
+// A flag's value from one of its CLI11 results: `true`/`false`, a count, `on`/`off`... (an empty or
+// unreadable result counts as given).
+std::int64_t flag_value(const std::string& result) {
+  if (result.empty()) return 1;
+  try {
+    return CLI::detail::to_flag_value(result);
+  } catch (const std::exception&) {
+    return 1;
+  }
+}
+
+// The value --print-config writes for a flag: a count for counting flags (-vv: 2), else true/false.
+std::string flag_text(const CLI::Option& opt) {
+  const auto& results = opt.results();
+  if (opt.get_multi_option_policy() == CLI::MultiOptionPolicy::TakeAll) {
+    std::int64_t n = 0;
+    for (const auto& r : results) n += flag_value(r);
+    return std::to_string(std::max<std::int64_t>(n, 0));
+  }
+  return !results.empty() && flag_value(results.back()) > 0 ? "true" : "false";
+}
+
+// --config's reader: CLI11's TOML/INI reader, less the flags set to false (or 0). CLI11 counts a flag read
+// from a config as given even when it is false, which trips exclusions (--overwrite/--skip-existing,
+// -q/-v, a tool's --x/--no-x); a false flag in a config means the flag is not given.
+class ConfigReader final : public CLI::ConfigBase {
+ public:
+  explicit ConfigReader(const CLI::App& app) : app_(app) {}
+
+  std::vector<CLI::ConfigItem> from_config(std::istream& input) const override {
+    std::vector<CLI::ConfigItem> items = CLI::ConfigBase::from_config(input);
+    items.erase(std::remove_if(items.begin(), items.end(), [this](const CLI::ConfigItem& i) { return false_flag(i); }),
+                items.end());
+    return items;
+  }
+
+ private:
+  bool false_flag(const CLI::ConfigItem& item) const {
+    if (item.inputs.size() != 1 || item.name == "++" || item.name == "--") return false;
+    const CLI::App* app = &app_;
+    try {
+      for (const auto& parent : item.parents) app = app->get_subcommand(parent);
+    } catch (const CLI::Error&) {
+      return false;  // CLI11 reports it
+    }
+    // Looked up as CLI11 does (`--name`, `-n`, then the bare name).
+    const CLI::Option* opt = app->get_option_no_throw("--" + item.name);
+    if (!opt && item.name.size() == 1) opt = app->get_option_no_throw("-" + item.name);
+    if (!opt) opt = app->get_option_no_throw(item.name);
+    if (!opt || !opt->get_configurable() || opt->get_expected_min() != 0 || opt->get_expected_max() != 0)
+      return false;
+    return flag_value(item.inputs.front()) <= 0;
+  }
+
+  const CLI::App& app_;
+};
+
 }  // namespace
 
 struct Tool::Impl {
@@ -119,6 +176,7 @@ struct Tool::Impl {
   ItemSpec spec;
   CLI::App app;
   std::vector<std::pair<std::string, std::string>> examples;
+  std::string format_description = "output format, overriding the extension (needed with `-o -`)";
   CommonSettings s;
   std::vector<std::function<void(const Device&)>> start_fns;
   std::vector<std::function<void(nlohmann::json&)>> summary_fns;
@@ -141,6 +199,13 @@ struct Tool::Impl {
     if (progress) progress->clear();
     std::fprintf(stderr, "%s: %s\n", name.c_str(), one_line(message).c_str());
     std::fflush(stderr);
+  }
+
+  // --help: CLI11 versions differ on how the text ends (2.1: one newline, subcommands two; 2.4+ formats the
+  // footer as a paragraph with none): print it with exactly one final newline.
+  static void print_help(std::string text) {
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    std::cout << text << '\n' << std::flush;
   }
 
   void add_common_options();
@@ -275,7 +340,7 @@ void Tool::Impl::add_common_options() {
   app.add_option("--manifest", st.manifest, "read items from a JSON Lines manifest (`-` = stdin)")
       ->type_name("FILE")
       ->group(io_group);
-  app.add_option("--format", st.format, "output format, overriding the extension (needed with `-o -`)")
+  app.add_option("--format", st.format, format_description)
       ->type_name("FMT")
       ->group(io_group);
   auto* overwrite = app.add_flag("--overwrite", st.overwrite, "replace existing outputs")->group(io_group);
@@ -312,6 +377,7 @@ void Tool::Impl::add_common_options() {
          "more log on stderr (-vv: debug)")
       ->excludes(quiet)
       ->group(common);
+  app.config_formatter(std::make_shared<ConfigReader>(app));
   app.set_config("--config", "", "read settings from a TOML/INI file (keys = long flag names); flags override it")
       ->type_name("FILE")
       ->group(common);
@@ -370,7 +436,7 @@ std::string Tool::Impl::footer() const {
     for (const auto& [command, what] : examples) os << "  " << command << "\n      " << what << "\n";
   }
   std::string text = os.str();
-  if (!text.empty() && text.back() == '\n') text.pop_back();  // CLI11 adds the final newline
+  if (!text.empty() && text.back() == '\n') text.pop_back();  // print_help ends the text with one newline
   return text;
 }
 
@@ -445,9 +511,8 @@ std::string Tool::Impl::config_text() const {
     const std::string key = opt->get_lnames().front();
     if (key == "help" || key == "config") continue;
     if (opt->get_expected_max() == 0) {
-      // Only flags that are on: a flag read from a config counts as given, even `=false` (and would
-      // trip --overwrite/--skip-existing's exclusion).
-      if (opt->count() > 0) os << key << "=true\n";
+      // Every flag, on or off (ConfigReader reads `=false` back as "not given").
+      os << key << "=" << flag_text(*opt) << "\n";
       continue;
     }
     const auto& results = opt->results();
@@ -465,7 +530,7 @@ std::string Tool::Impl::config_text() const {
 }
 
 void Tool::Impl::setup_logging() {
-  s.verbosity = quiet_flag ? -1 : verbose_count;
+  s.verbosity = quiet_flag ? -1 : std::max(verbose_count, 0);
   show_progress = s.progress == "always" || (s.progress == "auto" && s.verbosity >= 0 && detail::stderr_is_terminal());
   log = detail::make_stderr_logger(name, detail::stderr_wants_color(), nullptr);
   spdlog::level::level_enum level = spdlog::level::warn;
@@ -547,6 +612,12 @@ int Tool::Impl::run(int argc, char** argv, const ItemHandler& handler) {
   // 1. Parse. Help/--version/--print-config/--generate-completion exit 0 from here.
   try {
     app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    print_help(app.help());
+    return kExitOk;
+  } catch (const CLI::CallForAllHelp&) {
+    print_help(app.help("", CLI::AppFormatMode::All));
+    return kExitOk;
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e, std::cout, std::cerr);
     print_error("error: " + std::string(e.what()) + " (see --help)");
@@ -570,7 +641,9 @@ int Tool::Impl::run(int argc, char** argv, const ItemHandler& handler) {
     items = select_shard(all, shard);
     bool fell_back = false;
     device = resolve_device(requested, &fell_back);
-    if (fell_back) log->warn("no CUDA device visible: running on the CPU");
+    if (fell_back)
+      log->warn(cuda_built() ? "no CUDA device visible: running on the CPU"
+                             : "this build has no CUDA support: running on the CPU");
     log->info("device: {}", describe_device(device));
     set_cpu_threads(s.threads);
     for (auto& fn : start_fns) fn(device);
@@ -652,8 +725,9 @@ int Tool::Impl::run(int argc, char** argv, const ItemHandler& handler) {
     if (failure) {
       status = "failed";
       record["error"] = one_line(failure->message);
-      // One line naming the file, unless the message already starts with one of the item's paths.
-      bool named = false;
+      // One line naming the file, unless the message already starts with one of the item's paths or with
+      // its display name (`<stdin>` for `-`).
+      bool named = failure->message.rfind(item.name() + ":", 0) == 0;
       for (const auto& in : item.inputs) named = named || failure->message.rfind(in + ":", 0) == 0;
       print_error(named ? failure->message : item.name() + ": " + failure->message);
     }
@@ -727,6 +801,8 @@ void Tool::add_example(std::string command_line, std::string what_it_does) {
 }
 
 const CommonSettings& Tool::settings() const { return impl_->s; }
+
+void Tool::format_help(std::string description) { impl_->format_description = std::move(description); }
 
 void Tool::on_start(std::function<void(const Device&)> fn) { impl_->start_fns.push_back(std::move(fn)); }
 

@@ -1,6 +1,7 @@
 // s3d-frame-demo: a tiny tool on the CLI frame, used only by the frame's end-to-end tests.
 // It "processes" a text file by upper-casing it. Markers in the input drive the failure paths:
 //   FAIL        -> DataError (the item fails, the batch goes on)
+//   NAMEDFAIL   -> DataError whose message starts with the item's name (`<stdin>` for `-`)
 //   TRANSIENT   -> DeviceUnavailable (exit 75, the batch stops)
 //   BADWRITE   -> IoError thrown by the writer after it wrote part of the temp file
 // --write-sleep-ms N sleeps inside the writer, with the temp file half written (second-signal test).
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
   std::string prefix;
   CLI::App* lower = tool.app().add_subcommand("lower", "lower-case instead");
   lower->add_option("--prefix", prefix, "text put before the output");
+  tool.format_help("output text format: txt (the demo's only one)");
   tool.add_example("s3d-frame-demo notes.txt -o notes.up.txt", "upper-case one file");
   tool.add_example("s3d-frame-demo --manifest m.jsonl --output-dir out --json > done.jsonl",
                    "a batch with JSON Lines records");
@@ -49,6 +51,8 @@ int main(int argc, char** argv) {
     if (!in) throw s3d::IoError(item.inputs[0] + ": cannot open");
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (text.find("TRANSIENT") != std::string::npos) throw s3d::DeviceUnavailable("simulated lost GPU");
+    if (text.find("NAMEDFAIL") != std::string::npos)
+      throw s3d::DataError(item.name() + ": contains the failure marker NAMEDFAIL");
     if (text.find("FAIL") != std::string::npos) throw s3d::DataError("contains the failure marker FAIL");
     if (sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
     for (auto& c : text)

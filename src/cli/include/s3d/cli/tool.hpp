@@ -115,6 +115,10 @@ class Tool {
   CLI::App& app();
   /// Appends a real example to the end of --help (2-4 of them).
   void add_example(std::string command_line, std::string what_it_does);
+  /// Replaces the help text of the common `--format FMT` option (default: "output format, overriding the
+  /// extension (needed with `-o -`)"), for a tool whose --format means more (nms-filter: the input's and
+  /// the output's box format). Call before `run`.
+  void format_help(std::string description);
   /// Effective settings (valid inside callbacks and after parsing).
   const CommonSettings& settings() const;
   /// Called after parsing, before any input is read: validate tool options (throw InvalidArgument ->
