@@ -317,6 +317,24 @@ class FrameTest(unittest.TestCase):
         summary = self.records(p.stdout)[-1]
         self.assertEqual((summary["ok"], summary["failed"], summary["not_run"]), (1, 1, 3))
 
+    def test_folder_argument_expands_into_items(self):
+        names = self.make_batch(3, prefix="dir")
+        self.write("x.txt", "x\n")
+        self.write("dir/skip.md", "not a .txt\n")
+        p = self.run_demo("x.txt", "dir", "-o", "out/{#}.up", "--device", "cpu", "--json")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        recs = self.records(p.stdout)
+        self.assertEqual([r["input"] for r in recs[:-1]], ["x.txt"] + names)
+        self.assertEqual([r["index"] for r in recs[:-1]], [0, 1, 2, 3])
+        self.assertEqual(self.read("out/4.up"), "ITEM 2\n")
+        self.assertEqual(recs[-1]["total_items"], 4)
+        # --shard works on the expanded items; an unusable folder is a usage error before any item.
+        p = self.run_demo("dir", "x.txt", "--shard", "1/2", "-o", "sh/{#}.up", "--device", "cpu", "--json")
+        self.assertEqual([r["input"] for r in self.records(p.stdout)[:-1]], [names[1], "x.txt"])
+        os.mkdir(self.path("empty"))
+        p = self.run_demo("empty", "-o", "e/{#}.up", "--device", "cpu")
+        self.assertEqual((p.returncode, p.stderr), (2, f"{NAME}: error: empty: no .txt files\n"))
+
     # records -----------------------------------------------------------------------------------------
     def test_json_records_and_summary_schema(self):
         names = self.make_batch(3, fail={1})

@@ -120,6 +120,43 @@ TEST(Inputs, PositionalGroupsByInputsPerItem) {
   EXPECT_EQ(items_from_paths({"-"}, ItemSpec{})[0].name(), "<stdin>");
 }
 
+TEST(Inputs, PositionalArgumentsExpandIntoItems) {
+  const ItemSpec pairs{2, {"left", "right"}};
+  std::vector<std::string> offered;
+  // `DIR` stands for two pairs (with a ground truth field); other arguments are ordinary paths.
+  const ExpandArgument expand = [&](const std::string& arg) -> std::optional<std::vector<nlohmann::json>> {
+    offered.push_back(arg);
+    if (arg == "EMPTY") return std::vector<nlohmann::json>{};
+    if (arg == "BAD") return std::vector<nlohmann::json>{{{"left", "x.png"}}};
+    if (arg != "DIR") return std::nullopt;
+    return std::vector<nlohmann::json>{{{"left", "DIR/l0.png"}, {"right", "DIR/r0.png"}, {"gt", "DIR/d0.pfm"}},
+                                       {{"left", "DIR/l1.png"}, {"right", "DIR/r1.png"}}};
+  };
+  const auto items = items_from_paths({"a.png", "b.png", "DIR", "EMPTY", "c.png", "-"}, pairs, expand);
+  EXPECT_EQ(offered, (std::vector<std::string>{"a.png", "b.png", "DIR", "EMPTY", "c.png"}));  // never `-`
+  ASSERT_EQ(items.size(), 4u);
+  for (std::size_t k = 0; k < items.size(); ++k) EXPECT_EQ(items[k].index, k);
+  EXPECT_EQ(items[0].inputs, (std::vector<std::string>{"a.png", "b.png"}));
+  EXPECT_EQ(items[1].inputs, (std::vector<std::string>{"DIR/l0.png", "DIR/r0.png"}));
+  EXPECT_EQ(items[1].fields["gt"], "DIR/d0.pfm");
+  EXPECT_EQ(items[2].inputs, (std::vector<std::string>{"DIR/l1.png", "DIR/r1.png"}));
+  EXPECT_EQ(items[3].inputs, (std::vector<std::string>{"c.png", "-"}));
+  EXPECT_TRUE(items[0].fields.is_object() && items[0].fields.empty());
+  // A pair cut by an expanded argument, or left incomplete, or a record without its keys: usage errors.
+  try {
+    items_from_paths({"a.png", "DIR", "b.png"}, pairs, expand);
+    FAIL() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("a.png: an incomplete item before DIR", 0), 0u) << e.what();
+  }
+  EXPECT_THROW(items_from_paths({"DIR", "a.png"}, pairs, expand), InvalidArgument);
+  EXPECT_THROW(items_from_paths({"a.png", "b.png", "c.png"}, pairs, expand), InvalidArgument);
+  EXPECT_THROW(items_from_paths({"BAD"}, pairs, expand), InvalidArgument);
+  // Without a hook, or when it declines everything: plain grouping.
+  EXPECT_EQ(items_from_paths({"a", "b"}, pairs, ExpandArgument{}).size(), 1u);
+  EXPECT_EQ(items_from_paths({"a", "b", "c", "d"}, pairs, expand)[1].inputs, (std::vector<std::string>{"c", "d"}));
+}
+
 TEST(Inputs, ListSkipsBlanksAndComments) {
   std::istringstream one("a.txt\n\n# comment\n  b c.txt  \n");
   const auto items = items_from_list(one, "list", ItemSpec{});

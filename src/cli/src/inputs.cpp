@@ -1,5 +1,6 @@
 #include "s3d/cli/inputs.hpp"
 
+#include <optional>
 #include <sstream>
 
 #include "s3d/core/errors.hpp"
@@ -59,6 +60,56 @@ std::vector<Item> items_from_paths(const std::vector<std::string>& paths, const 
                        paths.begin() + static_cast<std::ptrdiff_t>(i + n));
     item.fields = nlohmann::json::object();
     items.push_back(std::move(item));
+  }
+  return items;
+}
+
+std::vector<Item> items_from_paths(const std::vector<std::string>& paths, const ItemSpec& spec,
+                                   const ExpandArgument& expand) {
+  if (!expand) return items_from_paths(paths, spec);
+  const std::size_t n = per_item(spec);
+  if (spec.manifest_keys.size() != n) throw InvalidArgument("ItemSpec::manifest_keys must name inputs_per_item keys");
+  std::vector<Item> items;
+  std::vector<std::string> pending;  // paths of the group being filled
+  bool expanded_any = false;
+  for (const auto& arg : paths) {
+    std::optional<std::vector<nlohmann::json>> records;
+    if (arg != "-") records = expand(arg);
+    if (!records) {
+      pending.push_back(arg);
+      if (pending.size() == n) {
+        Item item;
+        item.index = items.size();
+        item.inputs = std::move(pending);
+        item.fields = nlohmann::json::object();
+        items.push_back(std::move(item));
+        pending.clear();
+      }
+      continue;
+    }
+    expanded_any = true;
+    if (!pending.empty())
+      throw InvalidArgument(pending.front() + ": an incomplete item before " + arg + " (" + std::to_string(n) +
+                            " inputs per item)");
+    for (std::size_t k = 0; k < records->size(); ++k) {
+      nlohmann::json& record = (*records)[k];
+      const std::string where = arg + ": item " + std::to_string(k + 1);
+      if (!record.is_object()) throw InvalidArgument(where + ": expected a JSON object");
+      Item item;
+      item.index = items.size();
+      for (const auto& key : spec.manifest_keys) {
+        if (!record.contains(key) || !record[key].is_string())
+          throw InvalidArgument(where + ": missing string key \"" + key + "\"");
+        item.inputs.push_back(record[key].get<std::string>());
+      }
+      item.fields = std::move(record);
+      items.push_back(std::move(item));
+    }
+  }
+  if (!pending.empty()) {
+    if (!expanded_any) return items_from_paths(paths, spec);  // its message
+    throw InvalidArgument(pending.front() + ": an incomplete item at the end (" + std::to_string(n) +
+                          " inputs per item)");
   }
   return items;
 }

@@ -181,6 +181,7 @@ struct Tool::Impl {
   std::vector<std::function<void(const Device&)>> start_fns;
   std::vector<std::function<void(nlohmann::json&)>> summary_fns;
   OutputsOf outputs_fn;
+  ExpandArgument expand_fn;
 
   // Run state.
   bool quiet_flag = false;
@@ -564,7 +565,7 @@ std::vector<Item> Tool::Impl::collect_items() {
   if (!s.manifest.empty())
     return from_stream(s.manifest,
                        [&](std::istream& in, const std::string& src) { return items_from_manifest(in, src, spec); });
-  return items_from_paths(s.positional, spec);
+  return items_from_paths(s.positional, spec, expand_fn);
 }
 
 void Tool::Impl::validate_outputs(std::size_t item_count) const {
@@ -809,6 +810,8 @@ void Tool::on_start(std::function<void(const Device&)> fn) { impl_->start_fns.pu
 void Tool::on_summary(std::function<void(nlohmann::json& summary)> fn) { impl_->summary_fns.push_back(std::move(fn)); }
 
 void Tool::outputs_of(OutputsOf fn) { impl_->outputs_fn = std::move(fn); }
+
+void Tool::expand_arguments(ExpandArgument fn) { impl_->expand_fn = std::move(fn); }
 
 int Tool::run(int argc, char** argv, ItemHandler handler) {
   try {

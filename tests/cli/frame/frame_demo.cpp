@@ -6,9 +6,12 @@
 //   BADWRITE   -> IoError thrown by the writer after it wrote part of the temp file
 // --write-sleep-ms N sleeps inside the writer, with the temp file half written (second-signal test).
 // Subcommand `lower [--prefix P]` lower-cases instead (subcommands take the common options and inputs too).
+// A folder given as a positional argument stands for its *.txt files, in name order (Tool::expand_arguments).
 // --sleep-ms N makes every item slow (for the kill test); --bad-start makes on_start throw InvalidArgument.
 #include <cctype>
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -38,6 +41,18 @@ int main(int argc, char** argv) {
 
   tool.on_start([&](const s3d::Device&) {
     if (bad_start) throw s3d::InvalidArgument("--bad-start was given");
+  });
+  tool.expand_arguments([](const std::string& arg) -> std::optional<std::vector<nlohmann::json>> {
+    namespace fs = std::filesystem;
+    if (!fs::is_directory(arg)) return std::nullopt;
+    std::vector<std::string> files;
+    for (const auto& e : fs::directory_iterator(arg))
+      if (e.path().extension() == ".txt") files.push_back(e.path().string());
+    if (files.empty()) throw s3d::DataError(arg + ": no .txt files");
+    std::sort(files.begin(), files.end());
+    std::vector<nlohmann::json> records;
+    for (const auto& f : files) records.push_back({{"input", f}, {"folder", arg}});
+    return records;
   });
   tool.outputs_of([](const s3d::cli::Item&, s3d::cli::ItemContext& ctx) {
     return std::vector<std::string>{ctx.output_path(0, ".up.txt")};

@@ -15,6 +15,13 @@ namespace s3d::cli {
 /// @throws InvalidArgument when the count is not a multiple of inputs_per_item.
 std::vector<Item> items_from_paths(const std::vector<std::string>& paths, const ItemSpec& spec);
 
+/// The same, where `expand` (when set) may turn one path into whole items (Tool::expand_arguments): each path
+/// but `-` is offered to it in order; the records it returns become items (inputs = their manifest_keys),
+/// the paths it declines are grouped by inputs_per_item. @throws InvalidArgument when a group of paths is
+/// cut by an expanded path or left incomplete at the end, or a record lacks a key; whatever `expand` throws.
+std::vector<Item> items_from_paths(const std::vector<std::string>& paths, const ItemSpec& spec,
+                                   const ExpandArgument& expand);
+
 /// --input-list: one item per line, `inputs_per_item` paths separated by tabs (by runs of spaces when the
 /// line has no tab). Blank lines and lines starting with `#` are skipped. `source` names the list in
 /// messages. @throws InvalidArgument naming `source:line` for a line with the wrong number of paths.

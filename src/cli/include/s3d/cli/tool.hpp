@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,14 @@ using ItemHandler = std::function<nlohmann::json(const Item&, ItemContext&)>;
 /// Optional: the outputs an item will produce (for --skip-existing / overwrite checks before work).
 using OutputsOf = std::function<std::vector<std::string>(const Item&, ItemContext&)>;
 
+/// Optional: expands one positional argument into whole items, for an argument that stands for several
+/// (sgm-depth: a dataset folder -> its stereo pairs). Called once per positional argument, in order (never
+/// for `-`, nor for --input-list/--manifest lines), after parsing and before `on_start`. Returns the items as
+/// manifest records: JSON objects holding the ItemSpec::manifest_keys as strings (the item's inputs), all
+/// fields kept in Item::fields; or std::nullopt for an ordinary input path, grouped by inputs_per_item with
+/// its neighbours as usual. Throw (DataError, InvalidArgument) for an unusable argument: exit 2.
+using ExpandArgument = std::function<std::optional<std::vector<nlohmann::json>>(const std::string& argument)>;
+
 /// Settings every tool shares, filled by the frame from flags and --config.
 struct CommonSettings {
   std::string device = "auto";
@@ -127,6 +136,8 @@ class Tool {
   /// Adds fields to the final summary record (e.g. accuracy over the batch).
   void on_summary(std::function<void(nlohmann::json& summary)> fn);
   void outputs_of(OutputsOf fn);
+  /// Lets positional arguments stand for several items (see ExpandArgument).
+  void expand_arguments(ExpandArgument fn);
 
   /// Parses argv, runs every item of this shard through `handler`, writes records, returns the exit code.
   /// Never throws.
