@@ -13,6 +13,7 @@ void speckle(float* disp, int width, int height, int max_size, float max_diff, i
   int* label = scratch;       // 0 = unvisited
   int* stack = scratch + n;
   for (std::ptrdiff_t i = 0; i < n; ++i) label[i] = 0;
+  const double inv_width = 1.0 / width;
   for (std::ptrdiff_t start = 0; start < n; ++start) {
     if (label[start] || !finite_disparity(disp[start])) continue;
     // flood fill the region of `start`
@@ -24,7 +25,11 @@ void speckle(float* disp, int width, int height, int max_size, float max_diff, i
     while (head < top) {
       const int p = stack[head++];
       ++count;
-      const int px = p % width, py = p / width;
+      // p / width without a division (exact: corrected by one step either way)
+      int py = static_cast<int>(static_cast<double>(p) * inv_width);
+      if (py * width > p) --py;
+      else if ((py + 1) * width <= p) ++py;
+      const int px = p - py * width;
       const float d = disp[p];
       const int nb[4] = {px > 0 ? p - 1 : -1, px < width - 1 ? p + 1 : -1, py > 0 ? p - width : -1,
                          py < height - 1 ? p + width : -1};
