@@ -127,17 +127,19 @@ std::string stage_times(const Device& dev, int w, int h, int D) {
   }
   const double t_wta = time([&] { sd::cuda::wta(va.data(), vb.data(), vc.data(), spec, disp.data(), w, nullptr, 0, st); });
   // the engine's per-path uint8 pipeline (all directions in one launch, WTA summing the bytes)
-  double t_pp[3] = {0, 0, 0}, t_ppw = 0;
+  double t_pp[3] = {0, 0, 0}, t_pc[3] = {0, 0, 0}, t_ppw = 0;
   {
     sd::MatchSpec e = spec;
     e.paths = 8;
-    DeviceBuffer<std::uint8_t> pv(sd::cuda::per_path_bytes(e), st);
+    DeviceBuffer<std::uint8_t> pv(sd::cuda::per_path_bytes(e), st), pc(sd::cuda::per_path_cost_bytes(e), st);
     for (int i = 0; i < 3; ++i) {
       e.paths = paths[i];
-      t_pp[i] = time([&] { sd::cuda::aggregate_per_path(cl.data(), cr.data(), e, pv.data(), st); });
+      t_pp[i] = time([&] { sd::cuda::aggregate_per_path(cl.data(), cr.data(), e, nullptr, pv.data(), st); });
+      t_pc[i] = time([&] { sd::cuda::aggregate_per_path(cl.data(), cr.data(), e, pc.data(), pv.data(), st); });
     }
     t_ppw = time([&] { sd::cuda::wta_per_path(pv.data(), e, disp.data(), w, nullptr, 0, st); });
     pv.reset();
+    pc.reset();
   }
   // experiment: forced lanes per scanline (volumes sized for the largest pitch)
   std::string lanes_line;
@@ -160,13 +162,14 @@ std::string stage_times(const Device& dev, int w, int h, int D) {
   DeviceBuffer<int> scratch(2 * n, st);
   const double t_sp = time([&] { sd::cuda::speckle(out.data(), w, w, h, 100, 2.0f, scratch.data(), st); });
   S3D_CUDA_CHECK(cudaStreamSynchronize(st));
-  char line[512];
+  char line[768];
   std::snprintf(line, sizeof line,
                 "stages %dx%d D%d: census(L+R) %.3f | aggregate horizontal-only %.3f, 4 paths %.3f, 8 paths %.3f | "
-                "wta %.3f | per-path (engine): horizontal-only %.3f, 4 paths %.3f, 8 paths %.3f, wta 8 paths %.3f | "
+                "wta %.3f | per-path on the fly: horizontal-only %.3f, 4 paths %.3f, 8 paths %.3f | per-path cost volume "
+                "(engine, costs included): horizontal-only %.3f, 4 paths %.3f, 8 paths %.3f | wta 8 paths %.3f | "
                 "median %.3f | lr %.3f | speckle %.3f ms",
-                w, h, D, t_census, t_agg[0], t_agg[1], t_agg[2], t_wta, t_pp[0], t_pp[1], t_pp[2], t_ppw, t_med, t_lr,
-                t_sp);
+                w, h, D, t_census, t_agg[0], t_agg[1], t_agg[2], t_wta, t_pp[0], t_pp[1], t_pp[2], t_pc[0], t_pc[1],
+                t_pc[2], t_ppw, t_med, t_lr, t_sp);
   const std::string result = std::string(line) + lanes_line;
   for (auto* b : {&va, &vb, &vc}) b->reset();
   cl.reset();
@@ -264,13 +267,14 @@ int main(int argc, char** argv) {
     cudaEventDestroy(e1);
     const double md = median(d2d), me = median(e2e);
     // Floor: the aggregated uint16 volume written once and read once (4 bytes per (pixel, d)); ours (the
-    // per-path pipeline): each direction writes its uint8 volume (pitch = D rounded up) and WTA reads them
-    // all; x2 with the right-view pass (full).
+    // per-path cost-volume pipeline): the uint8 costs written once and read by each direction, each direction
+    // writes its uint8 volume (pitch = D rounded up) and WTA reads them all (cache hits not counted); x2 with
+    // the right-view pass (full).
     const double voxels = double(n) * s.disparities;
     const double floor_ms = voxels * 4.0 / (bw * 1e9) * 1e3;
     const double passes = s.full ? 2.0 : 1.0;
     const double ours_ms =
-        passes * double(n) * stereo::detail::cuda::per_path_pitch(s.disparities) * 2.0 * s.paths / (bw * 1e9) * 1e3;
+        passes * double(n) * stereo::detail::cuda::per_path_pitch(s.disparities) * (1.0 + 3.0 * s.paths) / (bw * 1e9) * 1e3;
     const double speedup = s.libsgm_ms > 0 ? s.libsgm_ms / md : 0.0;
     std::printf("%-24s %9.3f %9.3f %9.2f %8.2f %10.3f %10.3f\n", s.name.c_str(), md, me, s.libsgm_ms, speedup, floor_ms,
                 ours_ms);

@@ -97,10 +97,12 @@ TEST(SgmLayouts, PerPathPipelineMatchesCpu) {
           stages::wta(cpu, ref, W, H, p, view, ref_disp, &ref_conf);
           const sd::MatchSpec spec = sd::make_match_spec(p, W, H, right);
           ASSERT_TRUE(sd::cuda::per_path_fits(spec));
-          DeviceBuffer<std::uint8_t> vol(sd::cuda::per_path_bytes(spec));
+          DeviceBuffer<std::uint8_t> vol(sd::cuda::per_path_bytes(spec)), cost(sd::cuda::per_path_cost_bytes(spec));
+          for (bool with_cost : {false, true}) {
+          SCOPED_TRACE(with_cost ? "cost volume" : "on the fly");
           DeviceBuffer<float> disp(n), conf(n);
           sd::cuda::aggregate_per_path(right ? d_cr.data() : d_cl.data(), right ? d_cl.data() : d_cr.data(), spec,
-                                       vol.data(), nullptr);
+                                       with_cost ? cost.data() : nullptr, vol.data(), nullptr);
           sd::cuda::wta_per_path(vol.data(), spec, disp.data(), W, conf.data(), W, nullptr);
           std::string where;
           EXPECT_TRUE(test::bit_equal(disp.to_host(), ref_disp, W, &where)) << where;
@@ -118,6 +120,7 @@ TEST(SgmLayouts, PerPathPipelineMatchesCpu) {
                 bad += sum != ref[i * D + d];
               }
             EXPECT_EQ(bad, 0u);
+          }
           }
         }
   }

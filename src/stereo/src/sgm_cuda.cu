@@ -29,6 +29,7 @@ class CudaEngine final : public SgmEngine::Impl {
       per_path_ = cuda::per_path_fits(spec);
       if (per_path_) {
         paths_.resize(cuda::per_path_bytes(spec), stream_);
+        if (kCostVolume) cost_.resize(cuda::per_path_cost_bytes(spec), stream_);
       } else {
         volume_.resize(n * cuda::volume_pitch(params.disparities), stream_);
         volume_b_.resize(n * cuda::volume_pitch(params.disparities), stream_);
@@ -75,6 +76,7 @@ class CudaEngine final : public SgmEngine::Impl {
     volume_b_.reset();
     volume_c_.reset();
     paths_.reset();
+    cost_.reset();
     disp_.reset();
     disp_right_.reset();
     out_disp_.reset();
@@ -111,7 +113,7 @@ class CudaEngine final : public SgmEngine::Impl {
     auto match = [&](const MatchSpec& spec, const std::uint64_t* ref, const std::uint64_t* tgt, float* out, float* c,
                      std::ptrdiff_t c_pitch) {
       if (per_path_) {
-        cuda::aggregate_per_path(ref, tgt, spec, paths_.data(), s);
+        cuda::aggregate_per_path(ref, tgt, spec, kCostVolume ? cost_.data() : nullptr, paths_.data(), s);
         cuda::wta_per_path(paths_.data(), spec, out, W, c, c_pitch, s);
       } else {
         cuda::aggregate(ref, tgt, spec, volume_.data(), volume_b_.data(), volume_c_.data(), as);
@@ -167,6 +169,8 @@ class CudaEngine final : public SgmEngine::Impl {
   DeviceBuffer<std::uint16_t> volume_, volume_b_, volume_c_;  // vertical+diagonal / left->right / right->left
   bool per_path_ = false;                 // path costs fit a byte: per-direction uint8 volumes (sgm_paths_cuda.cuh)
   DeviceBuffer<std::uint8_t> paths_;      // [direction][y][x][per_path_pitch(D)]
+  static constexpr bool kCostVolume = true;  // matching costs once into cost_ (see aggregate_per_path)
+  DeviceBuffer<std::uint8_t> cost_;
   DeviceBuffer<float> disp_, disp_right_, out_disp_, out_conf_;
   DeviceBuffer<int> scratch_;
   void* host_in_ = nullptr;

@@ -19,9 +19,13 @@ bool per_path_fits(const MatchSpec& spec);
 int per_path_pitch(int disparities);
 /// Bytes of all directions' volumes: paths * width * height * per_path_pitch(D).
 std::size_t per_path_bytes(const MatchSpec& spec);
-/// Aggregates every direction of `spec` into `d_paths` (per_path_bytes(spec) bytes).
+/// Bytes of the matching-cost volume of the cost-volume variant: width * height * per_path_pitch(D).
+std::size_t per_path_cost_bytes(const MatchSpec& spec);
+/// Aggregates every direction of `spec` into `d_paths` (per_path_bytes(spec) bytes). With `d_cost`
+/// (per_path_cost_bytes(spec) bytes, scratch) the costs are computed once into it and each direction reads
+/// them; with null every direction recomputes them from the census codes (same result either way).
 void aggregate_per_path(const std::uint64_t* d_ref, const std::uint64_t* d_target, const MatchSpec& spec,
-                        std::uint8_t* d_paths, StreamHandle stream);
+                        std::uint8_t* d_cost, std::uint8_t* d_paths, StreamHandle stream);
 /// WTA (+ uniqueness, subpixel, confidence) over the sum of the directions' volumes; `d_confidence` may be null.
 void wta_per_path(const std::uint8_t* d_paths, const MatchSpec& spec, float* d_disparity, std::ptrdiff_t disp_pitch,
                   float* d_confidence, std::ptrdiff_t conf_pitch, StreamHandle stream);
