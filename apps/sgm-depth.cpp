@@ -131,6 +131,7 @@ class App {
   }
 
   double gt_scale_hint() const { return opt_.gt_scale; }
+  void expand_arguments(cli::ExpandArgument fn) { tool_.expand_arguments(std::move(fn)); }
 
  private:
   void add_options() {
@@ -486,34 +487,12 @@ class App {
 }  // namespace s3d::sgm_depth
 
 int main(int argc, char** argv) {
-  // Dataset folders among the positional inputs become a temporary manifest (see sgm_depth/datasets.hpp).
-  std::vector<std::string> args(argv, argv + argc);
-  static const std::vector<std::string> kValueOptions = {
-      "-o", "--output", "--output-dir", "--input-list", "--manifest", "--format", "--shard", "--shard-count",
-      "--device", "--threads", "--report", "--progress", "--config", "--generate-completion", "-D", "--disparities",
-      "--min-disparity", "--paths", "--p1", "--p2", "--census", "--uniqueness", "--lr-check", "--speckle-size",
-      "--speckle-range", "--emit", "--png-encoding", "--calib", "--colormap", "--max-depth", "--ply-format", "--eval",
-      "--gt-scale"};
-  double gt_scale = 0.0;
-  for (std::size_t i = 1; i + 1 < args.size(); ++i)
-    if (args[i] == "--gt-scale") gt_scale = std::atof(args[i + 1].c_str());
-  std::string manifest;
-  try {
-    manifest = s3d::sgm_depth::expand_dataset_args(args, kValueOptions, gt_scale);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "sgm-depth: %s\n", e.what());
-    return dynamic_cast<const s3d::InvalidArgument*>(&e) ? s3d::cli::kExitUsage : s3d::cli::kExitItemFailed;
-  }
-  std::vector<char*> cargs;
-  for (auto& a : args) cargs.push_back(a.data());
-  int code = 0;
-  {
-    s3d::sgm_depth::App app;
-    code = app.run(static_cast<int>(cargs.size()), cargs.data());
-  }
-  if (!manifest.empty()) {
+  // A dataset folder among the positional inputs stands for its pairs (see sgm_depth/datasets.hpp).
+  s3d::sgm_depth::App app;
+  app.expand_arguments([&app](const std::string& arg) -> std::optional<std::vector<nlohmann::json>> {
     std::error_code ec;
-    fs::remove(manifest, ec);
-  }
-  return code;
+    if (!fs::is_directory(arg, ec)) return std::nullopt;
+    return s3d::sgm_depth::dataset_items(arg, app.gt_scale_hint());
+  });
+  return app.run(argc, argv);
 }
