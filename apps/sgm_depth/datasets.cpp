@@ -1,10 +1,8 @@
 #include "datasets.hpp"
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 
 #include "s3d/core/errors.hpp"
 
@@ -90,54 +88,6 @@ std::vector<nlohmann::json> dataset_items(const std::string& folder, double gt_s
     throw DataError(folder + ": no stereo pairs found (expected image_2/ + image_3/, im0/im1, imL/imR or "
                              "view1/view5, or subfolders holding them)");
   return items;
-}
-
-std::string expand_dataset_args(std::vector<std::string>& args, const std::vector<std::string>& value_options,
-                                double gt_scale) {
-  std::vector<std::size_t> positional;
-  bool any_folder = false;
-  bool after_dashdash = false;
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (!after_dashdash && a == "--") {
-      after_dashdash = true;
-      continue;
-    }
-    if (!after_dashdash && a.size() > 1 && a[0] == '-') {
-      if (a.find('=') == std::string::npos &&
-          std::find(value_options.begin(), value_options.end(), a) != value_options.end())
-        ++i;  // its value
-      continue;
-    }
-    positional.push_back(i);
-    if (a != "-" && fs::is_directory(a)) any_folder = true;
-  }
-  if (!any_folder) return "";
-  std::vector<nlohmann::json> records;
-  std::vector<std::string> pending;  // plain files, paired in order
-  for (std::size_t i : positional) {
-    const std::string& a = args[i];
-    if (a != "-" && fs::is_directory(a)) {
-      if (!pending.empty()) throw InvalidArgument(pending.front() + ": a left image without its right image");
-      for (auto& r : dataset_items(a, gt_scale)) records.push_back(std::move(r));
-    } else {
-      pending.push_back(a);
-      if (pending.size() == 2) {
-        records.push_back({{"left", pending[0]}, {"right", pending[1]}});
-        pending.clear();
-      }
-    }
-  }
-  if (!pending.empty()) throw InvalidArgument(pending.front() + ": a left image without its right image");
-  for (auto it = positional.rbegin(); it != positional.rend(); ++it) args.erase(args.begin() + static_cast<long>(*it));
-  const fs::path tmp = fs::temp_directory_path() / ("sgm-depth-datasets-" + std::to_string(::getpid()) + ".jsonl");
-  std::ofstream out(tmp);
-  for (const auto& r : records) out << r.dump() << '\n';
-  out.close();
-  if (!out) throw IoError(tmp.string() + ": cannot write the dataset manifest");
-  args.push_back("--manifest");
-  args.push_back(tmp.string());
-  return tmp.string();
 }
 
 }  // namespace s3d::sgm_depth

@@ -18,11 +18,4 @@ namespace s3d::sgm_depth {
 /// `gt_scale` (> 0) is copied into records with an 8-bit gt. @throws DataError when nothing is found.
 std::vector<nlohmann::json> dataset_items(const std::string& folder, double gt_scale);
 
-/// Rewrites argv when positional arguments are folders: every positional input (files and folders) is
-/// turned into manifest records in a temporary JSON Lines file passed as `--manifest FILE`. `value_options`
-/// lists the options that take a value (so their values are not mistaken for inputs). Returns the temp
-/// path ("" when argv is unchanged). @throws s3d::Error on an unusable folder.
-std::string expand_dataset_args(std::vector<std::string>& args, const std::vector<std::string>& value_options,
-                                double gt_scale);
-
 }  // namespace s3d::sgm_depth
