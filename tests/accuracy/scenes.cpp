@@ -69,9 +69,10 @@ io::ImageF run_ours(const LoadedScene& s, const stereo::SgmParams& params, doubl
   return d;
 }
 
-io::ImageF run_sgbm(const LoadedScene& s, int disparities, SgbmMode mode, double* seconds) {
-  const int block = 3;
-  auto sgbm = cv::StereoSGBM::create(0, disparities, block, 8 * block * block, 32 * block * block, 1, 63, 10, 100, 32,
+io::ImageF run_sgbm(const LoadedScene& s, int disparities, SgbmMode mode, double* seconds, int block) {
+  // speckleRange is in pixels: StereoSGBM::compute() passes 16 * speckleRange to filterSpeckles on its
+  // 16x fixed-point map (OpenCV's documentation: "implicitly multiplied by 16"; 1 or 2 is normal).
+  auto sgbm = cv::StereoSGBM::create(0, disparities, block, 8 * block * block, 32 * block * block, 1, 63, 10, 100, 2,
                                      mode == SgbmMode::kHH ? cv::StereoSGBM::MODE_HH : cv::StereoSGBM::MODE_SGBM_3WAY);
   const cv::Mat l(s.left.height, s.left.width, CV_8U, const_cast<std::uint8_t*>(s.left.data.data()));
   const cv::Mat r(s.right.height, s.right.width, CV_8U, const_cast<std::uint8_t*>(s.right.data.data()));

@@ -37,9 +37,11 @@ LoadedScene load(const Scene& scene, const std::string& data_dir);
 io::ImageF run_ours(const LoadedScene& s, const stereo::SgmParams& params, double* seconds = nullptr);
 
 enum class SgbmMode { kThreeWay, kHH };
-/// cv::StereoSGBM with OpenCV's stereo_match sample settings (block 3, P1 = 8*9, P2 = 32*9, uniqueness 10,
-/// speckle 100 / 2 px, disp12MaxDiff 1, preFilterCap 63) on the same grey images; invalid -> +inf.
-io::ImageF run_sgbm(const LoadedScene& s, int disparities, SgbmMode mode, double* seconds = nullptr);
+/// cv::StereoSGBM in its standard configuration (OpenCV's documentation and stereo_match sample): block
+/// `block` (3 by default), P1 = 8*block^2, P2 = 32*block^2, uniquenessRatio 10, speckleWindowSize 100 with
+/// speckleRange 2 (OpenCV multiplies speckleRange by 16 itself: 2 px), disp12MaxDiff 1, preFilterCap 63, on
+/// the same grey images; minDisparity 0, numDisparities = D. Invalid -> +inf.
+io::ImageF run_sgbm(const LoadedScene& s, int disparities, SgbmMode mode, double* seconds = nullptr, int block = 3);
 
 /// Experiment (not part of the library): fills each invalid pixel with the smaller of the nearest valid
 /// disparities to its left and right on the same row (occlusions belong to the background), as the

@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
   data += "/stereo";
   std::string scene_filter, markdown_path, json_path;
   bool with_sgbm = true;
-  bool fill = false;  // experiment: background hole filling of s3d's invalid pixels (not in the library)
+  bool fill = false;
+  int sgbm_block = 3;
   stereo::SgmParams base;
   std::string census;
   for (int i = 1; i < argc; ++i) {
@@ -70,6 +71,7 @@ int main(int argc, char** argv) {
     else if (a == "--no-median") base.median = false;
     else if (a == "--no-subpixel") base.subpixel = false;
     else if (a == "--fill") fill = true;
+    else if (a == "--sgbm-block") sgbm_block = std::stoi(next());
     else if (a == "--markdown") markdown_path = next();
     else if (a == "--json") json_path = next();
     else {
@@ -115,9 +117,9 @@ int main(int argc, char** argv) {
     if (fill) accuracy::fill_background(ours);
     runs.push_back({fill ? "s3d SGM+fill" : "s3d SGM", std::move(ours), t});
     if (with_sgbm) {
-      io::ImageF a = accuracy::run_sgbm(s, sc.disparities, accuracy::SgbmMode::kThreeWay, &t);
+      io::ImageF a = accuracy::run_sgbm(s, sc.disparities, accuracy::SgbmMode::kThreeWay, &t, sgbm_block);
       runs.push_back({"SGBM 3-way", std::move(a), t});
-      io::ImageF b = accuracy::run_sgbm(s, sc.disparities, accuracy::SgbmMode::kHH, &t);
+      io::ImageF b = accuracy::run_sgbm(s, sc.disparities, accuracy::SgbmMode::kHH, &t, sgbm_block);
       runs.push_back({"SGBM HH", std::move(b), t});
     }
     for (Run& r : runs) {
@@ -149,8 +151,10 @@ int main(int argc, char** argv) {
      << (base.lr_check ? std::to_string(base.lr_max_diff).substr(0, 4) + " px" : std::string("off")) << ", subpixel "
      << (base.subpixel ? "on" : "off") << ", median " << (base.median ? "on" : "off") << ", speckle "
      << base.speckle_size << " px / " << base.speckle_range << " px.  \n"
-     << "OpenCV " << accuracy::opencv_version() << " StereoSGBM: block 3, P1 72, P2 288, uniquenessRatio 10, speckle 100 / 32 "
-        "(2 px), disp12MaxDiff 1, preFilterCap 63; same grey images, minDisparity 0, numDisparities D.\n\n";
+     << "OpenCV " << accuracy::opencv_version() << " StereoSGBM: block " << sgbm_block << ", P1 " << 8 * sgbm_block * sgbm_block
+     << " (8*block^2), P2 " << 32 * sgbm_block * sgbm_block
+     << " (32*block^2), uniquenessRatio 10, speckleWindowSize 100, speckleRange 2 (OpenCV scales it by 16: 2 px), "
+        "disp12MaxDiff 1, preFilterCap 63; same grey images, minDisparity 0, numDisparities D.\n\n";
   for (int pass = 0; pass < 2; ++pass) {
     md << (pass == 0 ? "#### Columns x >= D (where every disparity of the range exists; SGBM's empty band excluded)\n\n"
                      : "#### Full frame (SGBM's empty left band counts as invalid)\n\n");

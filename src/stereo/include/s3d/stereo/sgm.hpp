@@ -52,23 +52,28 @@ enum class CensusKind {
 void parse_census(const std::string& text, CensusKind& kind, int& width, int& height);
 
 /// All parameters of the matcher. Every field has a unit and a default; `validate()` says which is wrong.
-/// Defaults picked on the real scenes of ../shared/data/stereo (CPU, 2026-11-22; invalid counted wrong /
-/// over estimated pixels): Middlebury nonocc bad-2.0 tsukuba 3.93/2.23 %, venus 1.39/0.74 %, cones
-/// 4.69/2.76 %, teddy 6.57/3.14 %; KITTI 000005_10 D1 19.2/4.8 % (density 84.8 %). P2 60 is better on
-/// Middlebury alone (mean 4.15/1.97 %) but loses density on KITTI (D1 27.0 %); p1 10, p2 120, uniqueness 5,
-/// LR 1 px gave a Middlebury mean of 8.20/1.92 %.
+/// Defaults (docs/ACCURACY.md, 2026-11-22) picked by a sweep of ~170 settings on every scene of
+/// ../shared/data/stereo beside OpenCV StereoSGBM (3-way, block 3, P1 8*9, P2 32*9, uniquenessRatio 10,
+/// speckle 100 / 2 px, disp12MaxDiff 1), evaluated on the columns x >= D: census 9x7, 8 paths, P1 24,
+/// P2 80, uniqueness 8, LR check 2 px, subpixel, median, speckle 100 / 2 px. Bad-2.0 over ESTIMATED pixels
+/// is then no worse than SGBM's on every scene (all and nonocc masks; KITTI D1), e.g. cones nonocc 2.30 %
+/// (SGBM 2.35), KITTI D1 2.6 % (SGBM 6.8); only settings with uniqueness >= 7 achieve that, and this one
+/// keeps a margin on cones. The price is density: with invalid pixels counted as wrong it is worse than
+/// SGBM's on 6 of 7 scenes (tsukuba nonocc 8.6 % vs 3.6 %, KITTI D1 35.8 % vs 25.8 %). For a denser map
+/// use uniqueness 0, P1 16, P2 100 (KITTI D1 18.8 % vs 25.8 % over all GT pixels, but more wrong estimates
+/// than SGBM on venus, cones and teddy).
 struct SgmParams {
   int disparities = 128;   ///< D: number of disparities searched, [min_disparity, min_disparity + D). 16..1024
   int min_disparity = 0;   ///< smallest disparity searched (pixels); negative allowed
   int paths = 8;           ///< aggregation directions: 4 (horizontal + vertical) or 8 (+ diagonals)
-  int p1 = 16;             ///< penalty for a disparity change of 1 between neighbours (cost units = census bits)
-  int p2 = 100;            ///< penalty for larger changes; must be > p1
+  int p1 = 24;             ///< penalty for a disparity change of 1 between neighbours (cost units = census bits)
+  int p2 = 80;             ///< penalty for larger changes; must be > p1
   CensusKind census = CensusKind::kFull;  ///< census pattern
   int census_width = 9;    ///< census window width (odd, 1..9)
   int census_height = 7;   ///< census window height (odd, 1..7)
   /// Uniqueness margin in percent, OpenCV's uniquenessRatio: a pixel is invalid when some cost S(d) with
   /// |d - best| > 1 satisfies S(d) * (100 - uniqueness) < S(best) * 100. 0 disables. 0..99.
-  int uniqueness = 0;
+  int uniqueness = 8;
   bool subpixel = true;    ///< parabola fit through S(best-1), S(best), S(best+1); output stays in pixels
   bool lr_check = true;    ///< left-right consistency with a true right-view SGM run
   float lr_max_diff = 2.0f;  ///< LR tolerance (pixels): invalid when |d_left - d_right(x - d_left)| > this
