@@ -1,9 +1,15 @@
 // Cost volume and SGM path aggregation, CPU backend.
 // Layout [y][x][d] (uint8 costs, uint16 sums). Inner loops run over d and vectorise (uint16 lanes).
 // Same recurrence and the same scanlines as the CUDA backend; only the grouping of paths into volumes differs
-// (integer sums: the total is identical).
+// (integer sums: the total is identical). Two sweeps (top-down + left->right, bottom-up + right->left) on two
+// threads; the engine's aggregate_wta() lets them meet in the middle and takes the winner of each row as
+// soon as both sweeps have passed it (one volume instead of two, no separate WTA pass).
 #include <algorithm>
+#include <atomic>
+#include <climits>
 #include <cstring>
+#include <memory>
+#include <thread>
 #include <vector>
 
 #include <omp.h>
@@ -14,6 +20,7 @@
 #include "aggregate_math.hpp"
 #include "backend.hpp"
 #include "cpu_simd.hpp"
+#include "wta_math.hpp"
 
 // The two hot loops of this file are compiled for AVX-512 (BW / VPOPCNTDQ), AVX2 (POPCNT) and baseline
 // x86-64 and picked at run time by CPU feature (GCC's target_clones cannot name these AVX-512 subsets).
@@ -173,7 +180,57 @@ struct SweepBuffers {
   std::vector<int> mins;            // [2][paths][W]
   std::vector<std::uint16_t> hrow;  // [W][D]
   std::vector<std::uint16_t> hbuf;  // [2][D+2]
+  std::vector<std::uint16_t> sums;  // [W][D]: this row's sums (fused winner-take-all) 
+  std::vector<std::uint16_t> total; // [D]
 };
+
+/// Fused winner-take-all of the two sweeps: they walk the rows in opposite orders and meet in the middle.
+/// For each row, the first sweep to finish it stores its sums in `volume`; the second adds its own to them
+/// and takes the winner at once, so each row of sums is written once and read once (instead of two volumes
+/// written and both read again by a separate pass).
+struct Meet {
+  std::unique_ptr<std::atomic<int>[]> arrivals;  ///< per row: sweeps that finished it
+  std::unique_ptr<std::atomic<int>[]> stored;    ///< per row: 1 once the first sweep's sums are in `volume`
+  std::uint16_t* volume = nullptr;
+  float* disparity = nullptr;
+  float* confidence = nullptr;
+};
+
+/// Winner-take-all of one row from the two sweeps' sums (same decisions as wta_cpu.cpp and the CUDA WTA).
+__attribute__((always_inline)) inline void wta_row(const std::uint16_t* __restrict a, const std::uint16_t* __restrict b,
+                                                   std::uint16_t* __restrict s, const MatchSpec& spec,
+                                                   float* __restrict disparity, float* __restrict confidence) {
+  const int W = spec.width, D = spec.disparities;
+  for (int x = 0; x < W; ++x) {
+    const std::uint16_t* pa = a + static_cast<std::ptrdiff_t>(x) * D;
+    const std::uint16_t* pb = b + static_cast<std::ptrdiff_t>(x) * D;
+    std::uint32_t key = 0xffffffffu;
+    for (int d = 0; d < D; ++d) {
+      const std::uint16_t v = static_cast<std::uint16_t>(pa[d] + pb[d]);
+      s[d] = v;
+      key = std::min(key, (static_cast<std::uint32_t>(v) << 16) | static_cast<std::uint32_t>(d));
+    }
+    const int best = static_cast<int>(key & 0xffffu);
+    const int best_cost = static_cast<int>(key >> 16);
+    int second = INT_MAX;
+    if (spec.uniqueness > 0 || confidence) {  // min over |d - best| > 1
+      std::uint16_t m = 0xffff;
+      for (int d = 0; d < best - 1; ++d) m = std::min(m, s[d]);
+      for (int d = best + 2; d < D; ++d) m = std::min(m, s[d]);
+      if (best - 1 > 0 || best + 2 < D) second = m;
+    }
+    const bool ok = target_inside(x, best, spec.min_disparity, spec.sign, W) &&
+                    passes_uniqueness(best_cost, second, spec.uniqueness);
+    if (ok) {
+      const int sm = best > 0 ? s[best - 1] : 0;
+      const int sp = best < D - 1 ? s[best + 1] : 0;
+      disparity[x] = wta_disparity(best, D, spec.min_disparity, spec.subpixel, sm, best_cost, sp);
+    } else {
+      disparity[x] = kInvalidDisparity;
+    }
+    if (confidence) confidence[x] = ok ? wta_confidence(best_cost, second) : 0.0f;
+  }
+}
 
 /// One vertical sweep (top-down for dy = 1, bottom-up for dy = -1) computing, row by row, the vertical path,
 /// the two diagonal paths of that sweep (8 paths) and one horizontal path (direction hdx) of each row, and
@@ -182,7 +239,8 @@ struct SweepBuffers {
 /// read-modify-write pass per path. Each sweep is sequential (rows depend on each other); the two run on
 /// two threads.
 __attribute__((always_inline)) inline void sweep_impl(const std::uint8_t* __restrict cost, const MatchSpec& s, int dy,
-                                                    int hdx, std::uint16_t* __restrict out, SweepBuffers& b) {
+                                                    int hdx, std::uint16_t* __restrict out, SweepBuffers& b,
+                                                    Meet* meet) {
   const int W = s.width, H = s.height, D = s.disparities;
   const int stride = D + 2;
   const int np = s.paths == 8 ? 3 : 1;
@@ -196,10 +254,14 @@ __attribute__((always_inline)) inline void sweep_impl(const std::uint8_t* __rest
   b.mins.resize(static_cast<std::size_t>(2) * np * W);
   b.hrow.resize(static_cast<std::size_t>(W) * D);
   b.hbuf.assign(2 * stride, kSentinel);
+  if (meet) {
+    b.sums.resize(static_cast<std::size_t>(W) * D);
+    b.total.resize(static_cast<std::size_t>(D));
+  }
   for (int i = 0; i < H; ++i) {
     const int y = dy > 0 ? i : H - 1 - i;
     const std::uint8_t* crow = cost + static_cast<std::ptrdiff_t>(y) * W * D;
-    std::uint16_t* orow = out + static_cast<std::ptrdiff_t>(y) * W * D;
+    std::uint16_t* orow = meet ? b.sums.data() : out + static_cast<std::ptrdiff_t>(y) * W * D;
     // horizontal path of this row
     {
       std::uint16_t* a = b.hbuf.data() + 1;
@@ -244,21 +306,35 @@ __attribute__((always_inline)) inline void sweep_impl(const std::uint8_t* __rest
         for (int d = 0; d < D; ++d) o[d] = static_cast<std::uint16_t>(h[d] + c0[d]);
       }
     }
+    if (meet) {
+      std::uint16_t* vrow = meet->volume + static_cast<std::ptrdiff_t>(y) * W * D;
+      if (meet->arrivals[y].fetch_add(1, std::memory_order_acq_rel) == 0) {
+        std::memcpy(vrow, orow, static_cast<std::size_t>(W) * D * sizeof(std::uint16_t));
+        meet->stored[y].store(1, std::memory_order_release);
+      } else {
+        while (meet->stored[y].load(std::memory_order_acquire) == 0) std::this_thread::yield();
+        const std::ptrdiff_t r = static_cast<std::ptrdiff_t>(y) * W;
+        wta_row(orow, vrow, b.total.data(), s, meet->disparity + r, meet->confidence ? meet->confidence + r : nullptr);
+      }
+    }
   }
 }
 
 S3D_TARGET("avx512f,avx512bw,avx512vl")
-void sweep_avx512(const std::uint8_t* cost, const MatchSpec& s, int dy, int hdx, std::uint16_t* out, SweepBuffers& b) {
-  sweep_impl(cost, s, dy, hdx, out, b);
+void sweep_avx512(const std::uint8_t* cost, const MatchSpec& s, int dy, int hdx, std::uint16_t* out, SweepBuffers& b,
+                  Meet* meet) {
+  sweep_impl(cost, s, dy, hdx, out, b, meet);
 }
 S3D_TARGET("avx2")
-void sweep_avx2(const std::uint8_t* cost, const MatchSpec& s, int dy, int hdx, std::uint16_t* out, SweepBuffers& b) {
-  sweep_impl(cost, s, dy, hdx, out, b);
+void sweep_avx2(const std::uint8_t* cost, const MatchSpec& s, int dy, int hdx, std::uint16_t* out, SweepBuffers& b,
+                  Meet* meet) {
+  sweep_impl(cost, s, dy, hdx, out, b, meet);
 }
-void sweep_base(const std::uint8_t* cost, const MatchSpec& s, int dy, int hdx, std::uint16_t* out, SweepBuffers& b) {
-  sweep_impl(cost, s, dy, hdx, out, b);
+void sweep_base(const std::uint8_t* cost, const MatchSpec& s, int dy, int hdx, std::uint16_t* out, SweepBuffers& b,
+                  Meet* meet) {
+  sweep_impl(cost, s, dy, hdx, out, b, meet);
 }
-using SweepFn = void (*)(const std::uint8_t*, const MatchSpec&, int, int, std::uint16_t*, SweepBuffers&);
+using SweepFn = void (*)(const std::uint8_t*, const MatchSpec&, int, int, std::uint16_t*, SweepBuffers&, Meet*);
 SweepFn pick_sweep() {
 #if S3D_AGG_DISPATCH
   __builtin_cpu_init();
@@ -268,9 +344,16 @@ SweepFn pick_sweep() {
 #endif
   return sweep_base;
 }
-void sweep(const std::uint8_t* cost, const MatchSpec& s, int dy, int hdx, std::uint16_t* out, SweepBuffers& b) {
+void sweep(const std::uint8_t* cost, const MatchSpec& s, int dy, int hdx, std::uint16_t* out, SweepBuffers& b,
+           Meet* meet) {
   static const SweepFn fn = pick_sweep();
-  fn(cost, s, dy, hdx, out, b);
+  fn(cost, s, dy, hdx, out, b, meet);
+}
+
+/// Kept per thread across calls: no page faults on every frame (the sentinels are rewritten per sweep).
+SweepBuffers& thread_buffers() {
+  static thread_local SweepBuffers buffers;
+  return buffers;
 }
 
 }  // namespace
@@ -279,14 +362,43 @@ void aggregate(const std::uint8_t* cost, const MatchSpec& s, std::uint16_t* volu
   const int threads = std::max(1, std::min(2, omp_get_max_threads()));
 #pragma omp parallel num_threads(threads)
   {
-    // kept per thread across calls: no page faults on every frame (the sentinels are rewritten per sweep)
-    static thread_local SweepBuffers buffers;
+    SweepBuffers& buffers = thread_buffers();
 #pragma omp sections
     {
 #pragma omp section
-      sweep(cost, s, 1, 1, volume_a, buffers);
+      sweep(cost, s, 1, 1, volume_a, buffers, nullptr);
 #pragma omp section
-      sweep(cost, s, -1, -1, volume_b, buffers);
+      sweep(cost, s, -1, -1, volume_b, buffers, nullptr);
+    }
+  }
+}
+
+/// The engine's aggregation + winner-take-all (same results as aggregate() then wta()): `volume` is
+/// W*H*D scratch holding, per row, the sums of whichever sweep finished that row first.
+void aggregate_wta(const std::uint8_t* cost, const MatchSpec& s, std::uint16_t* volume, float* disparity,
+                   float* confidence) {
+  Meet meet;
+  meet.arrivals.reset(new std::atomic<int>[static_cast<std::size_t>(s.height)]);
+  meet.stored.reset(new std::atomic<int>[static_cast<std::size_t>(s.height)]);
+  for (int y = 0; y < s.height; ++y) {
+    meet.arrivals[y].store(0, std::memory_order_relaxed);
+    meet.stored[y].store(0, std::memory_order_relaxed);
+  }
+  meet.volume = volume;
+  meet.disparity = disparity;
+  meet.confidence = confidence;
+  const int threads = std::max(1, std::min(2, omp_get_max_threads()));
+  // One thread runs both sweeps in turn (the second then finds every row stored); two run one each and
+  // wait only when one reaches a row the other is storing.
+#pragma omp parallel num_threads(threads)
+  {
+    SweepBuffers& buffers = thread_buffers();
+#pragma omp sections
+    {
+#pragma omp section
+      sweep(cost, s, 1, 1, nullptr, buffers, &meet);
+#pragma omp section
+      sweep(cost, s, -1, -1, nullptr, buffers, &meet);
     }
   }
 }

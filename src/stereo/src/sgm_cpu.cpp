@@ -7,6 +7,12 @@
 #include "s3d/core/errors.hpp"
 
 namespace s3d::stereo::detail {
+namespace cpu {
+/// aggregate_cpu.cpp: aggregate() and wta() fused (the same results); `volume` is W*H*D scratch.
+void aggregate_wta(const std::uint8_t* cost, const MatchSpec& spec, std::uint16_t* volume, float* disparity,
+                   float* confidence);
+}  // namespace cpu
+
 namespace {
 
 class CpuEngine final : public SgmEngine::Impl {
@@ -19,7 +25,6 @@ class CpuEngine final : public SgmEngine::Impl {
     census_right_.resize(n);
     cost_.resize(nd);
     volume_.resize(nd);
-    volume_b_.resize(nd);
     disp_.resize(n);
     if (params.lr_check) disp_right_.resize(n);
     if (params.speckle_size > 0) scratch_.resize(2 * n);
@@ -51,14 +56,12 @@ class CpuEngine final : public SgmEngine::Impl {
     cpu::census(right, cs, census_right_.data());
     const MatchSpec sl = make_match_spec(p, W, H, false);
     cpu::cost_volume(census_left_.data(), census_right_.data(), sl, cost_.data());
-    cpu::aggregate(cost_.data(), sl, volume_.data(), volume_b_.data());
     float* conf = p.confidence ? out_conf : nullptr;
-    cpu::wta(volume_.data(), volume_b_.data(), sl, disp_.data(), conf);
+    cpu::aggregate_wta(cost_.data(), sl, volume_.data(), disp_.data(), conf);
     if (p.lr_check) {
       const MatchSpec sr = make_match_spec(p, W, H, true);
       cpu::cost_volume(census_right_.data(), census_left_.data(), sr, cost_.data());
-      cpu::aggregate(cost_.data(), sr, volume_.data(), volume_b_.data());
-      cpu::wta(volume_.data(), volume_b_.data(), sr, disp_right_.data(), nullptr);
+      cpu::aggregate_wta(cost_.data(), sr, volume_.data(), disp_right_.data(), nullptr);
       cpu::lr_check(disp_.data(), disp_right_.data(), W, H, p.lr_max_diff);
     }
     const float* cur = disp_.data();
@@ -76,7 +79,7 @@ class CpuEngine final : public SgmEngine::Impl {
 
   std::vector<std::uint64_t> census_left_, census_right_;
   std::vector<std::uint8_t> cost_;
-  std::vector<std::uint16_t> volume_, volume_b_;
+  std::vector<std::uint16_t> volume_;
   std::vector<float> disp_, disp_right_;
   std::vector<int> scratch_;
 };
