@@ -174,12 +174,11 @@ void cost_volume(const std::uint64_t* ref, const std::uint64_t* target, const Ma
 namespace {
 
 /// Buffers of one sweep: per path, the previous and current rows of L (D+2 per pixel, sentinels at both
-/// ends) and their minima; the horizontal path's L for the whole row.
+/// ends) and their minima; the horizontal path's L for the whole row (same layout).
 struct SweepBuffers {
   std::vector<std::uint16_t> rows;  // [2][paths][W][D+2]
   std::vector<int> mins;            // [2][paths][W]
-  std::vector<std::uint16_t> hrow;  // [W][D]
-  std::vector<std::uint16_t> hbuf;  // [2][D+2]
+  std::vector<std::uint16_t> hrow;  // [W][D+2]
   std::vector<std::uint16_t> sums;  // [W][D]: this row's sums (fused winner-take-all) 
   std::vector<std::uint16_t> total; // [D]
 };
@@ -252,8 +251,11 @@ __attribute__((always_inline)) inline void sweep_impl(const std::uint8_t* __rest
     b.rows[k + stride - 1] = kSentinel;
   }
   b.mins.resize(static_cast<std::size_t>(2) * np * W);
-  b.hrow.resize(static_cast<std::size_t>(W) * D);
-  b.hbuf.assign(2 * stride, kSentinel);
+  b.hrow.resize(static_cast<std::size_t>(W) * stride);  // horizontal path, sentinels at both ends per pixel
+  for (std::size_t k = 0; k < b.hrow.size(); k += stride) {
+    b.hrow[k] = kSentinel;
+    b.hrow[k + stride - 1] = kSentinel;
+  }
   if (meet) {
     b.sums.resize(static_cast<std::size_t>(W) * D);
     b.total.resize(static_cast<std::size_t>(D));
@@ -261,19 +263,22 @@ __attribute__((always_inline)) inline void sweep_impl(const std::uint8_t* __rest
   for (int i = 0; i < H; ++i) {
     const int y = dy > 0 ? i : H - 1 - i;
     const std::uint8_t* crow = cost + static_cast<std::ptrdiff_t>(y) * W * D;
-    std::uint16_t* orow = meet ? b.sums.data() : out + static_cast<std::ptrdiff_t>(y) * W * D;
+    // fused WTA: the first sweep to reach a row writes its sums straight into `volume`, the second into its
+    // own row buffer (then waits, at most about one row's time, until the first has finished that row)
+    bool first = true;
+    if (meet) first = meet->arrivals[y].fetch_add(1, std::memory_order_acq_rel) == 0;
+    std::uint16_t* orow =
+        meet && !first ? b.sums.data() : (meet ? meet->volume : out) + static_cast<std::ptrdiff_t>(y) * W * D;
     // horizontal path of this row
     {
-      std::uint16_t* a = b.hbuf.data() + 1;
-      std::uint16_t* c = b.hbuf.data() + stride + 1;
       int x = hdx > 0 ? 0 : W - 1;
-      int mn = path_start(crow + x * D, a, D);
-      std::copy(a, a + D, b.hrow.data() + static_cast<std::ptrdiff_t>(x) * D);
+      std::uint16_t* prev = b.hrow.data() + static_cast<std::ptrdiff_t>(x) * stride + 1;
+      int mn = path_start(crow + x * D, prev, D);
       for (int k = 1; k < W; ++k) {
         x += hdx;
-        mn = path_step_row(crow + x * D, a, mn, c, D, s.p1, s.p2);
-        std::copy(c, c + D, b.hrow.data() + static_cast<std::ptrdiff_t>(x) * D);
-        std::swap(a, c);
+        std::uint16_t* cur = b.hrow.data() + static_cast<std::ptrdiff_t>(x) * stride + 1;
+        mn = path_step_row(crow + x * D, prev, mn, cur, D, s.p1, s.p2);
+        prev = cur;
       }
     }
     const int cur_slot = i & 1, prev_slot = cur_slot ^ 1;
@@ -294,7 +299,7 @@ __attribute__((always_inline)) inline void sweep_impl(const std::uint8_t* __rest
         }
         curs[k] = cur;
       }
-      const std::uint16_t* h = b.hrow.data() + static_cast<std::ptrdiff_t>(x) * D;
+      const std::uint16_t* h = b.hrow.data() + static_cast<std::ptrdiff_t>(x) * stride + 1;
       std::uint16_t* o = orow + x * D;
       if (np == 3) {
         const std::uint16_t* __restrict c0 = curs[0];
@@ -307,9 +312,8 @@ __attribute__((always_inline)) inline void sweep_impl(const std::uint8_t* __rest
       }
     }
     if (meet) {
-      std::uint16_t* vrow = meet->volume + static_cast<std::ptrdiff_t>(y) * W * D;
-      if (meet->arrivals[y].fetch_add(1, std::memory_order_acq_rel) == 0) {
-        std::memcpy(vrow, orow, static_cast<std::size_t>(W) * D * sizeof(std::uint16_t));
+      const std::uint16_t* vrow = meet->volume + static_cast<std::ptrdiff_t>(y) * W * D;
+      if (first) {
         meet->stored[y].store(1, std::memory_order_release);
       } else {
         while (meet->stored[y].load(std::memory_order_acquire) == 0) std::this_thread::yield();
