@@ -1,8 +1,10 @@
 // bench_sgm_cpu: Google Benchmark of the CPU SgmEngine beside OpenCV StereoSGBM (MODE_SGBM_3WAY) on a
 // KITTI-size pair (the real KITTI frame when OpenCV and the data are present, else a random texture),
-// D128, 2 threads, in the same process.
+// D128, 2 threads (S3D_BENCH_THREADS=N to change), in the same process. s3d runs with its defaults
+// (SgmParams{}: census 9x7, P1 24, P2 80, uniqueness 8, median, speckle) plus the paths / LR given below.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -18,7 +20,7 @@
 
 namespace {
 
-const int kThreads = std::getenv("S3D_BENCH_THREADS") ? std::atoi(std::getenv("S3D_BENCH_THREADS")) : 2;
+const int kThreads = std::getenv("S3D_BENCH_THREADS") ? std::max(1, std::atoi(std::getenv("S3D_BENCH_THREADS"))) : 2;
 
 struct Pair {
   int w = 1242, h = 375;
