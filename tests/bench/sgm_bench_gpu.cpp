@@ -128,6 +128,7 @@ std::string stage_times(const Device& dev, int w, int h, int D) {
   const double t_wta = time([&] { sd::cuda::wta(va.data(), vb.data(), vc.data(), spec, disp.data(), w, nullptr, 0, st); });
   // the engine's per-path uint8 pipeline (all directions in one launch, WTA summing the bytes)
   double t_pp[3] = {0, 0, 0}, t_pc[3] = {0, 0, 0}, t_ppw = 0;
+  std::string pp_lanes_line;
   {
     sd::MatchSpec e = spec;
     e.paths = 8;
@@ -137,6 +138,21 @@ std::string stage_times(const Device& dev, int w, int h, int D) {
       t_pp[i] = time([&] { sd::cuda::aggregate_per_path(cl.data(), cr.data(), e, nullptr, pv.data(), st); });
       t_pc[i] = time([&] { sd::cuda::aggregate_per_path(cl.data(), cr.data(), e, pc.data(), pv.data(), st); });
     }
+    // the cost-volume path kernel's lane layouts (PerPathLanes), costs included
+    for (auto lanes : {sd::cuda::PerPathLanes::kWide, sd::cuda::PerPathLanes::kNarrowHorizontal,
+                       sd::cuda::PerPathLanes::kNarrowAll}) {
+      double t[3];
+      for (int i = 0; i < 3; ++i) {
+        e.paths = paths[i];
+        t[i] = time([&] { sd::cuda::aggregate_per_path(cl.data(), cr.data(), e, pc.data(), pv.data(), st, lanes); });
+      }
+      char buf[200];
+      std::snprintf(buf, sizeof buf, " | per-path lanes %d%s: horizontal-only %.3f, 4 paths %.3f, 8 paths %.3f",
+                    static_cast<int>(lanes), lanes == sd::cuda::default_per_path_lanes(e) ? " (default)" : "", t[0], t[1],
+                    t[2]);
+      pp_lanes_line += buf;
+    }
+    e.paths = 8;
     t_ppw = time([&] { sd::cuda::wta_per_path(pv.data(), e, disp.data(), w, nullptr, 0, st); });
     pv.reset();
     pc.reset();
@@ -170,7 +186,7 @@ std::string stage_times(const Device& dev, int w, int h, int D) {
                 "median %.3f | lr %.3f | speckle %.3f ms",
                 w, h, D, t_census, t_agg[0], t_agg[1], t_agg[2], t_wta, t_pp[0], t_pp[1], t_pp[2], t_pc[0], t_pc[1],
                 t_pc[2], t_ppw, t_med, t_lr, t_sp);
-  const std::string result = std::string(line) + lanes_line;
+  const std::string result = std::string(line) + pp_lanes_line + lanes_line;
   for (auto* b : {&va, &vb, &vc}) b->reset();
   cl.reset();
   cr.reset();
@@ -289,7 +305,8 @@ int main(int argc, char** argv) {
   }
   json += "\n  ],\n  \"stages\": [\n";
   bool first_stage = true;
-  for (auto [w, h, D] : {std::tuple{1024, 440, 128}, std::tuple{1242, 375, 128}, std::tuple{1920, 1080, 256}}) {
+  for (auto [w, h, D] : {std::tuple{1024, 440, 128}, std::tuple{1242, 375, 128}, std::tuple{1242, 375, 256},
+                        std::tuple{1920, 1080, 128}, std::tuple{1920, 1080, 256}}) {
     const std::string line = stage_times(dev, w, h, D);
     std::printf("%s\n", line.c_str());
     json += std::string(first_stage ? "" : ",\n") + "    \"" + line + "\"";

@@ -67,7 +67,7 @@ TEST(SgmLayouts, EveryLaneLayoutMatchesCpu) {
 
 // The engine's per-path uint8 pipeline (one launch for all directions, WTA summing the directions' bytes)
 // against the CPU's aggregated volume + WTA: both views, negative min disparity, padded and unpadded D,
-// odd sizes, uniqueness, subpixel and confidence bit for bit.
+// odd sizes, uniqueness, subpixel and confidence bit for bit; every lane layout of the cost-volume variant.
 TEST(SgmLayouts, PerPathPipelineMatchesCpu) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
   namespace sd = s3d::stereo::detail;
@@ -98,11 +98,17 @@ TEST(SgmLayouts, PerPathPipelineMatchesCpu) {
           const sd::MatchSpec spec = sd::make_match_spec(p, W, H, right);
           ASSERT_TRUE(sd::cuda::per_path_fits(spec));
           DeviceBuffer<std::uint8_t> vol(sd::cuda::per_path_bytes(spec)), cost(sd::cuda::per_path_cost_bytes(spec));
-          for (bool with_cost : {false, true}) {
-          SCOPED_TRACE(with_cost ? "cost volume" : "on the fly");
+          // on the fly, then the cost volume with each lane layout of its path kernel
+          for (int variant = 0; variant < 4; ++variant) {
+          const bool with_cost = variant > 0;
+          const auto lanes = variant == 1   ? sd::cuda::PerPathLanes::kWide
+                             : variant == 2 ? sd::cuda::PerPathLanes::kNarrowHorizontal
+                                            : sd::cuda::PerPathLanes::kNarrowAll;
+          SCOPED_TRACE(with_cost ? "cost volume, lanes " + std::to_string(static_cast<int>(lanes)) : "on the fly");
           DeviceBuffer<float> disp(n), conf(n);
+          S3D_CUDA_CHECK(cudaMemset(vol.data(), 0xab, vol.size()));
           sd::cuda::aggregate_per_path(right ? d_cr.data() : d_cl.data(), right ? d_cl.data() : d_cr.data(), spec,
-                                       with_cost ? cost.data() : nullptr, vol.data(), nullptr);
+                                       with_cost ? cost.data() : nullptr, vol.data(), nullptr, lanes);
           sd::cuda::wta_per_path(vol.data(), spec, disp.data(), W, conf.data(), W, nullptr);
           std::string where;
           EXPECT_TRUE(test::bit_equal(disp.to_host(), ref_disp, W, &where)) << where;

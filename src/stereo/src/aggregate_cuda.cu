@@ -234,39 +234,50 @@ __device__ S3D_FORCEINLINE void store_costs16(std::uint8_t* p, const int (&L)[kP
   *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-/// One recurrence step of a lane's 16 disparities (the first step takes the costs), then prev_min.
-template <int G>
-__device__ S3D_FORCEINLINE void path_update16(int (&L)[kPK], const int (&c)[kPK], int& prev_min, bool first, int d0,
-                                              int D, int p1, int p2, unsigned mask, int glane) {
+/// One recurrence step of a lane's K consecutive disparities (the first step takes the costs), then
+/// prev_min = min over the group's G lanes (one redux instruction for a whole warp, else a butterfly).
+template <int G, int K>
+__device__ S3D_FORCEINLINE void path_update(int (&L)[K], const int (&c)[K], int& prev_min, bool first, int d0, int D,
+                                            int p1, int p2, unsigned mask, int glane) {
   if (first) {
 #pragma unroll
-    for (int j = 0; j < kPK; ++j) L[j] = c[j];
+    for (int j = 0; j < K; ++j) L[j] = c[j];
   } else {
-    int left = __shfl_up_sync(mask, L[kPK - 1], 1, G);
+    int left = __shfl_up_sync(mask, L[K - 1], 1, G);
     int right = __shfl_down_sync(mask, L[0], 1, G);
     if (glane == 0) left = kBig;
     if (glane == G - 1) right = kBig;
-    int n[kPK];
+    int n[K];
 #pragma unroll
-    for (int j = 0; j < kPK; ++j) {
+    for (int j = 0; j < K; ++j) {
       const int pm = j == 0 ? left : L[j - 1];
-      const int pp = j == kPK - 1 ? right : L[j + 1];
+      const int pp = j == K - 1 ? right : L[j + 1];
       n[j] = path_step(c[j], L[j], pm, pp, prev_min, p1, p2);
     }
 #pragma unroll
-    for (int j = 0; j < kPK; ++j) L[j] = n[j];
+    for (int j = 0; j < K; ++j) L[j] = n[j];
   }
-  if (d0 + kPK > D) {  // the lane holds padding d >= D: never a minimum, never a neighbour
+  if (d0 + K > D) {  // the lane holds padding d >= D: never a minimum, never a neighbour
 #pragma unroll
-    for (int j = 0; j < kPK; ++j)
+    for (int j = 0; j < K; ++j)
       if (d0 + j >= D) L[j] = kBig;
   }
   int m = L[0];
 #pragma unroll
-  for (int j = 1; j < kPK; ++j) m = min(m, L[j]);
+  for (int j = 1; j < K; ++j) m = min(m, L[j]);
+  if constexpr (G == 32) {
+    m = __reduce_min_sync(mask, m);
+  } else {
 #pragma unroll
-  for (int o = G / 2; o > 0; o >>= 1) m = min(m, __shfl_xor_sync(mask, m, o, G));
+    for (int o = G / 2; o > 0; o >>= 1) m = min(m, __shfl_xor_sync(mask, m, o, G));
+  }
   prev_min = m;
+}
+
+template <int G>
+__device__ S3D_FORCEINLINE void path_update16(int (&L)[kPK], const int (&c)[kPK], int& prev_min, bool first, int d0,
+                                              int D, int p1, int p2, unsigned mask, int glane) {
+  path_update<G, kPK>(L, c, prev_min, first, d0, D, p1, p2, mask, glane);
 }
 
 /// A vertical or diagonal scanline from (x, y).
@@ -473,35 +484,138 @@ __device__ void scan_cost16(const std::uint8_t* __restrict__ cost, const MatchSp
   }
 }
 
+// Narrow lanes over the cost volume: K = 4 (8, 16 for D > 128, 256) disparities per lane, so a D128
+// scanline is one whole warp (4-byte coalesced loads and stores, prev_min in one redux instruction) and a
+// step's instruction chain is ~4x shorter than with 16 disparities per lane; the costs are loaded kAhead
+// steps ahead into a register ring indexed statically (the step loop is unrolled kAhead times). Meant for
+// the horizontal scanlines: only H of them, each W steps long, so their per-step latency bounds the launch.
+constexpr int kAhead = 8;
+
+__device__ S3D_FORCEINLINE void load_bytes(const std::uint8_t* p, unsigned (&w)[1]) {
+  w[0] = __ldg(reinterpret_cast<const unsigned*>(p));
+}
+__device__ S3D_FORCEINLINE void load_bytes(const std::uint8_t* p, unsigned (&w)[2]) {
+  const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
+  w[0] = v.x;
+  w[1] = v.y;
+}
+__device__ S3D_FORCEINLINE void load_bytes(const std::uint8_t* p, unsigned (&w)[4]) {
+  const uint4 v = __ldg(reinterpret_cast<const uint4*>(p));
+  w[0] = v.x;
+  w[1] = v.y;
+  w[2] = v.z;
+  w[3] = v.w;
+}
+template <int K>
+__device__ S3D_FORCEINLINE void store_bytes(std::uint8_t* p, const int (&L)[K]) {
+  unsigned w[K / 4];
+#pragma unroll
+  for (int i = 0; i < K / 4; ++i)
+    w[i] = (static_cast<unsigned>(L[4 * i]) & 0xffu) | ((static_cast<unsigned>(L[4 * i + 1]) & 0xffu) << 8) |
+           ((static_cast<unsigned>(L[4 * i + 2]) & 0xffu) << 16) | (static_cast<unsigned>(L[4 * i + 3]) << 24);
+  if constexpr (K == 4) {
+    *reinterpret_cast<unsigned*>(p) = w[0];
+  } else if constexpr (K == 8) {
+    *reinterpret_cast<uint2*>(p) = make_uint2(w[0], w[1]);
+  } else {
+    *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+  }
+}
+
+/// One scanline of any direction from (x, y) over the cost volume, K disparities per lane, G = pitch / K.
+template <int G, int K>
+__device__ void scan_cost_narrow(const std::uint8_t* __restrict__ cost, const MatchSpec& s, int x, int y, int dx,
+                                 int dy, std::uint8_t* __restrict__ out, int pitch, unsigned mask, int glane) {
+  constexpr int kWords = K / 4;
+  const int W = s.width, H = s.height, D = s.disparities;
+  const int d0 = glane * K;
+  int steps = 1 << 30;
+  if (dx > 0) steps = min(steps, W - x);
+  if (dx < 0) steps = min(steps, x + 1);
+  if (dy > 0) steps = min(steps, H - y);
+  if (dy < 0) steps = min(steps, y + 1);
+  const std::ptrdiff_t stride = (static_cast<std::ptrdiff_t>(dy) * W + dx) * pitch;
+  const std::uint8_t* src = cost + (static_cast<std::ptrdiff_t>(y) * W + x) * pitch + d0;
+  std::uint8_t* dst = out + (static_cast<std::ptrdiff_t>(y) * W + x) * pitch + d0;
+  unsigned q[kAhead][kWords];
+#pragma unroll
+  for (int i = 0; i < kAhead; ++i) {
+    if (i < steps) {
+      load_bytes(src + i * stride, q[i]);
+    } else {
+#pragma unroll
+      for (int w = 0; w < kWords; ++w) q[i][w] = 0u;
+    }
+  }
+  int L[K];
+  int prev_min = 0;
+  for (int k0 = 0; k0 < steps; k0 += kAhead) {
+#pragma unroll
+    for (int i = 0; i < kAhead; ++i) {
+      const int k = k0 + i;
+      if (k >= steps) break;  // uniform over the group (one scanline)
+      int c[K];
+#pragma unroll
+      for (int w = 0; w < kWords; ++w)
+#pragma unroll
+        for (int b = 0; b < 4; ++b) c[4 * w + b] = static_cast<int>((q[i][w] >> (8 * b)) & 0xffu);
+      if (k + kAhead < steps) load_bytes(src + (k + kAhead) * stride, q[i]);
+      path_update<G, K>(L, c, prev_min, k == 0, d0, D, s.p1, s.p2, mask, glane);
+      store_bytes<K>(dst + k * stride, L);
+    }
+  }
+}
+
+/// Lanes per scanline of the narrow layout for a pitch of G * 16 bytes: K = max(4, pitch / 32).
+template <int G>
+struct Narrow {
+  static constexpr int kK = G * kPK / 32 > 4 ? G * kPK / 32 : 4;
+  static constexpr int kG = G * kPK / kK;
+};
+
+/// `narrow`: PerPathLanes as int (kWide: every direction 16 disparities per lane; kNarrowHorizontal: the
+/// horizontal ones narrow; kNarrowAll: every direction narrow).
 template <int G>
 __global__ void __launch_bounds__(kPerPathBlock) aggregate_cost_kernel(const std::uint8_t* __restrict__ cost,
                                                                        MatchSpec s, std::uint8_t* __restrict__ paths,
-                                                                       int pitch, std::size_t volume_bytes) {
+                                                                       int pitch, std::size_t volume_bytes, int narrow) {
+  constexpr int kGN = Narrow<G>::kG, kKN = Narrow<G>::kK;
   const int p = static_cast<int>(blockIdx.y);
   int dx, dy;
   path_direction(p, dx, dy);
+  const bool nar = narrow == static_cast<int>(PerPathLanes::kNarrowAll) ||
+                   (narrow == static_cast<int>(PerPathLanes::kNarrowHorizontal) && dy == 0);
+  const int g = nar ? kGN : G;
   const int lane = threadIdx.x & 31;
-  const int glane = lane % G;
-  const unsigned mask = (G == 32) ? 0xffffffffu : (((1u << G) - 1u) << (lane - glane));
-  const int scan = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / G);
+  const int glane = lane & (g - 1);
+  const unsigned mask = (g == 32) ? 0xffffffffu : (((1u << g) - 1u) << (lane - glane));
+  const int scan = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / g);
   int x, y;
   if (!scan_start(scan, s.width, s.height, dx, dy, x, y)) return;
-  scan_cost16<G>(cost, s, x, y, dx, dy, paths + static_cast<std::size_t>(p) * volume_bytes, pitch, mask, glane);
+  std::uint8_t* out = paths + static_cast<std::size_t>(p) * volume_bytes;
+  if (nar) {
+    scan_cost_narrow<kGN, kKN>(cost, s, x, y, dx, dy, out, pitch, mask, glane);
+  } else {
+    scan_cost16<G>(cost, s, x, y, dx, dy, out, pitch, mask, glane);
+  }
 }
 
 template <int G>
 void launch_per_path(const std::uint64_t* ref, const std::uint64_t* target, const MatchSpec& s, std::uint8_t* cost,
-                     std::uint8_t* paths, StreamHandle stream) {
+                     std::uint8_t* paths, StreamHandle stream, PerPathLanes lanes) {
   const int pitch = G * kPK;
   const std::size_t vbytes = static_cast<std::size_t>(s.width) * s.height * pitch;
   const int scans = s.paths > 4 ? s.width + s.height - 1 : std::max(s.width, s.height);
-  const dim3 grid(grid_size(static_cast<std::size_t>(scans) * G, kPerPathBlock), static_cast<unsigned>(s.paths));
   if (cost) {
+    if (lanes == PerPathLanes::kDefault) lanes = default_per_path_lanes(s);
+    const int g = lanes == PerPathLanes::kWide ? G : Narrow<G>::kG;
+    const dim3 grid(grid_size(static_cast<std::size_t>(scans) * g, kPerPathBlock), static_cast<unsigned>(s.paths));
     const std::size_t threads = static_cast<std::size_t>(s.width) * s.height * G;
     cost_volume_kernel<G><<<grid_size(threads, 256), 256, 0, stream>>>(ref, target, s, cost, pitch);
     S3D_CUDA_CHECK_LAUNCH();
-    aggregate_cost_kernel<G><<<grid, kPerPathBlock, 0, stream>>>(cost, s, paths, pitch, vbytes);
+    aggregate_cost_kernel<G><<<grid, kPerPathBlock, 0, stream>>>(cost, s, paths, pitch, vbytes, static_cast<int>(lanes));
   } else {
+    const dim3 grid(grid_size(static_cast<std::size_t>(scans) * G, kPerPathBlock), static_cast<unsigned>(s.paths));
     aggregate_per_path_kernel<G><<<grid, kPerPathBlock, 0, stream>>>(ref, target, s, paths, pitch, vbytes);
   }
   S3D_CUDA_CHECK_LAUNCH();
@@ -521,6 +635,11 @@ bool per_path_fits(const MatchSpec& spec) {
 
 int per_path_pitch(int disparities) { return per_path_lanes(disparities) * kPK; }
 
+PerPathLanes default_per_path_lanes(const MatchSpec& spec) {
+  const std::size_t volume = static_cast<std::size_t>(spec.width) * spec.height * per_path_pitch(spec.disparities);
+  return volume <= (std::size_t(96) << 20) ? PerPathLanes::kNarrowHorizontal : PerPathLanes::kWide;
+}
+
 std::size_t per_path_cost_bytes(const MatchSpec& spec) {
   return static_cast<std::size_t>(spec.width) * spec.height * per_path_pitch(spec.disparities);
 }
@@ -530,15 +649,15 @@ std::size_t per_path_bytes(const MatchSpec& spec) {
 }
 
 void aggregate_per_path(const std::uint64_t* d_ref, const std::uint64_t* d_target, const MatchSpec& spec,
-                        std::uint8_t* d_cost, std::uint8_t* d_paths, StreamHandle stream) {
+                        std::uint8_t* d_cost, std::uint8_t* d_paths, StreamHandle stream, PerPathLanes lanes) {
   if (!per_path_fits(spec)) throw InvalidArgument("aggregate_per_path: path costs do not fit a byte");
   switch (per_path_lanes(spec.disparities)) {
-    case 1: return launch_per_path<1>(d_ref, d_target, spec, d_cost, d_paths, stream);
-    case 2: return launch_per_path<2>(d_ref, d_target, spec, d_cost, d_paths, stream);
-    case 4: return launch_per_path<4>(d_ref, d_target, spec, d_cost, d_paths, stream);
-    case 8: return launch_per_path<8>(d_ref, d_target, spec, d_cost, d_paths, stream);
-    case 16: return launch_per_path<16>(d_ref, d_target, spec, d_cost, d_paths, stream);
-    case 32: return launch_per_path<32>(d_ref, d_target, spec, d_cost, d_paths, stream);
+    case 1: return launch_per_path<1>(d_ref, d_target, spec, d_cost, d_paths, stream, lanes);
+    case 2: return launch_per_path<2>(d_ref, d_target, spec, d_cost, d_paths, stream, lanes);
+    case 4: return launch_per_path<4>(d_ref, d_target, spec, d_cost, d_paths, stream, lanes);
+    case 8: return launch_per_path<8>(d_ref, d_target, spec, d_cost, d_paths, stream, lanes);
+    case 16: return launch_per_path<16>(d_ref, d_target, spec, d_cost, d_paths, stream, lanes);
+    case 32: return launch_per_path<32>(d_ref, d_target, spec, d_cost, d_paths, stream, lanes);
     default: throw InvalidArgument("aggregate_per_path: no kernel for the disparity range");
   }
 }

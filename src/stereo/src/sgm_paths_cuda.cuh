@@ -12,6 +12,16 @@
 
 namespace s3d::stereo::detail::cuda {
 
+/// Lane layout of the cost-volume variant's path kernel: kWide = 16 disparities per lane in every direction;
+/// kNarrowHorizontal = the horizontal directions (the W-step chains) with 4 disparities per lane (8 / 16 for
+/// D > 128 / 256: a scanline is at most one warp), costs prefetched 8 steps ahead; kNarrowAll = every
+/// direction so. Same bytes either way (an experiment knob for bench_sgm and the tests).
+enum class PerPathLanes { kWide = 0, kNarrowHorizontal = 1, kNarrowAll = 2, kDefault = 3 };
+/// What kDefault (the engine) picks for `spec`: kNarrowHorizontal while one direction's volume is at most
+/// 96 MiB (the horizontal chains' latency bounds the launch), else kWide (memory traffic does; measured on an
+/// H200, see bench_sgm's stage table: 1024x440 D128 8 paths 0.71 -> 0.58 ms, 1920x1080 D256 4.81 vs 4.99).
+PerPathLanes default_per_path_lanes(const MatchSpec& spec);
+
 /// True when the per-path pipeline applies: automatic lane layout (spec.lanes == 0), D <= 512 and
 /// max_cost + p2 <= 255.
 bool per_path_fits(const MatchSpec& spec);
@@ -23,9 +33,11 @@ std::size_t per_path_bytes(const MatchSpec& spec);
 std::size_t per_path_cost_bytes(const MatchSpec& spec);
 /// Aggregates every direction of `spec` into `d_paths` (per_path_bytes(spec) bytes). With `d_cost`
 /// (per_path_cost_bytes(spec) bytes, scratch) the costs are computed once into it and each direction reads
-/// them; with null every direction recomputes them from the census codes (same result either way).
+/// them; with null every direction recomputes them from the census codes (same result either way; `lanes`
+/// applies to the cost-volume variant).
 void aggregate_per_path(const std::uint64_t* d_ref, const std::uint64_t* d_target, const MatchSpec& spec,
-                        std::uint8_t* d_cost, std::uint8_t* d_paths, StreamHandle stream);
+                        std::uint8_t* d_cost, std::uint8_t* d_paths, StreamHandle stream,
+                        PerPathLanes lanes = PerPathLanes::kDefault);
 /// WTA (+ uniqueness, subpixel, confidence) over the sum of the directions' volumes; `d_confidence` may be null.
 void wta_per_path(const std::uint8_t* d_paths, const MatchSpec& spec, float* d_disparity, std::ptrdiff_t disp_pitch,
                   float* d_confidence, std::ptrdiff_t conf_pitch, StreamHandle stream);
