@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -146,11 +147,20 @@ static void cost_row_base(const std::uint64_t* ref, const std::uint64_t* target,
   cost_row_impl(ref, target, W, D, min_d, sign, max_cost, out);
 }
 using CostRowFn = void (*)(const std::uint64_t*, const std::uint64_t*, int, int, int, int, int, std::uint8_t*);
+/// Highest instruction set the dispatch may use: 2 = AVX-512, 1 = AVX2 / POPCNT, 0 = baseline. The
+/// environment variable S3D_STEREO_CPU_ISA (avx2 | baseline) lowers it, so tests can run every variant.
+static int isa_cap() {
+  const char* e = std::getenv("S3D_STEREO_CPU_ISA");
+  if (e && std::strcmp(e, "baseline") == 0) return 0;
+  if (e && std::strcmp(e, "avx2") == 0) return 1;
+  return 2;
+}
 static CostRowFn pick_cost_row() {
 #if S3D_AGG_DISPATCH
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq")) return cost_row_avx512;
-  if (__builtin_cpu_supports("popcnt")) return cost_row_popcnt;
+  const int cap = isa_cap();
+  if (cap >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq")) return cost_row_avx512;
+  if (cap >= 1 && __builtin_cpu_supports("popcnt")) return cost_row_popcnt;
 #endif
   return cost_row_base;
 }
@@ -342,9 +352,11 @@ using SweepFn = void (*)(const std::uint8_t*, const MatchSpec&, int, int, std::u
 SweepFn pick_sweep() {
 #if S3D_AGG_DISPATCH
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+  const int cap = isa_cap();
+  if (cap >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl"))
     return sweep_avx512;
-  if (__builtin_cpu_supports("avx2")) return sweep_avx2;
+  if (cap >= 1 && __builtin_cpu_supports("avx2")) return sweep_avx2;
 #endif
   return sweep_base;
 }
