@@ -52,7 +52,7 @@ enum class CensusKind {
 void parse_census(const std::string& text, CensusKind& kind, int& width, int& height);
 
 /// All parameters of the matcher. Every field has a unit and a default; `validate()` says which is wrong.
-/// Defaults (docs/ACCURACY.md, 2026-11-22) picked by a sweep of ~170 settings on every scene of
+/// Defaults (docs/ACCURACY.md, 2026-11-22) picked by a sweep of ~300 settings on every scene of
 /// ../shared/data/stereo beside OpenCV StereoSGBM (3-way, block 3, P1 8*9, P2 32*9, uniquenessRatio 10,
 /// speckle 100 / 2 px, disp12MaxDiff 1), evaluated on the columns x >= D: census 9x7, 8 paths, P1 24,
 /// P2 80, uniqueness 8, LR check 2 px, subpixel, median, speckle 100 / 2 px. Bad-2.0 over ESTIMATED pixels
