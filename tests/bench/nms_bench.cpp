@@ -3,6 +3,8 @@
 // inputs as raw little-endian files for tests/bench/nms_torchvision.py, so both are timed on the same boxes.
 //   bench_nms [--out results.json] [--dump DIR] [--runs 20] [--max-n 2000000] [--mot DIR] [--only SUBSTRING]
 //             [--eager]
+// S3D_NMS_FUSED_MAX_BOXES=N (0..16384) sets the CUDA backend's fused small-N path limit (default 1024; 0 = off):
+// run twice to compare the two hard-NMS paths on the same cases.
 // Repeated identical sync-free calls run as a replayed CUDA graph (column `graph`); --eager runs every call on
 // the legacy default stream, where the engine never captures, to show the launch overhead a graph saves.
 #include <cuda_runtime.h>

@@ -1,8 +1,11 @@
 // NMS semantics, parameters, edge cases, CPU vs CUDA, rotated and soft-NMS against straightforward references.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <random>
 
 #include "nms_test_util.hpp"
 #include "s3d/core/device_buffer.hpp"
@@ -377,6 +380,92 @@ TEST_F(NmsCudaVsCpuTest, DeviceCallsCapturedAndReplayedStayExact) {
       EXPECT_EQ(engine.download(stream).keep, expect);
     }
   }
+  stream.synchronize();
+}
+
+// The fused small-N CUDA path (hard, axis-aligned: one-block sort, dense triangle mask, one-block scan) around
+// its tile and sort-size boundaries and past its limit, with groups, ties, duplicates, degenerate boxes and every
+// parameter that it handles on the device: keep lists and scores identical to the CPU backend. The fused path
+// reports rounds = -1 (the round-based path reports >= 0). Its default limit is 1024 boxes; run with
+// S3D_NMS_FUSED_MAX_BOXES=16384 to take it for every size here up to 16,384 (the sizes above 1024 otherwise
+// check the round-based path).
+TEST_F(NmsCudaVsCpuTest, FusedSmallPathMatchesCpu) {
+  const Device cpu(Device::Kind::kCpu);
+  NmsEngine engine(Device(Device::Kind::kCuda, 0));
+  const char* env = std::getenv("S3D_NMS_FUSED_MAX_BOXES");  // the backend's override of its fused-path limit
+  const std::int64_t fused_max = env ? std::min(16384, std::max(0, std::atoi(env))) : 1024;  // default 1024
+  int variant = 0;
+  for (std::int64_t n : {1, 2, 63, 64, 65, 127, 1024, 1025, 4096, 4097, 10000, 16384, 16385}) {
+    for (int groups : {1, 80}) {
+      const auto s = test::clustered(n, static_cast<std::uint32_t>(n * 3 + groups), groups, (n + groups) % 3 ? 5 : 0,
+                                     0.06f, n > 4000 ? 2500.f : 600.f, 12);
+      for (int k = 0; k < 3; ++k, ++variant) {
+        NmsParams p;
+        p.iou_threshold = k == 0 ? 0.5f : k == 1 ? 0.7f : 0.3f;
+        if (variant % 4 == 1) p.suppress_at_equal = true;
+        if (variant % 5 == 2) p.pixel_offset = 1;
+        if (variant % 3 == 1) p.min_score = 0.4f;
+        if (variant % 7 == 3) p.max_dets = 37;
+        const bool images = variant % 2 == 0;
+        const auto a = nms(cpu, s.input(true, images), p);
+        const auto b = engine.run(s.input(true, images), p);
+        EXPECT_EQ(a.keep, b.keep) << "n " << n << " groups " << groups << " variant " << variant;
+        EXPECT_EQ(a.scores, b.scores) << "n " << n << " groups " << groups << " variant " << variant;
+        EXPECT_EQ(engine.last_stats().rounds == -1, n <= fused_max) << n;
+      }
+    }
+  }
+}
+
+// Long suppression chains (each box overlaps many neighbours across many tiles, in random score order, so
+// the scan waits on unpublished tiles and overflows its registers) and all-tied scores; device-resident calls
+// with min_score (no host sync on the fused path) replayed as a graph stay exact.
+TEST_F(NmsCudaVsCpuTest, FusedSmallPathChainsTiesAndGraphs) {
+  const Device cpu(Device::Kind::kCpu);
+  NmsEngine engine(Device(Device::Kind::kCuda, 0));
+  std::mt19937 rng(99);
+  for (std::int64_t n : {64, 65, 3000, 10000, 16384}) {
+    for (bool tied : {false, true}) {
+      test::BoxSet s;
+      for (std::int64_t i = 0; i < n; ++i) {
+        const float x = static_cast<float>(i % 5000) * 1.5f, y = static_cast<float>(i / 5000) * 300.f;
+        s.boxes.insert(s.boxes.end(), {x, y, x + 40.f, y + 40.f});
+        s.scores.push_back(tied ? 0.5f : static_cast<float>(rng() % 1000) / 1000.f);
+        s.groups.push_back(static_cast<std::int64_t>(i % 2));
+      }
+      for (float thr : {0.5f, 0.9f}) {
+        NmsParams p;
+        p.iou_threshold = thr;
+        EXPECT_EQ(engine.run(s.input(false, false), p).keep, nms(cpu, s.input(false, false), p).keep) << n;
+        EXPECT_EQ(engine.run(s.input(true, false), p).keep, nms(cpu, s.input(true, false), p).keep) << n;
+      }
+    }
+  }
+  Stream stream;
+  auto s = test::clustered(10000, 4242, 5, 7, 0.03f, 1500.f, 16);
+  DeviceBuffer<float> boxes, scores;
+  DeviceBuffer<std::int64_t> groups;
+  boxes.copy_from_host(s.boxes, stream);
+  scores.copy_from_host(s.scores, stream);
+  groups.copy_from_host(s.groups, stream);
+  NmsInput in;
+  in.boxes = boxes.data();
+  in.scores = scores.data();
+  in.group_ids = groups.data();
+  in.count = s.size();
+  NmsParams p;
+  p.min_score = 0.3f;
+  p.max_dets = 300;
+  const auto expect = nms(cpu, s.input(true, false), p);
+  int graphs = 0;
+  for (int call = 0; call < 4; ++call) {
+    engine.run_device_async(in, p, stream);
+    graphs += engine.last_stats().graph ? 1 : 0;
+    const auto got = engine.download(stream);
+    EXPECT_EQ(got.keep, expect.keep) << call;
+    EXPECT_EQ(got.scores, expect.scores) << call;
+  }
+  EXPECT_GE(graphs, 2);
   stream.synchronize();
 }
 

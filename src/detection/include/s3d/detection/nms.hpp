@@ -137,7 +137,9 @@ class NmsEngine {
   /// reaches the end of the enqueued work. Inputs are not validated (no finite check). The call is
   /// stream-ordered; it synchronizes `stream` (a short host wait) only where a size must be known on the host:
   /// hard NMS with more than 16,384 boxes (to size the sparse IoU mask), after an active `min_score` or
-  /// `pre_top_k` filter, for `max_dets` with image ids, and once per soft-NMS call (the group count).
+  /// `pre_top_k` filter, for `max_dets` with image ids, and once per soft-NMS call (the group count). Small hard
+  /// axis-aligned calls (up to 1024 boxes, no `pre_top_k`) take a fused three-kernel path that applies
+  /// `min_score` on the device: they synchronize only for `max_dets` with image ids.
   /// A call that needs none of these syncs (on a stream other than the legacy default one) is captured into a
   /// CUDA graph the second time it repeats identically (same input pointers, count, params, stream) and the
   /// graph is replayed from then on (one launch instead of ~30; inputs are re-read, so new contents at the same
@@ -148,7 +150,9 @@ class NmsEngine {
   /// whose bounds overlap (two-level culling), one 64-bit word per (box, tile) holding the bits of the
   /// higher-ranked boxes of its group that suppress it (memory = pairs x 512 bytes, not N^2/8); then resolve
   /// greedy NMS exactly with parallel rounds in one cooperative kernel (a box is removed once a suppressor is
-  /// kept, kept once all its suppressors are removed). Soft-NMS: one block per group; groups of up to ~11k
+  /// kept, kept once all its suppressors are removed). Fused small path (hard, axis-aligned, <= 1024 boxes): one
+  /// block sorts the scores (stable block radix sort), a dense lower triangle of 64x64 tiles stores only the
+  /// non-zero suppressor words per box, and one block resolves the same rounds with block barriers. Soft-NMS: one block per group; groups of up to ~11k
   /// boxes keep their state in shared memory and registers (one reduction and one barrier per selection).
   /// @throws InvalidArgument on a CPU engine or for bad params; CudaError / OutOfMemory.
   void run_device_async(const NmsInput& device_input, const NmsParams& params, StreamHandle stream);
