@@ -190,9 +190,11 @@ TEST(SgmCpuFastPaths, EngineMatchesComposedStages) {
     int paths, uniqueness, min_d;
     bool lr, median, confidence;
     int speckle;
+    bool fill;
   };
-  for (const Case c : {Case{8, 0, 0, true, true, false, 100}, Case{4, 10, -5, true, true, true, 20},
-                       Case{8, 5, 3, false, false, true, 0}, Case{8, 0, -20, true, false, false, 50}}) {
+  for (const Case c : {Case{8, 0, 0, true, true, false, 100, false}, Case{4, 10, -5, true, true, true, 20, false},
+                       Case{8, 5, 3, false, false, true, 0, false}, Case{8, 0, -20, true, false, false, 50, false},
+                       Case{8, 8, 0, true, true, true, 100, true}, Case{4, 20, -5, true, false, false, 20, true}}) {
     SgmParams p;
     p.disparities = 48;
     p.paths = c.paths;
@@ -202,6 +204,7 @@ TEST(SgmCpuFastPaths, EngineMatchesComposedStages) {
     p.median = c.median;
     p.confidence = c.confidence;
     p.speckle_size = c.speckle;
+    p.fill = c.fill;
     const int W = l.width, H = l.height;
     const SgmResult got = compute_sgm(kCpuDev, p, l.view(), r.view());
     const auto cl = stages::census(kCpuDev, l.view(), p.census, p.census_width, p.census_height);
@@ -216,11 +219,20 @@ TEST(SgmCpuFastPaths, EngineMatchesComposedStages) {
     }
     if (c.median) disp = stages::median3x3(kCpuDev, disp, W, H);
     if (c.speckle > 0) disp = stages::speckle(kCpuDev, disp, W, H, p.speckle_size, p.speckle_range);
+    const std::vector<float> before_fill = disp;
+    if (c.fill) {
+      disp = stages::fill_background(kCpuDev, disp, W, H);
+      int filled = 0;
+      for (std::size_t i = 0; i < disp.size(); ++i) filled += !is_valid_disparity(before_fill[i]);
+      EXPECT_GT(filled, 0) << "no invalid pixel left to fill: the case tests nothing";
+      for (float v : disp) ASSERT_TRUE(is_valid_disparity(v));  // every row has estimates here
+    }
     std::string where;
     EXPECT_TRUE(same_bits(got.disparity, disp, W, &where)) << "paths " << c.paths << ": " << where;
     if (c.confidence) {
+      // the confidence is not filled: 0 wherever the map was invalid before the fill
       for (std::size_t i = 0; i < conf.size(); ++i)
-        if (!is_valid_disparity(disp[i])) conf[i] = 0.0f;
+        if (!is_valid_disparity(before_fill[i])) conf[i] = 0.0f;
       EXPECT_TRUE(same_bits(got.confidence, conf, W, &where)) << "confidence: " << where;
     }
   }

@@ -326,6 +326,71 @@ TEST_P(SgmDevice, PostFiltersMatchCpu) {
   }
 }
 
+// Background fill reference, written independently of fill_math.hpp: for each invalid pixel, search the
+// nearest valid pixel to the left and to the right in the ORIGINAL row; both -> the smaller, one -> that.
+std::vector<float> naive_fill(const std::vector<float>& in, int W, int H) {
+  std::vector<float> out = in;
+  for (int y = 0; y < H; ++y)
+    for (int x = 0; x < W; ++x) {
+      if (is_valid_disparity(in[y * W + x])) continue;
+      int l = x - 1, r = x + 1;
+      while (l >= 0 && !is_valid_disparity(in[y * W + l])) --l;
+      while (r < W && !is_valid_disparity(in[y * W + r])) ++r;
+      if (l >= 0 && r < W) out[y * W + x] = std::min(in[y * W + l], in[y * W + r]);
+      else if (l >= 0) out[y * W + x] = in[y * W + l];
+      else if (r < W) out[y * W + x] = in[y * W + r];
+    }
+  return out;
+}
+
+TEST_P(SgmDevice, FillBackgroundMatchesReference) {
+  S3D_SKIP_IF_NO_DEVICE(GetParam());
+  struct Size { int w, h; };
+  int filled_total = 0, invalid_left = 0;
+  std::uint32_t seed = 500;
+  for (const Size sz : {Size{1, 1}, Size{1, 7}, Size{7, 1}, Size{2, 3}, Size{33, 17}, Size{631, 479}}) {
+    for (float invalid : {0.0f, 0.3f, 0.8f, 0.97f, 1.0f}) {
+      const int W = sz.w, H = sz.h;
+      auto d = random_disparity(W, H, ++seed, invalid);
+      // some rows all invalid, some with a single valid pixel at either end, some negative disparities
+      for (int y = 0; y < H; y += 5)
+        for (int x = 0; x < W; ++x) d[y * W + x] = kInvalidDisparity;
+      if (H > 1 && W > 1) {
+        for (int x = 0; x < W; ++x) d[1 * W + x] = x == W - 1 ? -3.25f : kInvalidDisparity;
+      }
+      if (H > 2 && W > 1) {
+        for (int x = 0; x < W; ++x) d[2 * W + x] = x == 0 ? 7.5f : kInvalidDisparity;
+      }
+      const auto want = naive_fill(d, W, H);
+      const auto got = stages::fill_background(GetParam(), d, W, H);
+      std::string where;
+      ASSERT_TRUE(test::bit_equal(got, want, W, &where)) << W << "x" << H << " invalid " << invalid << " " << where;
+      for (std::size_t i = 0; i < d.size(); ++i) {
+        filled_total += !is_valid_disparity(d[i]) && is_valid_disparity(got[i]);
+        invalid_left += !is_valid_disparity(got[i]);
+      }
+      if (GetParam().is_cuda()) {
+        ASSERT_TRUE(test::bit_equal(got, stages::fill_background(kCpu, d, W, H), W, &where)) << where;
+      }
+    }
+  }
+  EXPECT_GT(filled_total, 100000);  // the cases do exercise the fill...
+  EXPECT_GT(invalid_left, 1000);    // ...and the rows that have nothing to fill from
+  EXPECT_THROW(stages::fill_background(GetParam(), std::vector<float>(5), 2, 3), InvalidArgument);
+  EXPECT_THROW(stages::fill_background(GetParam(), {}, 0, 0), InvalidArgument);
+}
+
+TEST_P(SgmDevice, FillBackgroundOnHandMadeRow) {
+  S3D_SKIP_IF_NO_DEVICE(GetParam());
+  const float I = kInvalidDisparity;
+  const std::vector<float> in = {I, I, 5.0f, I, I, 9.0f, 8.0f, I, 2.0f, 3.0f, I, I,   // row 0
+                                 I, I, I, I, I, I, I, I, I, I, I, I};                     // row 1: nothing to fill
+  const std::vector<float> want = {5.0f, 5.0f, 5.0f, 5.0f, 5.0f, 9.0f, 8.0f, 2.0f, 2.0f, 3.0f, 3.0f, 3.0f,
+                                   I, I, I, I, I, I, I, I, I, I, I, I};
+  std::string where;
+  EXPECT_TRUE(test::bit_equal(stages::fill_background(GetParam(), in, 12, 2), want, 12, &where)) << where;
+}
+
 TEST_P(SgmDevice, SpeckleMedianLrOnHandMadeMaps) {
   S3D_SKIP_IF_NO_DEVICE(GetParam());
   const int W = 20, H = 10;
@@ -380,6 +445,8 @@ std::vector<Config> configs() {
   add("no_lr", [](SgmParams& p) { p.lr_check = false; });
   add("no_median", [](SgmParams& p) { p.median = false; });
   add("no_speckle", [](SgmParams& p) { p.speckle_size = 0; });
+  add("fill", [](SgmParams& p) { p.fill = true; });
+  add("fill_uniq20", [](SgmParams& p) { p.fill = true; p.uniqueness = 20; p.median = false; });
   add("uniq15_lr0", [](SgmParams& p) { p.uniqueness = 15; p.lr_max_diff = 0.0f; p.subpixel = false; });
   add("bare", [](SgmParams& p) {
     p.uniqueness = 0; p.subpixel = false; p.lr_check = false; p.median = false; p.speckle_size = 0; p.confidence = false;

@@ -47,6 +47,10 @@ void cost_volume(const std::uint64_t* ref, const std::uint64_t* target, const Ma
 void aggregate(const std::uint8_t* cost, const MatchSpec& spec, std::uint16_t* volume_a, std::uint16_t* volume_b);
 /// a += b.
 void add_volume(std::uint16_t* a, const std::uint16_t* b, std::size_t count);
+/// aggregate() and wta() fused (aggregate_cpu.cpp; the same results as the two stages composed): the two
+/// sweeps meet in the middle and take each row's winner. `volume` is W*H*D scratch.
+void aggregate_wta(const std::uint8_t* cost, const MatchSpec& spec, std::uint16_t* volume, float* disparity,
+                   float* confidence);
 /// WTA over A + B (`volume_b` may be null).
 void wta(const std::uint16_t* volume_a, const std::uint16_t* volume_b, const MatchSpec& spec, float* disparity,
          float* confidence);
@@ -54,6 +58,8 @@ void lr_check(float* left, const float* right, int width, int height, float max_
 void median3x3(const float* in, float* out, int width, int height);
 /// In place. `scratch` holds >= 2*width*height ints.
 void speckle(float* disparity, int width, int height, int max_size, float max_diff, int* scratch);
+/// In place: background fill of each row (fill_math.hpp).
+void fill_background(float* disparity, int width, int height);
 }  // namespace cpu
 
 
@@ -89,6 +95,8 @@ void median3x3(const float* d_in, std::ptrdiff_t in_pitch, float* d_out, std::pt
 /// In place; `d_scratch` holds >= 2*width*height ints.
 void speckle(float* d_disparity, std::ptrdiff_t pitch, int width, int height, int max_size, float max_diff,
              int* d_scratch, StreamHandle stream);
+/// In place: background fill of each row (fill_math.hpp), one thread per row.
+void fill_background(float* d_disparity, std::ptrdiff_t pitch, int width, int height, StreamHandle stream);
 /// Zeroes confidence where the disparity is invalid (after the post-filters).
 void mask_confidence(const float* d_disparity, std::ptrdiff_t disp_pitch, float* d_confidence,
                      std::ptrdiff_t conf_pitch, int width, int height, StreamHandle stream);

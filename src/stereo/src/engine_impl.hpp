@@ -45,6 +45,7 @@ std::vector<float> lr_check(const std::vector<float>& left, const std::vector<fl
                             float max_diff);
 std::vector<float> median3x3(const std::vector<float>& disparity, int width, int height);
 std::vector<float> speckle(const std::vector<float>& disparity, int width, int height, int max_size, float max_diff);
+std::vector<float> fill_background(const std::vector<float>& disparity, int width, int height);
 }  // namespace cuda_host
 }  // namespace detail
 

@@ -7,12 +7,6 @@
 #include "s3d/core/errors.hpp"
 
 namespace s3d::stereo::detail {
-namespace cpu {
-/// aggregate_cpu.cpp: aggregate() and wta() fused (the same results); `volume` is W*H*D scratch.
-void aggregate_wta(const std::uint8_t* cost, const MatchSpec& spec, std::uint16_t* volume, float* disparity,
-                   float* confidence);
-}  // namespace cpu
-
 namespace {
 
 class CpuEngine final : public SgmEngine::Impl {
@@ -75,6 +69,7 @@ class CpuEngine final : public SgmEngine::Impl {
       for (std::size_t i = 0; i < n; ++i)
         if (!finite_disparity(out_disp[i])) conf[i] = 0.0f;
     }
+    if (p.fill) cpu::fill_background(out_disp, W, H);  // after the confidence mask: filled pixels keep 0
   }
 
   std::vector<std::uint64_t> census_left_, census_right_;

@@ -134,6 +134,7 @@ class CudaEngine final : public SgmEngine::Impl {
     }
     if (p.speckle_size > 0) cuda::speckle(disp.data, disp.pitch, W, H, p.speckle_size, p.speckle_range, scratch_.data(), s);
     if (d_conf) cuda::mask_confidence(disp.data, disp.pitch, d_conf, conf.pitch, W, H, s);
+    if (p.fill) cuda::fill_background(disp.data, disp.pitch, W, H, s);  // after the mask: filled pixels keep 0
   }
 
   template <typename T>

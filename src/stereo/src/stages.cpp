@@ -137,4 +137,20 @@ std::vector<float> speckle(const Device& device, const std::vector<float>& dispa
   return out;
 }
 
+std::vector<float> fill_background(const Device& device, const std::vector<float>& disparity, int width, int height) {
+  if (width < 1 || height < 1)
+    throw InvalidArgument("fill_background: size " + std::to_string(width) + "x" + std::to_string(height) +
+                          " must be at least 1x1");
+  const std::size_t n = static_cast<std::size_t>(width) * height;
+  check_size(disparity.size(), n, "fill_background: disparity");
+#if S3D_WITH_CUDA
+  if (use_cuda(device)) return detail::cuda_host::fill_background(disparity, width, height);
+#else
+  use_cuda(device);
+#endif
+  std::vector<float> out = disparity;
+  detail::cpu::fill_background(out.data(), width, height);
+  return out;
+}
+
 }  // namespace s3d::stereo::stages

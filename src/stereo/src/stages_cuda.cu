@@ -94,4 +94,11 @@ std::vector<float> speckle(const std::vector<float>& disparity, int width, int h
   return d.to_host();
 }
 
+std::vector<float> fill_background(const std::vector<float>& disparity, int width, int height) {
+  DeviceBuffer<float> d;
+  d.copy_from_host(disparity);
+  cuda::fill_background(d.data(), width, width, height, nullptr);
+  return d.to_host();
+}
+
 }  // namespace s3d::stereo::detail::cuda_host

@@ -5,7 +5,8 @@
 //   census -> aggregate (4 or 8 paths; Hamming costs of the census codes: a uint8 volume on the CPU,
 //   computed on the fly on the GPU; sums in uint16, see kMaxAggregatedCost) -> wta
 //   (winner-take-all + uniqueness + parabola subpixel + confidence) -> lr_check (a second, full SGM
-//   run with the RIGHT image as reference: a true right-view match) -> median (3x3) -> speckle.
+//   run with the RIGHT image as reference: a true right-view match) -> median (3x3) -> speckle
+//   -> optional background fill of the remaining invalid pixels (SgmParams::fill, off by default).
 //
 // Input: rectified grey images, 8-bit or 16-bit, left and right of the same size. Colour images are
 // converted to grey by the caller (expected: ITU-R BT.601 luma, as OpenCV's COLOR_BGR2GRAY; the census
@@ -18,7 +19,8 @@
 // (+infinity): rejected by uniqueness, left-right check, speckle filter, or whose winning match lies
 // outside the right image (e.g. the leftmost columns when min_disparity > x). Matching costs of targets
 // outside the image are the maximum (census bits), so border columns use the range that exists.
-// Optional confidence in [0, 1] (0 where invalid).
+// With SgmParams::fill the invalid pixels (except rows with no estimate at all) are then filled from
+// their row neighbours. Optional confidence in [0, 1] (0 where invalid, and where filled).
 //
 // Determinism: all costs are integers; the only float math (subpixel, confidence, median, comparisons)
 // lives in S3D_HOST_DEVICE headers compiled without FMA contraction, so the CPU and CUDA backends return
@@ -81,6 +83,14 @@ struct SgmParams {
   int speckle_size = 100;  ///< regions of <= this many pixels are invalidated (OpenCV filterSpeckles); 0 disables
   float speckle_range = 2.0f;  ///< max disparity difference (pixels) between 4-neighbours of one region
   bool confidence = false; ///< also output a confidence map: (S2 - S1) / S2, best vs second-best outside +-1
+  /// Background fill (Hirschmüller 2008, "occlusions"), the last stage, after LR check, median and speckle:
+  /// in each row, every run of invalid pixels takes the smaller (farther) of the nearest valid disparities
+  /// to its left and right; a run at the row's start or end takes its one neighbour; rows with no valid
+  /// pixel stay invalid. The map is then dense wherever a row has an estimate, at the price of guessed
+  /// values (docs/ACCURACY.md: bad-2 with invalid counted as wrong drops well below StereoSGBM's; bad-2 over
+  /// estimated pixels rises). The confidence is not filled: filled pixels keep confidence 0 (the value
+  /// of an invalid pixel). Off by default.
+  bool fill = false;
 
   /// Checks every field on its own. @throws InvalidArgument naming the field (e.g. "p2 (10) must be > p1 (10)").
   void validate() const;
