@@ -11,13 +11,25 @@ build="$root/build/gpu"
 out="$root/.carry/gpu"
 rm -rf "$out"
 mkdir -p "$out"
-(cd "$build" && find . \( -name CTestTestfile.cmake -o \( -type f -perm -u+x \( -name 'test_*' -o -name 'bench_*' \) \) \) -print0 |
-  xargs -0 -I{} cp --parents {} "$out/")
+# CTest files, the executables of the tests labelled gpu, and the benchmarks; anything linking OpenCV or
+# PCL stays here (the GPU machine has neither).
+gpu_tests=$(cd "$build" && ctest -L gpu -N | awk '/Test +#/{print $3}' | sort -u)
+(cd "$build" && find . \( -name CTestTestfile.cmake -o \( -type f -perm -u+x \( -name 'test_*' -o -name 'bench_*' \) \) \) -print) |
+  while read -r f; do
+    name=$(basename "$f")
+    case "$name" in
+      CTestTestfile.cmake) ;;
+      test_*) echo "$gpu_tests" | grep -qx "$name" || continue ;;
+      bench_*) ! ldd "$build/$f" | grep -qE 'libopencv|libpcl' || continue ;;
+    esac
+    mkdir -p "$out/$(dirname "$f")" && cp "$build/$f" "$out/$f"
+  done
 cp tests/bench/*.py "$out/" 2>/dev/null || true
 echo "$build" >"$out/BUILD_DIR"
 data="${S3D_DATA_DIR:-$root/../shared/data}"
 if [ -d "$data" ]; then
-  mkdir -p "$out/data" && cp -r "$data/." "$out/data/"
+  # Only what the GPU tests read (detections); the stereo scenes travel as PGM copies below.
+  mkdir -p "$out/data" && cp -r "$data/detections" "$out/data/"
   echo "$(cd "$data" && pwd)" >"$out/DATA_DIR"
 fi
 # The GPU machine cannot decode PNG (no OpenCV there): grey PGM copies of real scenes for the stereo tests,
