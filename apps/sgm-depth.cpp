@@ -61,6 +61,7 @@ struct Options {
   float lr_tol = stereo::SgmParams{}.lr_max_diff;
   bool no_lr_check = false;
   bool subpixel_on = false, subpixel_off = false, median_on = false, median_off = false;
+  bool fill_on = false, fill_off = false;
   std::vector<std::string> emit_names;
   std::vector<Emit> emits;
   std::string calib;
@@ -161,6 +162,13 @@ class App {
         ->capture_default_str()->group(g);
     app.add_option("--speckle-range", p.speckle_range, "max disparity step inside one speckle region (pixels)")
         ->capture_default_str()->group(g);
+    auto* fill = app.add_flag("--fill", opt_.fill_on,
+                              std::string("fill the remaining invalid pixels of each row with the smaller (farther) of "
+                                          "their valid row neighbours (Hirschmueller 2008); confidence stays 0 there") +
+                                  (p.fill ? " (default)" : ""))
+                     ->group(g);
+    app.add_flag("--no-fill", opt_.fill_off, std::string("leave invalid pixels invalid") + (p.fill ? "" : " (default)"))
+        ->excludes(fill)->group(g);
 
     const char* o = "Outputs";
     app.add_option("--emit", opt_.emit_names,
@@ -209,6 +217,8 @@ class App {
     if (opt_.subpixel_off) p.subpixel = false;
     if (opt_.median_on) p.median = true;
     if (opt_.median_off) p.median = false;
+    if (opt_.fill_on) p.fill = true;
+    if (opt_.fill_off) p.fill = false;
     p.lr_max_diff = opt_.lr_tol;
     const auto& s = tool_.settings();
     if (opt_.emit_names.empty()) {
