@@ -89,27 +89,6 @@ io::ImageF run_sgbm(const LoadedScene& s, int disparities, SgbmMode mode, double
   return d;
 }
 
-void fill_background(io::ImageF& d) {
-  std::vector<float> row(d.width);
-  for (int y = 0; y < d.height; ++y) {
-    for (int x = 0; x < d.width; ++x) row[x] = d.at(x, y);
-    int x = 0;
-    while (x < d.width) {
-      if (std::isfinite(row[x])) {
-        ++x;
-        continue;
-      }
-      int e = x;
-      while (e < d.width && !std::isfinite(row[e])) ++e;
-      const float l = x > 0 ? row[x - 1] : io::kInvalid;
-      const float r = e < d.width ? row[e] : io::kInvalid;
-      const float v = std::isfinite(l) && std::isfinite(r) ? std::min(l, r) : (std::isfinite(l) ? l : r);
-      for (int k = x; k < e; ++k) d.at(k, y) = v;
-      x = e;
-    }
-  }
-}
-
 std::string opencv_version() { return CV_VERSION; }
 
 io::EvalOptions fair_columns(int width, int disparities) { return io::EvalOptions{disparities, width}; }

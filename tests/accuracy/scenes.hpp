@@ -43,11 +43,6 @@ enum class SgbmMode { kThreeWay, kHH };
 /// the same grey images; minDisparity 0, numDisparities = D. Invalid -> +inf.
 io::ImageF run_sgbm(const LoadedScene& s, int disparities, SgbmMode mode, double* seconds = nullptr, int block = 3);
 
-/// Experiment (not part of the library): fills each invalid pixel with the smaller of the nearest valid
-/// disparities to its left and right on the same row (occlusions belong to the background), as the
-/// KITTI devkit's interpolation does. Rows without any valid pixel stay invalid.
-void fill_background(io::ImageF& disparity);
-
 /// OpenCV's version string (CV_VERSION).
 std::string opencv_version();
 

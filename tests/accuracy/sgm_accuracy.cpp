@@ -2,7 +2,11 @@
 // same process, same grey pair, same D. Writes the markdown table of docs/ACCURACY.md and JSON Lines.
 //
 //   sgm-accuracy [--data DIR] [--scene SUBSTR] [--no-sgbm] [--p1 N --p2 N --census 9x7 --uniqueness N
-//                 --paths N] [--markdown FILE] [--json FILE]
+//                 --paths N] [--fill] [--markdown FILE] [--json FILE]
+//
+// --fill runs the library's background fill (SgmParams::fill) as the last stage. Besides the two tables
+// (columns x >= D, full frame) the markdown states the targets per scene and mask: (a) <= 0.8 x
+// SGBM 3-way's (a), (b) <= SGBM 3-way's (b) (KITTI: D1).
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -43,7 +47,6 @@ int main(int argc, char** argv) {
   data += "/stereo";
   std::string scene_filter, markdown_path, json_path;
   bool with_sgbm = true;
-  bool fill = false;
   int sgbm_block = 3;
   stereo::SgmParams base;
   std::string census;
@@ -70,7 +73,7 @@ int main(int argc, char** argv) {
     else if (a == "--speckle-range") base.speckle_range = std::stof(next());
     else if (a == "--no-median") base.median = false;
     else if (a == "--no-subpixel") base.subpixel = false;
-    else if (a == "--fill") fill = true;
+    else if (a == "--fill") base.fill = true;
     else if (a == "--sgbm-block") sgbm_block = std::stoi(next());
     else if (a == "--markdown") markdown_path = next();
     else if (a == "--json") json_path = next();
@@ -114,8 +117,7 @@ int main(int argc, char** argv) {
     std::vector<Run> runs;
     double t = 0;
     io::ImageF ours = accuracy::run_ours(s, p, &t);
-    if (fill) accuracy::fill_background(ours);
-    runs.push_back({fill ? "s3d SGM+fill" : "s3d SGM", std::move(ours), t});
+    runs.push_back({p.fill ? "s3d SGM+fill" : "s3d SGM", std::move(ours), t});
     if (with_sgbm) {
       io::ImageF a = accuracy::run_sgbm(s, sc.disparities, accuracy::SgbmMode::kThreeWay, &t, sgbm_block);
       runs.push_back({"SGBM 3-way", std::move(a), t});
@@ -130,7 +132,7 @@ int main(int argc, char** argv) {
         json j{{"scene", sc.name}, {"method", r.method}, {"disparities", sc.disparities}, {"seconds", r.seconds},
                {"fair", io::to_json(row.fair)}, {"full", io::to_json(row.full)},
                {"params", {{"p1", p.p1}, {"p2", p.p2}, {"census_bits", p.census_bits()}, {"uniqueness", p.uniqueness},
-                           {"paths", p.paths}}}};
+                           {"paths", p.paths}, {"fill", p.fill}}}};
         json_out << j.dump() << "\n";
       }
       const io::RegionErrors* all = row.fair.find("all");
@@ -150,7 +152,7 @@ int main(int argc, char** argv) {
      << " paths, P1 " << base.p1 << ", P2 " << base.p2 << ", uniqueness " << base.uniqueness << ", LR check "
      << (base.lr_check ? std::to_string(base.lr_max_diff).substr(0, 4) + " px" : std::string("off")) << ", subpixel "
      << (base.subpixel ? "on" : "off") << ", median " << (base.median ? "on" : "off") << ", speckle "
-     << base.speckle_size << " px / " << base.speckle_range << " px.  \n"
+     << base.speckle_size << " px / " << base.speckle_range << " px, fill " << (base.fill ? "on" : "off") << ".  \n"
      << "OpenCV " << accuracy::opencv_version() << " StereoSGBM: block " << sgbm_block << ", P1 " << 8 * sgbm_block * sgbm_block
      << " (8*block^2), P2 " << 32 * sgbm_block * sgbm_block
      << " (32*block^2), uniquenessRatio 10, speckleWindowSize 100, speckleRange 2 (OpenCV scales it by 16: 2 px), "
@@ -182,6 +184,37 @@ int main(int argc, char** argv) {
          << pct(all ? all->avg_err_est : NAN) << " | " << ratio << " |\n";
     }
     md << "\n";
+  }
+  // The targets, per scene and mask (KITTI: D1 over "all"), against SGBM 3-way; HH's (b) beside.
+  for (int pass = 0; pass < 2; ++pass) {
+    md << (pass == 0 ? "#### Targets, columns x >= D\n\n" : "#### Targets, full frame\n\n");
+    md << "| scene | region | s3d (a) | SGBM 3-way (a) | ratio (a) <= 0.8? | s3d (b) | SGBM 3-way (b) | (b) <= SGBM? | "
+          "vs HH (b) |\n|---|---|---|---|---|---|---|---|---|\n";
+    int met_a = 0, met_b = 0, pairs = 0;
+    for (std::size_t i = 0; i + 2 < rows.size(); ++i) {
+      if (rows[i].method.rfind("s3d SGM", 0) != 0 || rows[i + 1].method != "SGBM 3-way" || rows[i + 2].method != "SGBM HH")
+        continue;
+      const bool kitti = rows[i].scene.rfind("kitti", 0) == 0;
+      auto ev = [&](std::size_t k) -> const io::EvalResult& { return pass == 0 ? rows[k].fair : rows[k].full; };
+      for (const char* region : {"all", "nonocc"}) {
+        const io::RegionErrors* o = ev(i).find(region);
+        const io::RegionErrors* s3 = ev(i + 1).find(region);
+        const io::RegionErrors* hh = ev(i + 2).find(region);
+        if (!o || !s3 || !hh) continue;
+        const double oa = kitti ? o->d1_all : o->bad2_all, ob = kitti ? o->d1_est : o->bad2_est;
+        const double sa = kitti ? s3->d1_all : s3->bad2_all, sb = kitti ? s3->d1_est : s3->bad2_est;
+        const double hb = kitti ? hh->d1_est : hh->bad2_est;
+        const bool ya = oa <= 0.8 * sa, yb = ob <= sb;
+        met_a += ya;
+        met_b += yb;
+        ++pairs;
+        md << "| " << rows[i].scene << " | " << (kitti ? "D1 " : "") << region << " | " << pct(oa) << " | " << pct(sa)
+           << " | " << pct(oa / sa) << (ya ? " yes" : " no") << " | " << pct(ob) << " | " << pct(sb) << " | "
+           << (yb ? "yes" : "no") << " | " << (ob <= hb ? "yes" : "no") << " (" << pct(hb) << ") |\n";
+      }
+    }
+    md << "\n(a) met on " << met_a << " of " << pairs << " scene/mask pairs, (b) on " << met_b << " of " << pairs
+       << ".\n\n";
   }
   if (!markdown_path.empty()) {
     std::ofstream(markdown_path) << md.str();
