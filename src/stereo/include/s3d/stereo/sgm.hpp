@@ -87,8 +87,9 @@ struct SgmParams {
   /// in each row, every run of invalid pixels takes the smaller (farther) of the nearest valid disparities
   /// to its left and right; a run at the row's start or end takes its one neighbour; rows with no valid
   /// pixel stay invalid. The map is then dense wherever a row has an estimate, at the price of guessed
-  /// values (docs/ACCURACY.md: bad-2 with invalid counted as wrong drops well below StereoSGBM's; bad-2 over
-  /// estimated pixels rises). The confidence is not filled: filled pixels keep confidence 0 (the value
+  /// values (docs/ACCURACY.md, with the other defaults: bad-2 counting invalid as wrong <= 0.8x StereoSGBM's
+  /// on 11 of 12 scene/mask pairs, e.g. KITTI D1 7.5 % vs 25.8 %; bad-2 over estimated pixels rises, KITTI
+  /// D1 2.6 % -> 7.5 %). The confidence is not filled: filled pixels keep confidence 0 (the value
   /// of an invalid pixel). Off by default.
   bool fill = false;
 
