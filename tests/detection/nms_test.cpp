@@ -421,6 +421,12 @@ TEST_F(NmsCudaVsCpuTest, FusedSmallPathMatchesCpu) {
 // the scan waits on unpublished tiles and overflows its registers) and all-tied scores; device-resident calls
 // with min_score (no host sync on the fused path) replayed as a graph stay exact.
 TEST_F(NmsCudaVsCpuTest, FusedSmallPathChainsTiesAndGraphs) {
+  // These sizes (up to 16384) exceed the default fused limit (1024): raise it for this engine only (the
+  // engine reads S3D_NMS_FUSED_MAX_BOXES when it is constructed), so the chains run through the fused path.
+  struct FusedLimitGuard {
+    FusedLimitGuard() { setenv("S3D_NMS_FUSED_MAX_BOXES", "16384", 1); }
+    ~FusedLimitGuard() { unsetenv("S3D_NMS_FUSED_MAX_BOXES"); }
+  } fused_limit;
   const Device cpu(Device::Kind::kCpu);
   NmsEngine engine(Device(Device::Kind::kCuda, 0));
   std::mt19937 rng(99);
