@@ -5,17 +5,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "byte_order.hpp"
 #include "s3d/core/errors.hpp"
 
 namespace s3d::io {
 namespace {
 
-bool host_is_little_endian() {
-  const std::uint16_t one = 1;
-  std::uint8_t b = 0;
-  std::memcpy(&b, &one, 1);
-  return b == 1;
-}
+using detail::host_is_little_endian;
 
 void byteswap_floats(std::vector<float>& v) {
   for (float& f : v) {
