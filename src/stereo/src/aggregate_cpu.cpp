@@ -37,9 +37,8 @@
 namespace s3d::stereo::detail::cpu {
 namespace {
 
-constexpr std::uint16_t kSentinel = 0x7fff;  // > any L (<= 16383 once validated), and + P1 fits uint16
 
-/// cur[0..D) = L(p, .) from prev (prev[-1] and prev[D] hold kSentinel). Returns min_d cur.
+/// cur[0..D) = L(p, .) from prev (prev[-1] and prev[D] hold a sentinel (0x7fff)). Returns min_d cur.
 __attribute__((always_inline)) inline int path_step_row(const std::uint8_t* __restrict cost, const std::uint16_t* __restrict prev, int prev_min,
                          std::uint16_t* __restrict cur, int D, int p1, int p2) {
   const std::uint16_t jump = static_cast<std::uint16_t>(prev_min + p2);
@@ -58,14 +57,46 @@ __attribute__((always_inline)) inline int path_step_row(const std::uint8_t* __re
   return mn;
 }
 
-/// First pixel of a path: L = C.
-__attribute__((always_inline)) inline int path_start(const std::uint8_t* __restrict cost, std::uint16_t* __restrict cur, int D) {
-  std::uint16_t mn = 0xffff;
+/// The same step with byte rows (prev[-1] and prev[D] hold 0xff), exact when max cost + P2 <= 255 (see
+/// use_byte_rows()): every L <= max cost + P2 and prev_min <= max cost, so jump = prev_min + P2 fits, and
+/// min(m + P1, jump) = min(m, jump - P1) + P1 (P1 < P2) never leaves [0, 255]. Twice the lanes per vector
+/// and half the row traffic of the uint16 step.
+__attribute__((always_inline)) inline int path_step_row(const std::uint8_t* __restrict cost,
+                                                        const std::uint8_t* __restrict prev, int prev_min,
+                                                        std::uint8_t* __restrict cur, int D, int p1, int p2) {
+  const std::uint8_t jump_m = static_cast<std::uint8_t>(prev_min + p2 - p1);
+  const std::uint8_t pm = static_cast<std::uint8_t>(prev_min);
+  const std::uint8_t P1 = static_cast<std::uint8_t>(p1);
+  std::uint8_t mn = 0xff;
   for (int d = 0; d < D; ++d) {
-    cur[d] = cost[d];
-    mn = std::min<std::uint16_t>(mn, cost[d]);
+    std::uint8_t m = std::min(prev[d - 1], prev[d + 1]);
+    m = std::min(m, jump_m);
+    m = static_cast<std::uint8_t>(m + P1);
+    const std::uint8_t v = std::min(prev[d], m);
+    const std::uint8_t l = static_cast<std::uint8_t>(cost[d] + static_cast<std::uint8_t>(v - pm));
+    cur[d] = l;
+    mn = std::min(mn, l);
   }
   return mn;
+}
+
+/// First pixel of a path: L = C.
+template <typename L>
+__attribute__((always_inline)) inline int path_start(const std::uint8_t* __restrict cost, L* __restrict cur, int D) {
+  L mn = static_cast<L>(~L{0});
+  for (int d = 0; d < D; ++d) {
+    cur[d] = cost[d];
+    mn = std::min<L>(mn, cost[d]);
+  }
+  return mn;
+}
+
+/// Path rows of one byte are exact when every L (<= max cost + P2, costs <= 64) and the jump fit in one.
+bool use_byte_rows(const MatchSpec& s) { return std::max(64, s.max_cost) + s.p2 <= 255 && s.p1 < s.p2 && s.p1 >= 0; }
+
+template <typename L>
+constexpr L sentinel() {
+  return sizeof(L) == 1 ? static_cast<L>(0xff) : static_cast<L>(0x7fff);
 }
 
 }  // namespace
@@ -189,6 +220,8 @@ struct SweepBuffers {
   std::vector<std::uint16_t> rows;  // [2][paths][W][D+2]
   std::vector<int> mins;            // [2][paths][W]
   std::vector<std::uint16_t> hrow;  // [W][D+2]
+  std::vector<std::uint8_t> rows8;  // the same two with byte rows (use_byte_rows())
+  std::vector<std::uint8_t> hrow8;
   std::vector<std::uint16_t> sums;  // [W][D]: this row's sums (fused winner-take-all) 
   std::vector<std::uint16_t> total; // [D]
 };
@@ -241,30 +274,47 @@ __attribute__((always_inline)) inline void wta_row(const std::uint16_t* __restri
   }
 }
 
+template <typename L>
+std::vector<L>& rows_of(SweepBuffers& b);
+template <>
+std::vector<std::uint16_t>& rows_of<std::uint16_t>(SweepBuffers& b) { return b.rows; }
+template <>
+std::vector<std::uint8_t>& rows_of<std::uint8_t>(SweepBuffers& b) { return b.rows8; }
+template <typename L>
+std::vector<L>& hrow_of(SweepBuffers& b);
+template <>
+std::vector<std::uint16_t>& hrow_of<std::uint16_t>(SweepBuffers& b) { return b.hrow; }
+template <>
+std::vector<std::uint8_t>& hrow_of<std::uint8_t>(SweepBuffers& b) { return b.hrow8; }
+
 /// One vertical sweep (top-down for dy = 1, bottom-up for dy = -1) computing, row by row, the vertical path,
 /// the two diagonal paths of that sweep (8 paths) and one horizontal path (direction hdx) of each row, and
 /// ASSIGNING their sum to `out`. Two sweeps (dy = 1 with hdx = 1, dy = -1 with hdx = -1) cover all paths,
 /// reading the cost volume twice and writing two volumes once: far less memory traffic than one
 /// read-modify-write pass per path. Each sweep is sequential (rows depend on each other); the two run on
 /// two threads.
+template <typename L, int kD>
 __attribute__((always_inline)) inline void sweep_impl(const std::uint8_t* __restrict cost, const MatchSpec& s, int dy,
                                                     int hdx, std::uint16_t* __restrict out, SweepBuffers& b,
                                                     Meet* meet) {
-  const int W = s.width, H = s.height, D = s.disparities;
+  std::vector<L>& rows = rows_of<L>(b);
+  std::vector<L>& hrow = hrow_of<L>(b);
+  constexpr L kSent = sentinel<L>();
+  const int W = s.width, H = s.height, D = kD > 0 ? kD : s.disparities;  // kD: fixed at compile time
   const int stride = D + 2;
   const int np = s.paths == 8 ? 3 : 1;
   const int kDx[3] = {0, 1, -1};
   const std::size_t plane = static_cast<std::size_t>(np) * W * stride;
-  if (b.rows.size() < 2 * plane) b.rows.resize(2 * plane);
+  if (rows.size() < 2 * plane) rows.resize(2 * plane);
   for (std::size_t k = 0; k < 2 * plane; k += stride) {  // only the sentinels are ever read before written
-    b.rows[k] = kSentinel;
-    b.rows[k + stride - 1] = kSentinel;
+    rows[k] = kSent;
+    rows[k + stride - 1] = kSent;
   }
   b.mins.resize(static_cast<std::size_t>(2) * np * W);
-  b.hrow.resize(static_cast<std::size_t>(W) * stride);  // horizontal path, sentinels at both ends per pixel
-  for (std::size_t k = 0; k < b.hrow.size(); k += stride) {
-    b.hrow[k] = kSentinel;
-    b.hrow[k + stride - 1] = kSentinel;
+  hrow.resize(static_cast<std::size_t>(W) * stride);  // horizontal path, sentinels at both ends per pixel
+  for (std::size_t k = 0; k < hrow.size(); k += stride) {
+    hrow[k] = kSent;
+    hrow[k + stride - 1] = kSent;
   }
   if (meet) {
     b.sums.resize(static_cast<std::size_t>(W) * D);
@@ -282,11 +332,11 @@ __attribute__((always_inline)) inline void sweep_impl(const std::uint8_t* __rest
     // horizontal path of this row
     {
       int x = hdx > 0 ? 0 : W - 1;
-      std::uint16_t* prev = b.hrow.data() + static_cast<std::ptrdiff_t>(x) * stride + 1;
+      L* prev = hrow.data() + static_cast<std::ptrdiff_t>(x) * stride + 1;
       int mn = path_start(crow + x * D, prev, D);
       for (int k = 1; k < W; ++k) {
         x += hdx;
-        std::uint16_t* cur = b.hrow.data() + static_cast<std::ptrdiff_t>(x) * stride + 1;
+        L* cur = hrow.data() + static_cast<std::ptrdiff_t>(x) * stride + 1;
         mn = path_step_row(crow + x * D, prev, mn, cur, D, s.p1, s.p2);
         prev = cur;
       }
@@ -294,30 +344,30 @@ __attribute__((always_inline)) inline void sweep_impl(const std::uint8_t* __rest
     const int cur_slot = i & 1, prev_slot = cur_slot ^ 1;
     for (int x = 0; x < W; ++x) {
       const std::uint8_t* c = crow + x * D;
-      std::uint16_t* curs[3];
+      L* curs[3];
       for (int k = 0; k < np; ++k) {
-        std::uint16_t* cur = b.rows.data() + cur_slot * plane + (static_cast<std::size_t>(k) * W + x) * stride + 1;
+        L* cur = rows.data() + cur_slot * plane + (static_cast<std::size_t>(k) * W + x) * stride + 1;
         int* cur_min = b.mins.data() + (static_cast<std::size_t>(cur_slot) * np + k) * W + x;
         const int xp = x - kDx[k];
         if (i == 0 || xp < 0 || xp >= W) {
           *cur_min = path_start(c, cur, D);
         } else {
-          const std::uint16_t* prev =
-              b.rows.data() + prev_slot * plane + (static_cast<std::size_t>(k) * W + xp) * stride + 1;
+          const L* prev =
+              rows.data() + prev_slot * plane + (static_cast<std::size_t>(k) * W + xp) * stride + 1;
           *cur_min = path_step_row(c, prev, b.mins[(static_cast<std::size_t>(prev_slot) * np + k) * W + xp], cur, D,
                                    s.p1, s.p2);
         }
         curs[k] = cur;
       }
-      const std::uint16_t* h = b.hrow.data() + static_cast<std::ptrdiff_t>(x) * stride + 1;
+      const L* h = hrow.data() + static_cast<std::ptrdiff_t>(x) * stride + 1;
       std::uint16_t* o = orow + x * D;
       if (np == 3) {
-        const std::uint16_t* __restrict c0 = curs[0];
-        const std::uint16_t* __restrict c1 = curs[1];
-        const std::uint16_t* __restrict c2 = curs[2];
+        const L* __restrict c0 = curs[0];
+        const L* __restrict c1 = curs[1];
+        const L* __restrict c2 = curs[2];
         for (int d = 0; d < D; ++d) o[d] = static_cast<std::uint16_t>(h[d] + c0[d] + c1[d] + c2[d]);
       } else {
-        const std::uint16_t* __restrict c0 = curs[0];
+        const L* __restrict c0 = curs[0];
         for (int d = 0; d < D; ++d) o[d] = static_cast<std::uint16_t>(h[d] + c0[d]);
       }
     }
@@ -334,36 +384,47 @@ __attribute__((always_inline)) inline void sweep_impl(const std::uint8_t* __rest
   }
 }
 
+template <typename L, int kD>
 S3D_TARGET("avx512f,avx512bw,avx512vl")
 void sweep_avx512(const std::uint8_t* cost, const MatchSpec& s, int dy, int hdx, std::uint16_t* out, SweepBuffers& b,
                   Meet* meet) {
-  sweep_impl(cost, s, dy, hdx, out, b, meet);
+  sweep_impl<L, kD>(cost, s, dy, hdx, out, b, meet);
 }
+template <typename L, int kD>
 S3D_TARGET("avx2")
 void sweep_avx2(const std::uint8_t* cost, const MatchSpec& s, int dy, int hdx, std::uint16_t* out, SweepBuffers& b,
                   Meet* meet) {
-  sweep_impl(cost, s, dy, hdx, out, b, meet);
+  sweep_impl<L, kD>(cost, s, dy, hdx, out, b, meet);
 }
+template <typename L, int kD>
 void sweep_base(const std::uint8_t* cost, const MatchSpec& s, int dy, int hdx, std::uint16_t* out, SweepBuffers& b,
                   Meet* meet) {
-  sweep_impl(cost, s, dy, hdx, out, b, meet);
+  sweep_impl<L, kD>(cost, s, dy, hdx, out, b, meet);
 }
 using SweepFn = void (*)(const std::uint8_t*, const MatchSpec&, int, int, std::uint16_t*, SweepBuffers&, Meet*);
+template <typename L, int kD>
 SweepFn pick_sweep() {
 #if S3D_AGG_DISPATCH
   __builtin_cpu_init();
   const int cap = isa_cap();
   if (cap >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl"))
-    return sweep_avx512;
-  if (cap >= 1 && __builtin_cpu_supports("avx2")) return sweep_avx2;
+    return sweep_avx512<L, kD>;
+  if (cap >= 1 && __builtin_cpu_supports("avx2")) return sweep_avx2<L, kD>;
 #endif
-  return sweep_base;
+  return sweep_base<L, kD>;
 }
 void sweep(const std::uint8_t* cost, const MatchSpec& s, int dy, int hdx, std::uint16_t* out, SweepBuffers& b,
            Meet* meet) {
-  static const SweepFn fn = pick_sweep();
-  fn(cost, s, dy, hdx, out, b, meet);
+  // common disparity counts get a variant with D fixed (unrolled row steps, no loop overhead per pixel)
+  static const SweepFn fns[2][4] = {
+      {pick_sweep<std::uint16_t, 0>(), pick_sweep<std::uint16_t, 64>(), pick_sweep<std::uint16_t, 128>(),
+       pick_sweep<std::uint16_t, 256>()},
+      {pick_sweep<std::uint8_t, 0>(), pick_sweep<std::uint8_t, 64>(), pick_sweep<std::uint8_t, 128>(),
+       pick_sweep<std::uint8_t, 256>()}};
+  const int D = s.disparities;
+  const int k = D == 64 ? 1 : D == 128 ? 2 : D == 256 ? 3 : 0;
+  fns[use_byte_rows(s) ? 1 : 0][k](cost, s, dy, hdx, out, b, meet);
 }
 
 /// Kept per thread across calls: no page faults on every frame (the sentinels are rewritten per sweep).
