@@ -298,28 +298,32 @@ __attribute__((always_inline)) inline void sweep_impl(const std::uint8_t* __rest
                                                     int hdx, std::uint16_t* __restrict out, SweepBuffers& b,
                                                     Meet* meet) {
   std::vector<L>& rows = rows_of<L>(b);
-  std::vector<L>& hrow = hrow_of<L>(b);
+  std::vector<L>& small = hrow_of<L>(b);
   constexpr L kSent = sentinel<L>();
   const int W = s.width, H = s.height, D = kD > 0 ? kD : s.disparities;  // kD: fixed at compile time
   const int stride = D + 2;
   const int np = s.paths == 8 ? 3 : 1;
-  const int kDx[3] = {0, 1, -1};
+  // One plane per path ([path][W][D+2], sentinels at both ends per pixel), updated in place: the pixels of a
+  // row are visited in the horizontal path's direction sx, so that path needs only its last pixel, and of
+  // the diagonal paths (plane 1: dx = +1, plane 2: dx = -1) the one with dx = -sx reads a pixel not yet
+  // visited (written in place) while the one with dx = +sx reads the pixel just visited (its new value is
+  // held back one pixel). Half the rows of a double-buffered plane: the working set stays in L2.
   const std::size_t plane = static_cast<std::size_t>(np) * W * stride;
-  if (rows.size() < 2 * plane) rows.resize(2 * plane);
-  for (std::size_t k = 0; k < 2 * plane; k += stride) {  // only the sentinels are ever read before written
+  if (rows.size() < plane) rows.resize(plane);
+  for (std::size_t k = 0; k < plane; k += stride) {  // only the sentinels are ever read before written
     rows[k] = kSent;
     rows[k + stride - 1] = kSent;
   }
-  b.mins.resize(static_cast<std::size_t>(2) * np * W);
-  hrow.resize(static_cast<std::size_t>(W) * stride);  // horizontal path, sentinels at both ends per pixel
-  for (std::size_t k = 0; k < hrow.size(); k += stride) {
-    hrow[k] = kSent;
-    hrow[k + stride - 1] = kSent;
-  }
+  b.mins.resize(static_cast<std::size_t>(np) * W);
+  // small: [0, 2) horizontal path (this pixel / the last one), 2: vertical step, [3, 5) held-back diagonal
+  small.assign(static_cast<std::size_t>(5) * stride, kSent);
   if (meet) {
     b.sums.resize(static_cast<std::size_t>(W) * D);
     b.total.resize(static_cast<std::size_t>(D));
   }
+  const int sx = hdx > 0 ? 1 : -1;
+  const int k_direct = sx > 0 ? 2 : 1;   // dx = -sx
+  const int k_delayed = sx > 0 ? 1 : 2;  // dx = +sx
   for (int i = 0; i < H; ++i) {
     const int y = dy > 0 ? i : H - 1 - i;
     const std::uint8_t* crow = cost + static_cast<std::ptrdiff_t>(y) * W * D;
@@ -329,46 +333,72 @@ __attribute__((always_inline)) inline void sweep_impl(const std::uint8_t* __rest
     if (meet) first = meet->arrivals[y].fetch_add(1, std::memory_order_acq_rel) == 0;
     std::uint16_t* orow =
         meet && !first ? b.sums.data() : (meet ? meet->volume : out) + static_cast<std::ptrdiff_t>(y) * W * D;
-    // horizontal path of this row
-    {
-      int x = hdx > 0 ? 0 : W - 1;
-      L* prev = hrow.data() + static_cast<std::ptrdiff_t>(x) * stride + 1;
-      int mn = path_start(crow + x * D, prev, D);
-      for (int k = 1; k < W; ++k) {
-        x += hdx;
-        L* cur = hrow.data() + static_cast<std::ptrdiff_t>(x) * stride + 1;
-        mn = path_step_row(crow + x * D, prev, mn, cur, D, s.p1, s.p2);
-        prev = cur;
+    int hmin = 0, pending_min = 0;
+    for (int j = 0; j < W; ++j) {
+      const int x = sx > 0 ? j : W - 1 - j;
+      const std::uint8_t* c = crow + static_cast<std::ptrdiff_t>(x) * D;
+      // horizontal path
+      L* h = small.data() + (j & 1) * stride + 1;
+      hmin = j == 0 ? path_start(c, h, D)
+                    : path_step_row(c, small.data() + ((j & 1) ^ 1) * stride + 1, hmin, h, D, s.p1, s.p2);
+      // vertical path: computed aside, then copied over its own previous value
+      L* v = rows.data() + static_cast<std::size_t>(x) * stride + 1;
+      {
+        L* t = small.data() + 2 * stride + 1;
+        int* m = b.mins.data() + x;
+        *m = i == 0 ? path_start(c, t, D) : path_step_row(c, v, *m, t, D, s.p1, s.p2);
+        std::memcpy(v, t, static_cast<std::size_t>(D) * sizeof(L));
       }
-    }
-    const int cur_slot = i & 1, prev_slot = cur_slot ^ 1;
-    for (int x = 0; x < W; ++x) {
-      const std::uint8_t* c = crow + x * D;
-      L* curs[3];
-      for (int k = 0; k < np; ++k) {
-        L* cur = rows.data() + cur_slot * plane + (static_cast<std::size_t>(k) * W + x) * stride + 1;
-        int* cur_min = b.mins.data() + (static_cast<std::size_t>(cur_slot) * np + k) * W + x;
-        const int xp = x - kDx[k];
-        if (i == 0 || xp < 0 || xp >= W) {
-          *cur_min = path_start(c, cur, D);
-        } else {
-          const L* prev =
-              rows.data() + prev_slot * plane + (static_cast<std::size_t>(k) * W + xp) * stride + 1;
-          *cur_min = path_step_row(c, prev, b.mins[(static_cast<std::size_t>(prev_slot) * np + k) * W + xp], cur, D,
-                                   s.p1, s.p2);
-        }
-        curs[k] = cur;
-      }
-      const L* h = hrow.data() + static_cast<std::ptrdiff_t>(x) * stride + 1;
-      std::uint16_t* o = orow + x * D;
+      std::uint16_t* o = orow + static_cast<std::ptrdiff_t>(x) * D;
       if (np == 3) {
-        const L* __restrict c0 = curs[0];
-        const L* __restrict c1 = curs[1];
-        const L* __restrict c2 = curs[2];
-        for (int d = 0; d < D; ++d) o[d] = static_cast<std::uint16_t>(h[d] + c0[d] + c1[d] + c2[d]);
+        // dx = -sx: previous pixel x + sx (not visited yet in this row: still the previous row's)
+        L* a = rows.data() + (static_cast<std::size_t>(k_direct) * W + x) * stride + 1;
+        {
+          int* m = b.mins.data() + static_cast<std::size_t>(k_direct) * W + x;
+          const int xp = x + sx;
+          if (i == 0 || xp < 0 || xp >= W) {
+            *m = path_start(c, a, D);
+          } else {
+            const L* prev = rows.data() + (static_cast<std::size_t>(k_direct) * W + xp) * stride + 1;
+            *m = path_step_row(c, prev, m[sx], a, D, s.p1, s.p2);
+          }
+        }
+        // dx = +sx: previous pixel x - sx (just visited: its new value is still held back)
+        L* e = small.data() + (3 + (j & 1)) * stride + 1;
+        {
+          L* base = rows.data() + static_cast<std::size_t>(k_delayed) * W * stride + 1;
+          int* mins = b.mins.data() + static_cast<std::size_t>(k_delayed) * W;
+          const int xp = x - sx;
+          int mn;
+          if (i == 0 || j == 0) {
+            mn = path_start(c, e, D);
+          } else {
+            mn = path_step_row(c, base + static_cast<std::size_t>(xp) * stride, mins[xp], e, D, s.p1, s.p2);
+            // now x - sx's new value can replace its old one
+            std::memcpy(base + static_cast<std::size_t>(xp) * stride, small.data() + (3 + ((j & 1) ^ 1)) * stride + 1,
+                        static_cast<std::size_t>(D) * sizeof(L));
+            mins[xp] = pending_min;
+          }
+          if (i == 0 && j > 0) {
+            std::memcpy(base + static_cast<std::size_t>(xp) * stride, small.data() + (3 + ((j & 1) ^ 1)) * stride + 1,
+                        static_cast<std::size_t>(D) * sizeof(L));
+            mins[xp] = pending_min;
+          }
+          pending_min = mn;
+          if (j == W - 1) {  // the row's last pixel
+            std::memcpy(base + static_cast<std::size_t>(x) * stride, e, static_cast<std::size_t>(D) * sizeof(L));
+            mins[x] = mn;
+          }
+        }
+        const L* __restrict c0 = v;
+        const L* __restrict c1 = a;
+        const L* __restrict c2 = e;
+        const L* __restrict hh = h;
+        for (int d = 0; d < D; ++d) o[d] = static_cast<std::uint16_t>(hh[d] + c0[d] + c1[d] + c2[d]);
       } else {
-        const L* __restrict c0 = curs[0];
-        for (int d = 0; d < D; ++d) o[d] = static_cast<std::uint16_t>(h[d] + c0[d]);
+        const L* __restrict c0 = v;
+        const L* __restrict hh = h;
+        for (int d = 0; d < D; ++d) o[d] = static_cast<std::uint16_t>(hh[d] + c0[d]);
       }
     }
     if (meet) {
