@@ -303,19 +303,21 @@ __attribute__((always_inline)) inline void sweep_impl(const std::uint8_t* __rest
   const int W = s.width, H = s.height, D = kD > 0 ? kD : s.disparities;  // kD: fixed at compile time
   const int stride = D + 2;
   const int np = s.paths == 8 ? 3 : 1;
-  // One plane per path ([path][W][D+2], sentinels at both ends per pixel), updated in place: the pixels of a
-  // row are visited in the horizontal path's direction sx, so that path needs only its last pixel, and of
-  // the diagonal paths (plane 1: dx = +1, plane 2: dx = -1) the one with dx = -sx reads a pixel not yet
-  // visited (written in place) while the one with dx = +sx reads the pixel just visited (its new value is
-  // held back one pixel). Half the rows of a double-buffered plane: the working set stays in L2.
-  const std::size_t plane = static_cast<std::size_t>(np) * W * stride;
+  // Planes [path][W][D+2] (sentinels at both ends per pixel). The pixels of a row are visited in the
+  // horizontal path's direction sx, so that path needs only its last pixel; the diagonal paths (plane 1:
+  // dx = +1, plane 2: dx = -1) each keep one plane updated in place: the one with dx = -sx reads a pixel not
+  // yet visited, the one with dx = +sx the pixel just visited (its new value is held back one pixel). The
+  // vertical path alternates between planes 0 and np (a step in place would overwrite what it reads).
+  // A smaller working set than a double-buffered plane per path, and no horizontal-path row pass.
+  // plane 0 (vertical) is two planes: this row and the last one, alternately
+  const std::size_t plane = static_cast<std::size_t>(np + 1) * W * stride;
   if (rows.size() < plane) rows.resize(plane);
   for (std::size_t k = 0; k < plane; k += stride) {  // only the sentinels are ever read before written
     rows[k] = kSent;
     rows[k + stride - 1] = kSent;
   }
   b.mins.resize(static_cast<std::size_t>(np) * W);
-  // small: [0, 2) horizontal path (this pixel / the last one), 2: vertical step, [3, 5) held-back diagonal
+  // small: [0, 2) horizontal path (this pixel / the last one), 2: unused, [3, 5) held-back diagonal
   small.assign(static_cast<std::size_t>(5) * stride, kSent);
   if (meet) {
     b.sums.resize(static_cast<std::size_t>(W) * D);
@@ -341,13 +343,14 @@ __attribute__((always_inline)) inline void sweep_impl(const std::uint8_t* __rest
       L* h = small.data() + (j & 1) * stride + 1;
       hmin = j == 0 ? path_start(c, h, D)
                     : path_step_row(c, small.data() + ((j & 1) ^ 1) * stride + 1, hmin, h, D, s.p1, s.p2);
-      // vertical path: computed aside, then copied over its own previous value
-      L* v = rows.data() + static_cast<std::size_t>(x) * stride + 1;
+      // vertical path: planes 0 and np alternate between rows
+      const std::size_t vcur = (i & 1) ? static_cast<std::size_t>(np) * W : 0;
+      const std::size_t vprev = (i & 1) ? 0 : static_cast<std::size_t>(np) * W;
+      L* v = rows.data() + (vcur + x) * stride + 1;
       {
-        L* t = small.data() + 2 * stride + 1;
         int* m = b.mins.data() + x;
-        *m = i == 0 ? path_start(c, t, D) : path_step_row(c, v, *m, t, D, s.p1, s.p2);
-        std::memcpy(v, t, static_cast<std::size_t>(D) * sizeof(L));
+        *m = i == 0 ? path_start(c, v, D)
+                    : path_step_row(c, rows.data() + (vprev + x) * stride + 1, *m, v, D, s.p1, s.p2);
       }
       std::uint16_t* o = orow + static_cast<std::ptrdiff_t>(x) * D;
       if (np == 3) {
