@@ -303,22 +303,20 @@ __attribute__((always_inline)) inline void sweep_impl(const std::uint8_t* __rest
   const int W = s.width, H = s.height, D = kD > 0 ? kD : s.disparities;  // kD: fixed at compile time
   const int stride = D + 2;
   const int np = s.paths == 8 ? 3 : 1;
-  // Planes [path][W][D+2] (sentinels at both ends per pixel). The pixels of a row are visited in the
-  // horizontal path's direction sx, so that path needs only its last pixel; the diagonal paths (plane 1:
-  // dx = +1, plane 2: dx = -1) each keep one plane updated in place: the one with dx = -sx reads a pixel not
-  // yet visited, the one with dx = +sx the pixel just visited (its new value is held back one pixel). The
-  // vertical path alternates between planes 0 and np (a step in place would overwrite what it reads).
-  // A smaller working set than a double-buffered plane per path, and no horizontal-path row pass.
-  // plane 0 (vertical) is two planes: this row and the last one, alternately
-  const std::size_t plane = static_cast<std::size_t>(np + 1) * W * stride;
+  // Planes [plane][W][D+2] (sentinels at both ends per pixel). The pixels of a row are visited in the
+  // horizontal path's direction sx, so that path needs only its last pixel. Diagonal path dx = -sx reads a
+  // pixel not yet visited in this row: one plane (k_direct), updated in place. The vertical path (planes 0
+  // and np) and diagonal path dx = +sx (planes k_delayed and np + 1) alternate between two planes by row
+  // parity. Less memory than two planes per path, and no separate horizontal-path row pass.
+  const std::size_t plane = static_cast<std::size_t>(np == 3 ? np + 2 : np + 1) * W * stride;
   if (rows.size() < plane) rows.resize(plane);
   for (std::size_t k = 0; k < plane; k += stride) {  // only the sentinels are ever read before written
     rows[k] = kSent;
     rows[k + stride - 1] = kSent;
   }
-  b.mins.resize(static_cast<std::size_t>(np) * W);
-  // small: [0, 2) horizontal path (this pixel / the last one), 2: unused, [3, 5) held-back diagonal
-  small.assign(static_cast<std::size_t>(5) * stride, kSent);
+  b.mins.resize(static_cast<std::size_t>(np + 1) * W);
+  // small: horizontal path (this pixel / the last one)
+  small.assign(static_cast<std::size_t>(2) * stride, kSent);
   if (meet) {
     b.sums.resize(static_cast<std::size_t>(W) * D);
     b.total.resize(static_cast<std::size_t>(D));
@@ -335,7 +333,7 @@ __attribute__((always_inline)) inline void sweep_impl(const std::uint8_t* __rest
     if (meet) first = meet->arrivals[y].fetch_add(1, std::memory_order_acq_rel) == 0;
     std::uint16_t* orow =
         meet && !first ? b.sums.data() : (meet ? meet->volume : out) + static_cast<std::ptrdiff_t>(y) * W * D;
-    int hmin = 0, pending_min = 0;
+    int hmin = 0;
     for (int j = 0; j < W; ++j) {
       const int x = sx > 0 ? j : W - 1 - j;
       const std::uint8_t* c = crow + static_cast<std::ptrdiff_t>(x) * D;
@@ -366,32 +364,18 @@ __attribute__((always_inline)) inline void sweep_impl(const std::uint8_t* __rest
             *m = path_step_row(c, prev, m[sx], a, D, s.p1, s.p2);
           }
         }
-        // dx = +sx: previous pixel x - sx (just visited: its new value is still held back)
-        L* e = small.data() + (3 + (j & 1)) * stride + 1;
+        // dx = +sx: previous pixel x - sx (just visited): planes k_delayed and np + 1 alternate between rows
+        const std::size_t dcur = (i & 1) ? static_cast<std::size_t>(np + 1) : static_cast<std::size_t>(k_delayed);
+        const std::size_t dprev = (i & 1) ? static_cast<std::size_t>(k_delayed) : static_cast<std::size_t>(np + 1);
+        L* e = rows.data() + (dcur * W + x) * stride + 1;
         {
-          L* base = rows.data() + static_cast<std::size_t>(k_delayed) * W * stride + 1;
-          int* mins = b.mins.data() + static_cast<std::size_t>(k_delayed) * W;
+          int* mcur = b.mins.data() + ((i & 1) ? static_cast<std::size_t>(np) : static_cast<std::size_t>(k_delayed)) * W;
+          const int* mprev =
+              b.mins.data() + ((i & 1) ? static_cast<std::size_t>(k_delayed) : static_cast<std::size_t>(np)) * W;
           const int xp = x - sx;
-          int mn;
-          if (i == 0 || j == 0) {
-            mn = path_start(c, e, D);
-          } else {
-            mn = path_step_row(c, base + static_cast<std::size_t>(xp) * stride, mins[xp], e, D, s.p1, s.p2);
-            // now x - sx's new value can replace its old one
-            std::memcpy(base + static_cast<std::size_t>(xp) * stride, small.data() + (3 + ((j & 1) ^ 1)) * stride + 1,
-                        static_cast<std::size_t>(D) * sizeof(L));
-            mins[xp] = pending_min;
-          }
-          if (i == 0 && j > 0) {
-            std::memcpy(base + static_cast<std::size_t>(xp) * stride, small.data() + (3 + ((j & 1) ^ 1)) * stride + 1,
-                        static_cast<std::size_t>(D) * sizeof(L));
-            mins[xp] = pending_min;
-          }
-          pending_min = mn;
-          if (j == W - 1) {  // the row's last pixel
-            std::memcpy(base + static_cast<std::size_t>(x) * stride, e, static_cast<std::size_t>(D) * sizeof(L));
-            mins[x] = mn;
-          }
+          mcur[x] = i == 0 || j == 0
+                        ? path_start(c, e, D)
+                        : path_step_row(c, rows.data() + (dprev * W + xp) * stride + 1, mprev[xp], e, D, s.p1, s.p2);
         }
         const L* __restrict c0 = v;
         const L* __restrict c1 = a;
