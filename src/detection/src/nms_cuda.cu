@@ -422,13 +422,48 @@ __global__ void mask_kernel(long long pairs, const long long* d_pairs, int m, co
   }
 }
 
+/// Looks at the suppressors of box `t` of row tile `r` recorded in words [begin, end) (every `step`-th one):
+/// `removed` once any of them is kept, `pending` while one is still undecided.
+__device__ __forceinline__ void inspect_suppressors(volatile unsigned char* vstate, const int* pair_col,
+                                                    const unsigned long long* words, int t, long long begin,
+                                                    long long end, long long step, bool& removed, bool& pending) {
+  for (long long k = begin; k < end && !removed; k += step) {
+    unsigned long long w = words[k * kTile + t];
+    if (!w) continue;
+    const int base = pair_col[k] * kTile;
+    while (w) {
+      const int b = __ffsll(static_cast<long long>(w)) - 1;
+      w &= w - 1;
+      const unsigned char s = vstate[base + b];
+      if (s == 1) {
+        removed = true;
+        break;
+      }
+      if (s == 0) pending = true;
+    }
+  }
+}
+
+/// Ends a round of the scan: adds the undecided boxes counted by each warp to the round's counter, clears the
+/// next round's, and waits for the whole grid. True when no box is left undecided (`rounds_out` then holds the
+/// number of rounds). Counters rotate over three slots so a slot is never cleared while still being read.
+__device__ __forceinline__ bool round_settles_all(cg::grid_group& grid, unsigned* counters, int round,
+                                                  unsigned undecided, int* rounds_out) {
+  for (int o = 16; o > 0; o >>= 1) undecided += __shfl_down_sync(0xFFFFFFFFu, undecided, o);
+  if ((threadIdx.x & 31) == 0 && undecided) atomicAdd(&counters[round % 3], undecided);
+  if (grid.thread_rank() == 0) counters[(round + 1) % 3] = 0;
+  grid.sync();
+  if (static_cast<volatile unsigned*>(counters)[round % 3] != 0) return false;
+  if (grid.thread_rank() == 0) *rounds_out = round + 1;
+  return true;
+}
+
 /// All rounds of the parallel greedy scan in one cooperative kernel. state: 0 undecided, 1 kept, 2 removed.
 __global__ void scan_rounds_kernel(int m, const long long* offsets, const int* pair_col,
                                    const unsigned long long* words, unsigned char* state, unsigned* counters,
                                    int* rounds_out) {
   cg::grid_group grid = cg::this_grid();
   volatile unsigned char* vstate = state;
-  volatile unsigned* vcount = counters;
   const int stride = gridDim.x * blockDim.x;
   for (int round = 0;; ++round) {
     unsigned local = 0;
@@ -436,21 +471,7 @@ __global__ void scan_rounds_kernel(int m, const long long* offsets, const int* p
       if (vstate[i] != 0) continue;
       const int r = i / kTile, t = i % kTile;
       bool pending = false, removed = false;
-      const long long end = offsets[r + 1];
-      for (long long k = offsets[r]; k < end && !removed; ++k) {
-        unsigned long long w = words[k * kTile + t];
-        const int base = pair_col[k] * kTile;
-        while (w) {
-          const int b = __ffsll(static_cast<long long>(w)) - 1;
-          w &= w - 1;
-          const unsigned char s = vstate[base + b];
-          if (s == 1) {
-            removed = true;
-            break;
-          }
-          if (s == 0) pending = true;
-        }
-      }
+      inspect_suppressors(vstate, pair_col, words, t, offsets[r], offsets[r + 1], 1, removed, pending);
       if (removed) {
         vstate[i] = 2;
       } else if (!pending) {
@@ -459,14 +480,7 @@ __global__ void scan_rounds_kernel(int m, const long long* offsets, const int* p
         ++local;
       }
     }
-    for (int o = 16; o > 0; o >>= 1) local += __shfl_down_sync(0xFFFFFFFFu, local, o);
-    if ((threadIdx.x & 31) == 0 && local) atomicAdd(&counters[round % 3], local);
-    if (grid.thread_rank() == 0) counters[(round + 1) % 3] = 0;
-    grid.sync();
-    if (vcount[round % 3] == 0) {
-      if (grid.thread_rank() == 0) *rounds_out = round + 1;
-      return;
-    }
+    if (round_settles_all(grid, counters, round, local, rounds_out)) return;
   }
 }
 
@@ -479,7 +493,6 @@ __global__ void scan_rounds_warp_kernel(int m, const long long* offsets, const i
                                         int* rounds_out) {
   cg::grid_group grid = cg::this_grid();
   volatile unsigned char* vstate = state;
-  volatile unsigned* vcount = counters;
   const int lane = threadIdx.x & 31;
   const int warp_id = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
   const int warps = static_cast<int>((gridDim.x * blockDim.x) >> 5);
@@ -489,22 +502,7 @@ __global__ void scan_rounds_warp_kernel(int m, const long long* offsets, const i
       if (vstate[i] != 0) continue;  // warp-uniform: only this warp writes state[i]
       const int r = i / kTile, t = i % kTile;
       bool pending = false, removed = false;
-      const long long end = offsets[r + 1];
-      for (long long k = offsets[r] + lane; k < end && !removed; k += 32) {
-        unsigned long long w = words[k * kTile + t];
-        if (!w) continue;
-        const int base = pair_col[k] * kTile;
-        while (w) {
-          const int b = __ffsll(static_cast<long long>(w)) - 1;
-          w &= w - 1;
-          const unsigned char s = vstate[base + b];
-          if (s == 1) {
-            removed = true;
-            break;
-          }
-          if (s == 0) pending = true;
-        }
-      }
+      inspect_suppressors(vstate, pair_col, words, t, offsets[r] + lane, offsets[r + 1], 32, removed, pending);
       const bool any_removed = __any_sync(0xFFFFFFFFu, removed);
       const bool any_pending = __any_sync(0xFFFFFFFFu, pending);
       if (lane == 0) {
@@ -517,14 +515,7 @@ __global__ void scan_rounds_warp_kernel(int m, const long long* offsets, const i
         }
       }
     }
-    for (int o = 16; o > 0; o >>= 1) local += __shfl_down_sync(0xFFFFFFFFu, local, o);
-    if ((threadIdx.x & 31) == 0 && local) atomicAdd(&counters[round % 3], local);
-    if (grid.thread_rank() == 0) counters[(round + 1) % 3] = 0;
-    grid.sync();
-    if (vcount[round % 3] == 0) {
-      if (grid.thread_rank() == 0) *rounds_out = round + 1;
-      return;
-    }
+    if (round_settles_all(grid, counters, round, local, rounds_out)) return;
   }
 }
 
