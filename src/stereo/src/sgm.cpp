@@ -40,24 +40,27 @@ SgmEngine::~SgmEngine() = default;
 SgmEngine::SgmEngine(SgmEngine&&) noexcept = default;
 SgmEngine& SgmEngine::operator=(SgmEngine&&) noexcept = default;
 
-SgmResult SgmEngine::compute(ImageView<const std::uint8_t> left, ImageView<const std::uint8_t> right) {
+namespace {
+// The owning-result overloads: size the result for the engine, then fill it through the pointer overload.
+template <typename Pixel, typename EngineImpl>
+SgmResult compute_into_result(SgmEngine& engine, const EngineImpl& impl, ImageView<const Pixel> left,
+                              ImageView<const Pixel> right) {
   SgmResult r;
-  r.width = impl_->width_;
-  r.height = impl_->height_;
+  r.width = impl.width_;
+  r.height = impl.height_;
   r.disparity.resize(static_cast<std::size_t>(r.width) * r.height);
-  if (impl_->params_.confidence) r.confidence.resize(r.disparity.size());
-  compute(left, right, r.disparity.data(), r.confidence.empty() ? nullptr : r.confidence.data());
+  if (impl.params_.confidence) r.confidence.resize(r.disparity.size());
+  engine.compute(left, right, r.disparity.data(), r.confidence.empty() ? nullptr : r.confidence.data());
   return r;
+}
+}  // namespace
+
+SgmResult SgmEngine::compute(ImageView<const std::uint8_t> left, ImageView<const std::uint8_t> right) {
+  return compute_into_result(*this, *impl_, left, right);
 }
 
 SgmResult SgmEngine::compute(ImageView<const std::uint16_t> left, ImageView<const std::uint16_t> right) {
-  SgmResult r;
-  r.width = impl_->width_;
-  r.height = impl_->height_;
-  r.disparity.resize(static_cast<std::size_t>(r.width) * r.height);
-  if (impl_->params_.confidence) r.confidence.resize(r.disparity.size());
-  compute(left, right, r.disparity.data(), r.confidence.empty() ? nullptr : r.confidence.data());
-  return r;
+  return compute_into_result(*this, *impl_, left, right);
 }
 
 void SgmEngine::compute(ImageView<const std::uint8_t> left, ImageView<const std::uint8_t> right, float* disparity,
