@@ -1,15 +1,25 @@
 // sgm-depth: rectified stereo pairs -> disparity, depth, point cloud, confidence, colour picture.
 // Thin: the matcher is s3d::stereo, the formats s3d::io, the batch/flags/exit codes the s3d::cli frame.
+// Over a batch, pairs are read ahead on a second thread and, on a GPU, the next pair is uploaded while the
+// current one is matched (stereo::SgmPipeline); outputs and errors stay per item, in input order.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <deque>
+#include <exception>
 #include <filesystem>
+#include <fstream>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "s3d/cli/inputs.hpp"
+#include "s3d/cli/shard.hpp"
 #include "s3d/cli/tool.hpp"
 #include "s3d/core/errors.hpp"
 #include "s3d/io/calib.hpp"
@@ -19,6 +29,7 @@
 #include "s3d/io/ply.hpp"
 #include "s3d/io/stereo_eval.hpp"
 #include "s3d/stereo/sgm.hpp"
+#include "s3d/stereo/sgm_pipeline.hpp"
 #include "sgm_depth/datasets.hpp"
 
 namespace fs = std::filesystem;
@@ -114,6 +125,55 @@ struct EvalTotals {
   }
 };
 
+// The images of one item, decoded (on the read-ahead thread or in place). Exactly the checks and messages
+// of a plain read: the left image, the right image, then their sizes.
+struct LoadedPair {
+  int left_bits = 8, right_bits = 8;
+  io::ImageU16 left16, right16;  // pixels dropped for an 8-bit pair (sizes kept for messages)
+  io::ImageU8 left8, right8;     // the 8-bit pair (both inputs 8-bit)
+  bool sixteen() const { return left_bits == 16 || right_bits == 16; }
+  int width() const { return left16.width; }
+  int height() const { return left16.height; }
+};
+
+template <typename T>
+std::string size_text(const io::Image<T>& img) {
+  return std::to_string(img.width) + "x" + std::to_string(img.height);
+}
+
+// io errors start with the path they were given (for `-`, a temp file): keep only what follows it.
+std::string strip_path(const std::string& message, const std::string& path) {
+  if (message.rfind(path + ": ", 0) == 0) return message.substr(path.size() + 2);
+  return message;
+}
+
+LoadedPair load_pair(const std::string& left_name, const std::string& left_path, const std::string& right_name,
+                     const std::string& right_path) {
+  LoadedPair p;
+  try {
+    p.left16 = io::read_grey16(left_path, &p.left_bits);
+  } catch (const IoError& e) {
+    throw IoError(left_name + ": " + strip_path(e.what(), left_path));
+  }
+  try {
+    p.right16 = io::read_grey16(right_path, &p.right_bits);
+  } catch (const IoError& e) {
+    throw IoError(right_name + ": " + strip_path(e.what(), right_path));
+  }
+  if (p.left16.width != p.right16.width || p.left16.height != p.right16.height)
+    throw DataError(left_name + ": " + size_text(p.left16) + " but " + right_name + " is " + size_text(p.right16));
+  if (!p.sixteen()) {
+    const int w = p.width(), h = p.height();
+    p.left8 = io::ImageU8(w, h);
+    p.right8 = io::ImageU8(w, h);
+    std::transform(p.left16.data.begin(), p.left16.data.end(), p.left8.data.begin(), [](std::uint16_t v) { return std::uint8_t(v); });
+    std::transform(p.right16.data.begin(), p.right16.data.end(), p.right8.data.begin(), [](std::uint16_t v) { return std::uint8_t(v); });
+    p.left16.data = {};
+    p.right16.data = {};
+  }
+  return p;
+}
+
 class App {
  public:
   App()
@@ -132,7 +192,10 @@ class App {
   }
 
   double gt_scale_hint() const { return opt_.gt_scale; }
-  void expand_arguments(cli::ExpandArgument fn) { tool_.expand_arguments(std::move(fn)); }
+  void expand_arguments(cli::ExpandArgument fn) {
+    expand_ = fn;
+    tool_.expand_arguments(std::move(fn));
+  }
 
  private:
   void add_options() {
@@ -249,6 +312,79 @@ class App {
         if (opt_.emits[i] == Emit::kDisparity && format_of(s.outputs[i]) == "png")
           throw InvalidArgument("--png-encoding mm is for depth; disparity PNGs use kitti or x16");
     }
+    plan_read_ahead();
+  }
+
+  // The batch's items in the frame's order (this shard), so that process() can start on the next one.
+  // Rebuilt from the same settings with the frame's own functions; a list or manifest that is not a regular
+  // file (stdin, a pipe) cannot be read twice and gets no read-ahead. Only a speed-up: process() checks that
+  // an item read ahead is the one it was given.
+  void plan_read_ahead() {
+    const auto& s = tool_.settings();
+    const cli::ItemSpec spec{2, {"left", "right"}};
+    auto regular = [](const std::string& path) {
+      std::error_code ec;
+      return path != "-" && fs::is_regular_file(path, ec);
+    };
+    try {
+      std::vector<cli::Item> all;
+      if (!s.positional.empty()) {
+        all = cli::items_from_paths(s.positional, spec, expand_);
+      } else if (!s.input_list.empty() && regular(s.input_list)) {
+        std::ifstream in(s.input_list);
+        all = cli::items_from_list(in, s.input_list, spec);
+      } else if (!s.manifest.empty() && regular(s.manifest)) {
+        std::ifstream in(s.manifest);
+        all = cli::items_from_manifest(in, s.manifest, spec);
+      }
+      batch_ = cli::select_shard(all, cli::parse_shard(s.shard, s.shard_count));
+    } catch (...) {
+      batch_.clear();  // the frame reports the problem itself
+    }
+    for (std::size_t k = 0; k < batch_.size(); ++k) batch_position_[batch_[k].index] = k;
+  }
+
+  // The item after `item` in this shard's order; nullptr at the end or when unknown.
+  const cli::Item* next_item(const cli::Item& item) const {
+    const auto it = batch_position_.find(item.index);
+    if (it == batch_position_.end() || it->second + 1 >= batch_.size()) return nullptr;
+    const cli::Item& next = batch_[it->second + 1];
+    for (const auto& in : next.inputs)
+      if (in == "-") return nullptr;  // stdin is copied by the frame when the item starts
+    return &next;
+  }
+
+  // Starts decoding `item`'s images on a second thread, unless already started.
+  void read_ahead(const cli::Item& item) {
+    if (ahead_.count(item.index)) return;
+    const std::string l = item.inputs.at(0), r = item.inputs.at(1);
+    ahead_[item.index] = {item.inputs, std::async(std::launch::async, [l, r] { return load_pair(l, l, r, r); }).share()};
+  }
+
+  // The images of `item`: read ahead when they were, else read now. Errors are the plain read's.
+  std::shared_future<LoadedPair> take_pair(const cli::Item& item, cli::ItemContext& ctx) {
+    std::shared_future<LoadedPair> pair;
+    if (auto it = ahead_.find(item.index); it != ahead_.end() && it->second.inputs == item.inputs) pair = it->second.pair;
+    ahead_.erase(ahead_.begin(), ahead_.upper_bound(item.index));  // this item's and older ones (skipped items)
+    if (!pair.valid()) {
+      std::promise<LoadedPair> now;
+      try {
+        const std::string& l = item.inputs.at(0);
+        const std::string& r = item.inputs.at(1);
+        now.set_value(load_pair(l, ctx.readable_path(l), r, ctx.readable_path(r)));
+      } catch (...) {
+        now.set_exception(std::current_exception());
+      }
+      pair = now.get_future().share();
+    }
+    return pair;
+  }
+
+  // Queues a decoded pair on the pipeline, remembering which item it belongs to.
+  void submit(const LoadedPair& p, std::size_t index) {
+    if (p.sixteen()) pipeline_->submit(p.left16.cview(), p.right16.cview());
+    else pipeline_->submit(p.left8.cview(), p.right8.cview());
+    queued_.push_back(index);
   }
 
   // The format of an output path: --format wins, else the extension (lower case, no dot).
@@ -284,25 +420,12 @@ class App {
   json process(const cli::Item& item, cli::ItemContext& ctx) {
     const std::string& left_name = item.inputs.at(0);
     const std::string& right_name = item.inputs.at(1);
-    const std::string left_path = ctx.readable_path(left_name);
-    const std::string right_path = ctx.readable_path(right_name);
-
     // 1. Inputs. Everything that can fail on the data happens before the first output is written.
-    int left_bits = 8, right_bits = 8;
-    io::ImageU16 left16, right16;
-    try {
-      left16 = io::read_grey16(left_path, &left_bits);
-    } catch (const IoError& e) {
-      throw IoError(left_name + ": " + strip_path(e.what(), left_path));
-    }
-    try {
-      right16 = io::read_grey16(right_path, &right_bits);
-    } catch (const IoError& e) {
-      throw IoError(right_name + ": " + strip_path(e.what(), right_path));
-    }
-    if (left16.width != right16.width || left16.height != right16.height)
-      throw DataError(left_name + ": " + size_text(left16) + " but " + right_name + " is " + size_text(right16));
-    const int w = left16.width, h = left16.height;
+    const std::shared_future<LoadedPair> loaded = take_pair(item, ctx);
+    const LoadedPair& pair = loaded.get();  // the read's own exception, as without read-ahead
+    const std::string left_path = ctx.readable_path(left_name);  // the cloud's colours are read from it
+    const io::ImageU16& left16 = pair.left16;
+    const int w = pair.width(), h = pair.height();
 
     std::unique_ptr<io::StereoCalibration> item_calib;
     const io::StereoCalibration* calib = calib_.get();
@@ -327,26 +450,43 @@ class App {
       masks = io::find_masks(gt_path, w, h);
     }
 
-    // 2. Match. The engine is built once per image size and reused over the batch.
-    if (!engine_ || engine_->width() != w || engine_->height() != h) {
-      engine_.reset();
+    // 2. Match. The pipeline (engine + 2 slots) is built once per image size and reused over the batch.
+    if (!pipeline_ || pipeline_->width() != w || pipeline_->height() != h) {
+      pipeline_.reset();
+      queued_.clear();
       try {
-        engine_ = std::make_unique<stereo::SgmEngine>(device_, opt_.params, w, h);
+        pipeline_ = std::make_unique<stereo::SgmPipeline>(device_, opt_.params, w, h, 2);
       } catch (const InvalidArgument& e) {
         // D or the window does not fit this image: a property of this item, not of the command line.
         throw DataError(left_name + ": " + e.what());
       }
     }
-    stereo::SgmResult result;
-    const bool sixteen = left_bits == 16 || right_bits == 16;
-    if (sixteen) {
-      result = engine_->compute(left16.cview(), right16.cview());
-    } else {
-      io::ImageU8 l8(w, h), r8(w, h);
-      std::transform(left16.data.begin(), left16.data.end(), l8.data.begin(), [](std::uint16_t v) { return std::uint8_t(v); });
-      std::transform(right16.data.begin(), right16.data.end(), r8.data.begin(), [](std::uint16_t v) { return std::uint8_t(v); });
-      result = engine_->compute(l8.cview(), r8.cview());
+    // A pair queued for an item that never came (skipped, or failed before matching) is dropped.
+    if (!queued_.empty() && queued_.front() != item.index) {
+      pipeline_->drain();
+      queued_.clear();
     }
+    if (queued_.empty()) submit(pair, item.index);
+    // While this pair is matched, queue the next one: on a GPU its upload overlaps this compute and its
+    // compute our writing of this item's outputs (on the CPU, submit computes it: the work only moves
+    // earlier). The images after it are decoded meanwhile on the second thread.
+    if (const cli::Item* next = next_item(item)) {
+      read_ahead(*next);
+      if (!pipeline_->full()) {
+        const LoadedPair* np = nullptr;
+        try {
+          np = &ahead_.at(next->index).pair.get();
+        } catch (...) {
+          // an unreadable or mismatched next pair: its error is reported when its turn comes
+        }
+        if (np && np->width() == w && np->height() == h) submit(*np, next->index);
+        if (const cli::Item* after = next_item(*next)) read_ahead(*after);
+      }
+    }
+    stereo::SgmResult result;
+    pipeline_->retrieve(result);
+    queued_.pop_front();
+    const bool sixteen = pair.sixteen();
     io::ImageF disparity(w, h);
     disparity.data = std::move(result.disparity);
 
@@ -474,23 +614,22 @@ class App {
     return "?";
   }
 
-  template <typename T>
-  static std::string size_text(const io::Image<T>& img) {
-    return std::to_string(img.width) + "x" + std::to_string(img.height);
-  }
-
-  // io errors start with the path they were given (for `-`, a temp file): keep only what follows it.
-  static std::string strip_path(const std::string& message, const std::string& path) {
-    if (message.rfind(path + ": ", 0) == 0) return message.substr(path.size() + 2);
-    return message;
-  }
-
   cli::Tool tool_;
   Options opt_;
   Device device_;
   std::unique_ptr<io::StereoCalibration> calib_;
-  std::unique_ptr<stereo::SgmEngine> engine_;
   EvalTotals totals_;
+  // Batch read-ahead and pipelining (see plan_read_ahead / process).
+  cli::ExpandArgument expand_;
+  std::vector<cli::Item> batch_;
+  std::unordered_map<std::size_t, std::size_t> batch_position_;  // item index -> position in batch_
+  struct Ahead {
+    std::vector<std::string> inputs;
+    std::shared_future<LoadedPair> pair;
+  };
+  std::map<std::size_t, Ahead> ahead_;  // by item index; futures of std::async join when destroyed
+  std::deque<std::size_t> queued_;      // item index of each pair in the pipeline, oldest first
+  std::unique_ptr<stereo::SgmPipeline> pipeline_;  // declared last: destroyed (drained) first
 };
 
 }  // namespace
