@@ -40,6 +40,7 @@ namespace s3d::stereo {
 ///
 /// Not thread-safe: call submit/retrieve from one thread. After a CudaError (or OutOfMemory) from
 /// submit/retrieve the pipeline's state is undefined: destroy it (the destructor is safe then too).
+/// Moving transfers the pairs in flight; a moved-from pipeline may only be destroyed or assigned to.
 class SgmPipeline {
  public:
   /// Default number of pairs in flight: one computing, one uploading/downloading.
