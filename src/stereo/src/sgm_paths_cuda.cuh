@@ -17,9 +17,9 @@ namespace s3d::stereo::detail::cuda {
 /// D > 128 / 256: a scanline is at most one warp), costs prefetched 8 steps ahead; kNarrowAll = every
 /// direction so. Same bytes either way (an experiment knob for bench_sgm and the tests).
 enum class PerPathLanes { kWide = 0, kNarrowHorizontal = 1, kNarrowAll = 2, kDefault = 3 };
-/// What kDefault (the engine) picks for `spec`: kNarrowHorizontal while one direction's volume is at most
-/// 96 MiB (the horizontal chains' latency bounds the launch), else kWide (memory traffic does; measured on an
-/// H200, see bench_sgm's stage table: 1024x440 D128 8 paths 0.71 -> 0.58 ms, 1920x1080 D256 4.81 vs 4.99).
+/// What kDefault (the engine) picks for `spec`: kNarrowAll since the narrow scans stage their costs through
+/// shared memory and step branch-free on packed 16x2 pairs (bench_sgm's stage table, H100: fastest of the
+/// three at every benchmark size, e.g. 1024x440 D128 4 paths 0.29 ms vs 0.39 / 0.65).
 PerPathLanes default_per_path_lanes(const MatchSpec& spec);
 
 /// True when the per-path pipeline applies: automatic lane layout (spec.lanes == 0), D <= 512 and
