@@ -517,13 +517,13 @@ __global__ void __launch_bounds__(kPerPathBlock) aggregate_per_path_kernel(const
 // paths' pitch (target outside the image -> max_cost, as match_cost()), and every direction's step is one
 // coalesced 16-byte load per lane (prefetched 3 steps ahead), off the popcount work and the scattered
 // census-code loads that the on-the-fly variant repeats per direction.
-// One block per 32 pixels of a row: warp w computes disparities [16w, 16w + 16) of the 32 pixels (lane =
-// pixel), reading the row's target codes from shared memory (lanes read consecutive codes), into a shared
-// tile whose rows are padded by 16 bytes (the lanes' 16-byte writes spread over the banks); the tile, 32
-// consecutive pixels of the volume, then leaves in coalesced 16-byte stores. (One thread per 16 disparities
-// of one pixel reading the codes from global memory touched one cache line per lane and load: ~1 ms of
-// L1 wavefronts at 1920x1080 D256.)
-constexpr int kCostTilePixels = 32;
+// One block per 64 pixels of a row: warp w computes disparities [16w, 16w + 16) of the pixels (lane = pixel,
+// two rounds of 32), reading the row's target codes from shared memory (lanes read consecutive codes), into a
+// shared tile whose rows are padded by 16 bytes (the lanes' 16-byte writes spread over the banks); the tile,
+// 64 consecutive pixels of the volume, then leaves in coalesced 16-byte stores. (One thread per 16
+// disparities of one pixel reading the codes from global memory touched one cache line per lane and load:
+// ~1 ms of L1 wavefronts at 1920x1080 D256.)
+constexpr int kCostTilePixels = 64;
 
 template <int G>
 __global__ void __launch_bounds__(32 * G) cost_volume_kernel(const std::uint64_t* __restrict__ ref,
@@ -537,26 +537,33 @@ __global__ void __launch_bounds__(32 * G) cost_volume_kernel(const std::uint64_t
   const int W = s.width;
   const int y = static_cast<int>(blockIdx.y);
   const int x0 = static_cast<int>(blockIdx.x) * kCostTilePixels;
-  // target columns x + sign*(min_disparity + d) for x in [x0, x0 + 32), d in [0, kPitch)
+  // target columns x + sign*(min_disparity + d) for x in [x0, x0 + 64), d in [0, kPitch)
   const int lo = x0 + s.sign * s.min_disparity + (s.sign < 0 ? -(kPitch - 1) : 0);
   const std::uint64_t* trow = target + static_cast<std::ptrdiff_t>(y) * W;
   for (int i = static_cast<int>(threadIdx.x); i < kSegment; i += static_cast<int>(blockDim.x)) {
     const int xt = lo + i;
     segment[i] = (xt >= 0 && xt < W) ? __ldg(trow + xt) : 0;
   }
-  __syncthreads();
   const int lane = static_cast<int>(threadIdx.x & 31);
   const int d0 = static_cast<int>(threadIdx.x >> 5) * kPK;
-  const int x = x0 + lane;
-  if (x < W) {
-    const std::uint64_t r = __ldg(ref + static_cast<std::ptrdiff_t>(y) * W + x);
+  std::uint64_t r[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int x = x0 + 32 * h + lane;
+    r[h] = x < W ? __ldg(ref + static_cast<std::ptrdiff_t>(y) * W + x) : 0;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int x = x0 + 32 * h + lane;
+    if (x >= W) break;
     int c[kPK];
 #pragma unroll
     for (int j = 0; j < kPK; ++j) {
       const int xt = x + s.sign * (s.min_disparity + d0 + j);
-      c[j] = (xt < 0 || xt >= W) ? s.max_cost : popcount64(r ^ segment[xt - lo]);
+      c[j] = (xt < 0 || xt >= W) ? s.max_cost : popcount64(r[h] ^ segment[xt - lo]);
     }
-    store_costs16(tile + lane * kTilePitch + d0, c);
+    store_costs16(tile + (32 * h + lane) * kTilePitch + d0, c);
   }
   __syncthreads();
   const int pixels = min(kCostTilePixels, W - x0);

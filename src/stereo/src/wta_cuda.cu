@@ -82,9 +82,15 @@ __global__ void wta_per_path_kernel(const std::uint8_t* __restrict__ paths, std:
   const int d0 = glane * 16;
   const std::uint8_t* src = paths + static_cast<std::size_t>(pix) * pitch + d0;
   unsigned even[4] = {0u, 0u, 0u, 0u}, odd[4] = {0u, 0u, 0u, 0u};
-  for (int p = 0; p < s.paths; ++p) {
-    const uint4 v = __ldg(reinterpret_cast<const uint4*>(src + static_cast<std::size_t>(p) * volume_bytes));
-    const unsigned w[4] = {v.x, v.y, v.z, v.w};
+  // every direction's load issued before the first is used (paths <= 8: per_path_fits)
+  uint4 v[8];
+#pragma unroll
+  for (int p = 0; p < 8; ++p)
+    if (p < s.paths) v[p] = __ldg(reinterpret_cast<const uint4*>(src + static_cast<std::size_t>(p) * volume_bytes));
+#pragma unroll
+  for (int p = 0; p < 8; ++p) {
+    if (p >= s.paths) break;
+    const unsigned w[4] = {v[p].x, v[p].y, v[p].z, v[p].w};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       even[i] += w[i] & 0x00ff00ffu;
