@@ -326,8 +326,9 @@ TEST_P(SgmDevice, PostFiltersMatchCpu) {
   }
 }
 
-// Background fill reference, written independently of fill_math.hpp: for each invalid pixel, search the
-// nearest valid pixel to the left and to the right in the ORIGINAL row; both -> the smaller, one -> that.
+// Occlusion fill reference, written independently of fill_math.hpp: for each invalid pixel, search the
+// nearest valid pixel to the left and to the right in the ORIGINAL row; when both exist and the invalid gap
+// between them is at most |left - right| + 2 pixels wide, the pixel takes the smaller of the two.
 std::vector<float> naive_fill(const std::vector<float>& in, int W, int H) {
   std::vector<float> out = in;
   for (int y = 0; y < H; ++y)
@@ -336,19 +337,19 @@ std::vector<float> naive_fill(const std::vector<float>& in, int W, int H) {
       int l = x - 1, r = x + 1;
       while (l >= 0 && !is_valid_disparity(in[y * W + l])) --l;
       while (r < W && !is_valid_disparity(in[y * W + r])) ++r;
-      if (l >= 0 && r < W) out[y * W + x] = std::min(in[y * W + l], in[y * W + r]);
-      else if (l >= 0) out[y * W + x] = in[y * W + l];
-      else if (r < W) out[y * W + x] = in[y * W + r];
+      if (l < 0 || r >= W) continue;
+      const float dl = in[y * W + l], dr = in[y * W + r];
+      if (static_cast<float>(r - l - 1) <= std::fabs(dl - dr) + 2.0f) out[y * W + x] = std::min(dl, dr);
     }
   return out;
 }
 
-TEST_P(SgmDevice, FillBackgroundMatchesReference) {
+TEST_P(SgmDevice, FillOcclusionsMatchesReference) {
   S3D_SKIP_IF_NO_DEVICE(GetParam());
   struct Size { int w, h; };
   int filled_total = 0, invalid_left = 0;
   std::uint32_t seed = 500;
-  for (const Size sz : {Size{1, 1}, Size{1, 7}, Size{7, 1}, Size{2, 3}, Size{33, 17}, Size{631, 479}}) {
+  for (const Size sz : {Size{1, 1}, Size{1, 7}, Size{7, 1}, Size{2, 3}, Size{3, 2}, Size{33, 17}, Size{631, 479}}) {
     for (float invalid : {0.0f, 0.3f, 0.8f, 0.97f, 1.0f}) {
       const int W = sz.w, H = sz.h;
       auto d = random_disparity(W, H, ++seed, invalid);
@@ -360,6 +361,9 @@ TEST_P(SgmDevice, FillBackgroundMatchesReference) {
       }
       if (H > 2 && W > 1) {
         for (int x = 0; x < W; ++x) d[2 * W + x] = x == 0 ? 7.5f : kInvalidDisparity;
+      }
+      if (H > 3 && W > 2) {  // negative disparities on both sides of short gaps
+        for (int x = 0; x < W; ++x) d[3 * W + x] = x % 3 == 1 ? kInvalidDisparity : -1.5f - (x % 7);
       }
       const auto want = naive_fill(d, W, H);
       const auto got = stages::fill_background(GetParam(), d, W, H);
@@ -374,21 +378,36 @@ TEST_P(SgmDevice, FillBackgroundMatchesReference) {
       }
     }
   }
-  EXPECT_GT(filled_total, 100000);  // the cases do exercise the fill...
-  EXPECT_GT(invalid_left, 1000);    // ...and the rows that have nothing to fill from
+  EXPECT_GT(filled_total, 50000);  // the cases do exercise the fill...
+  EXPECT_GT(invalid_left, 50000);  // ...and the runs it leaves (too wide, at a row's end, rows with nothing)
   EXPECT_THROW(stages::fill_background(GetParam(), std::vector<float>(5), 2, 3), InvalidArgument);
   EXPECT_THROW(stages::fill_background(GetParam(), {}, 0, 0), InvalidArgument);
 }
 
-TEST_P(SgmDevice, FillBackgroundOnHandMadeRow) {
+TEST_P(SgmDevice, FillOcclusionsOnHandMadeRows) {
   S3D_SKIP_IF_NO_DEVICE(GetParam());
   const float I = kInvalidDisparity;
-  const std::vector<float> in = {I, I, 5.0f, I, I, 9.0f, 8.0f, I, 2.0f, 3.0f, I, I,   // row 0
-                                 I, I, I, I, I, I, I, I, I, I, I, I};                     // row 1: nothing to fill
-  const std::vector<float> want = {5.0f, 5.0f, 5.0f, 5.0f, 5.0f, 9.0f, 8.0f, 2.0f, 2.0f, 3.0f, 3.0f, 3.0f,
-                                   I, I, I, I, I, I, I, I, I, I, I, I};
-  std::string where;
-  EXPECT_TRUE(test::bit_equal(stages::fill_background(GetParam(), in, 12, 2), want, 12, &where)) << where;
+  // row 0: a run at the start and at the end stay; [3,5) (2 <= |5-9| + 2) and [7] take the smaller neighbour
+  // row 1: nothing to fill from
+  // row 2: the width limit |l - r| + 2 exactly: 2 wide between equal values filled, 3 wide not; 6 wide across
+  //        a step of 4 filled, 7 wide not; 3 wide across a step of 1.25 filled (3 <= 3.25)
+  const std::vector<std::vector<float>> in = {
+      {I, I, 5.0f, I, I, 9.0f, 8.0f, I, 2.0f, 3.0f, I, I},
+      {I, I, I, I, I, I, I, I, I, I, I, I},
+      {1.0f, I, I, 1.0f, I, I, I, 1.0f, 4.0f, I, I, I, I, I, I, 0.0f, 4.0f, I, I, I, I, I, I, I, 0.0f, 2.5f, I, I, I,
+       1.25f}};
+  const std::vector<std::vector<float>> want = {
+      {I, I, 5.0f, 5.0f, 5.0f, 9.0f, 8.0f, 2.0f, 2.0f, 3.0f, I, I},
+      {I, I, I, I, I, I, I, I, I, I, I, I},
+      {1.0f, 1.0f, 1.0f, 1.0f, I, I, I, 1.0f, 4.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 4.0f, I, I, I, I, I,
+       I, I, 0.0f, 2.5f, 1.25f, 1.25f, 1.25f, 1.25f}};
+  for (std::size_t r = 0; r < in.size(); ++r) {
+    const int W = static_cast<int>(in[r].size());
+    std::string where;
+    EXPECT_TRUE(test::bit_equal(stages::fill_background(GetParam(), in[r], W, 1), want[r], W, &where))
+        << "row " << r << " " << where;
+    EXPECT_TRUE(test::bit_equal(naive_fill(in[r], W, 1), want[r], W, &where)) << "reference, row " << r << " " << where;
+  }
 }
 
 TEST_P(SgmDevice, SpeckleMedianLrOnHandMadeMaps) {
@@ -445,8 +464,9 @@ std::vector<Config> configs() {
   add("no_lr", [](SgmParams& p) { p.lr_check = false; });
   add("no_median", [](SgmParams& p) { p.median = false; });
   add("no_speckle", [](SgmParams& p) { p.speckle_size = 0; });
-  add("fill", [](SgmParams& p) { p.fill = true; });
+  add("no_fill", [](SgmParams& p) { p.fill = false; });
   add("fill_uniq20", [](SgmParams& p) { p.fill = true; p.uniqueness = 20; p.median = false; });
+  add("no_fill_uniq8", [](SgmParams& p) { p.fill = false; p.uniqueness = 8; });
   add("uniq15_lr0", [](SgmParams& p) { p.uniqueness = 15; p.lr_max_diff = 0.0f; p.subpixel = false; });
   add("bare", [](SgmParams& p) {
     p.uniqueness = 0; p.subpixel = false; p.lr_check = false; p.median = false; p.speckle_size = 0; p.confidence = false;

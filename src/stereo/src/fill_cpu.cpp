@@ -1,4 +1,4 @@
-// Background fill of invalid pixels, CPU backend (the row rule is fill_math.hpp, shared with CUDA).
+// Occlusion fill of invalid pixels, CPU backend (the row rule is fill_math.hpp, shared with CUDA).
 #include <cstddef>
 
 #include "backend.hpp"
@@ -8,7 +8,7 @@ namespace s3d::stereo::detail::cpu {
 
 void fill_background(float* disparity, int width, int height) {
 #pragma omp parallel for schedule(static)
-  for (int y = 0; y < height; ++y) fill_background_row(disparity + static_cast<std::ptrdiff_t>(y) * width, width);
+  for (int y = 0; y < height; ++y) fill_occlusions_row(disparity + static_cast<std::ptrdiff_t>(y) * width, width);
 }
 
 }  // namespace s3d::stereo::detail::cpu

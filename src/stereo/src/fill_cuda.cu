@@ -1,4 +1,4 @@
-// Background fill of invalid pixels, CUDA backend: one thread per row running fill_background_row()
+// Occlusion fill of invalid pixels, CUDA backend: one thread per row running fill_occlusions_row()
 // (fill_math.hpp, shared with the CPU), in place. A serial scan per row: rows are independent, a row's
 // runs are not. Not yet timed on a GPU (it only reads and copies W*H floats, so a warp-per-row version with
 // ballot scans is the obvious step if it ever shows in a profile).
@@ -13,7 +13,7 @@ namespace {
 __global__ void fill_background_kernel(float* d, std::ptrdiff_t pitch, int width, int height) {
   const int y = blockIdx.x * blockDim.x + threadIdx.x;
   if (y >= height) return;
-  fill_background_row(d + y * pitch, width);
+  fill_occlusions_row(d + y * pitch, width);
 }
 
 }  // namespace

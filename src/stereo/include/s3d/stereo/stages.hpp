@@ -3,7 +3,7 @@
 // HOST memory and synchronizes; on a CUDA device it uploads, runs that stage's kernel and downloads, so the
 // CPU and CUDA results of one stage can be compared bit for bit. Production code uses SgmEngine.
 // The engine runs them in this order: census, aggregate, wta (both views with the LR check), lr_check,
-// median3x3, speckle, [confidence zeroed where invalid], fill_background (when SgmParams::fill).
+// median3x3, speckle, [confidence zeroed where invalid], fill_background (the occlusion fill, when SgmParams::fill).
 // All images are dense row-major (pitch == width).
 #include <cstdint>
 #include <vector>
@@ -52,11 +52,12 @@ std::vector<float> median3x3(const Device& device, const std::vector<float>& dis
 std::vector<float> speckle(const Device& device, const std::vector<float>& disparity, int width, int height,
                            int max_size, float max_diff);
 
-/// Background fill (SgmParams::fill; Hirschmüller 2008): in each row, every maximal run of invalid pixels
-/// takes the smaller (farther) of the two valid disparities that bound it on the left and on the right; a
-/// run at the row's start or end takes its one valid neighbour; a row with no valid pixel stays invalid.
-/// Only copies values of the input row (bit-identical on every device). @throws InvalidArgument on a size
-/// below 1x1 or a map of another size.
+/// Occlusion fill (SgmParams::fill; after Hirschmüller 2008): in each row, every maximal run of invalid
+/// pixels [b, e) with valid neighbours l = d[b-1] and r = d[e] on both sides and e - b <= |l - r| + 2 (as
+/// wide as the depth step it lies beside, 2 px of slack: an occlusion) takes the smaller (farther,
+/// background) of l and r. Other runs stay invalid: wider ones, and those at a row's start or end. The
+/// name is kept from when every run was filled (before 2026-11-22). Only copies values of the input row
+/// (bit-identical on every device). @throws InvalidArgument on a size below 1x1 or a map of another size.
 std::vector<float> fill_background(const Device& device, const std::vector<float>& disparity, int width, int height);
 
 }  // namespace s3d::stereo::stages
