@@ -243,6 +243,8 @@ int main(int argc, char** argv) {
     if (!s.full) {  // libSGM's pipeline: census, aggregation, WTA + uniqueness + subpixel, 3x3 median
       p.lr_check = false;
       p.speckle_size = 0;
+      p.fill = false;
+      p.uniqueness = 5;  // libSGM's uniqueness 0.95 (its benchmark's setting)
     }
     stereo::SgmEngine engine(dev, p, s.width, s.height);
     cudaStream_t st = engine.stream();

@@ -21,6 +21,17 @@ namespace {
 
 constexpr int kBig = 1 << 24;  // outside [0, D): never a minimum, never overflows int
 
+/// min over a whole warp: one redux instruction on sm_80+, a butterfly before.
+__device__ S3D_FORCEINLINE int warp_min(int m) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  return __reduce_min_sync(0xffffffffu, m);
+#else
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) m = min(m, __shfl_xor_sync(0xffffffffu, m, o));
+  return m;
+#endif
+}
+
 template <int G, int K>
 struct Scan {
   static constexpr int kPairs = K / 2;
@@ -269,7 +280,7 @@ __device__ S3D_FORCEINLINE void path_update(int (&L)[K], const int (&c)[K], int&
 #pragma unroll
   for (int j = 1; j < K; ++j) m = min(m, L[j]);
   if constexpr (G == 32) {
-    m = __reduce_min_sync(0xffffffffu, m);
+    m = warp_min(m);
   } else {
 #pragma unroll
     for (int o = G / 2; o > 0; o >>= 1) m = min(m, __shfl_xor_sync(mask, m, o, G));
@@ -355,7 +366,7 @@ __device__ S3D_FORCEINLINE void path_update_packed(unsigned (&L)[K / 2], const u
   for (int i = 1; i < kP; ++i) m2 = vmin16x2(m2, n[i]);
   int m = static_cast<int>(min(m2 & 0xffffu, m2 >> 16));
   if constexpr (G == 32) {
-    m = __reduce_min_sync(0xffffffffu, m);
+    m = warp_min(m);
   } else {
 #pragma unroll
     for (int o = G / 2; o > 0; o >>= 1) m = min(m, __shfl_xor_sync(mask, m, o, G));
@@ -651,6 +662,37 @@ __device__ S3D_FORCEINLINE void store_words(std::uint8_t* p, const unsigned (&w)
   }
 }
 
+/// Asynchronous K-byte copy global -> shared (cp.async, sm_80+); older GPUs copy synchronously (same bytes).
+template <int K>
+__device__ S3D_FORCEINLINE void stage_copy(unsigned to_shared, const std::uint8_t* from) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(to_shared), "l"(from), "n"(K) : "memory");
+#else
+  if constexpr (K == 4) {
+    asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(to_shared), "r"(*reinterpret_cast<const unsigned*>(from)) : "memory");
+  } else if constexpr (K == 8) {
+    const uint2 v = *reinterpret_cast<const uint2*>(from);
+    asm volatile("st.shared.v2.u32 [%0], {%1, %2};\n" ::"r"(to_shared), "r"(v.x), "r"(v.y) : "memory");
+  } else {
+    const uint4 v = *reinterpret_cast<const uint4*>(from);
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(to_shared), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
+  }
+#endif
+}
+__device__ S3D_FORCEINLINE void stage_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+/// Waits until at most N committed groups are still in flight.
+template <int N>
+__device__ S3D_FORCEINLINE void stage_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
 /// Shared-memory bytes one warp stages with for K disparities per lane.
 template <int K>
 constexpr int stage_bytes_per_warp() {
@@ -686,11 +728,10 @@ __device__ void scan_cost_narrow(const std::uint8_t* __restrict__ cost, const Ma
     const std::uint8_t* from = src + k0 * stride;
 #pragma unroll
     for (int i = 0; i < kStageSteps; ++i) {
-      if (k0 + i < steps)
-        asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(buf + i * 32 * K), "l"(from), "n"(K) : "memory");
+      if (k0 + i < steps) stage_copy<K>(buf + i * 32 * K, from);
       from += stride;
     }
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
+    stage_commit();
   };
   const PackedLane<K> pl(d0, D);
   unsigned L[K / 2];
@@ -713,7 +754,7 @@ __device__ void scan_cost_narrow(const std::uint8_t* __restrict__ cost, const Ma
   const int chunks = (steps + kStageSteps - 1) / kStageSteps;
   for (int chunk = 0; chunk < chunks; ++chunk) {
     request(chunk + 1);  // into the other buffer, whose chunk this lane has finished reading
-    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+    stage_wait<1>();
     const std::uint8_t* buf = slot0 + (chunk & 1) * kChunkBytes;
     const int in_chunk = min(kStageSteps, steps - chunk * kStageSteps);  // uniform over the group
     if (in_chunk == kStageSteps) {
@@ -723,7 +764,7 @@ __device__ void scan_cost_narrow(const std::uint8_t* __restrict__ cost, const Ma
       for (int i = 0; i < in_chunk; ++i) step(buf + i * 32 * K);
     }
   }
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+  stage_wait<0>();
 }
 
 /// Lanes per scanline of the narrow layout for a pitch of G * 16 bytes: K = max(4, pitch / 32).
