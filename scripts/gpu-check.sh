@@ -2,6 +2,7 @@
 # There (the GPU machine): runs a packed `gpu` build (scripts/pack-gpu.sh): ctest -L gpu, then
 # compute-sanitizer memcheck and racecheck over the GPU test executables, then the benchmarks.
 # Logs and JSON go to $OUT (or ./gpu-check-out); a short table is printed last.
+# Narrowing: S3D_SANITIZE_ONLY=REGEX (test executables run under the sanitizers), S3D_SKIP_NMS_BENCH=1.
 set -uo pipefail
 pack="$(cd "${1:-.carry/gpu}" && pwd)"
 out="${OUT:-$PWD/gpu-check-out}"
@@ -27,6 +28,8 @@ tests=$(cd "$pack" && ctest -L gpu -N | awk '/Test +#/{print $3}' | sort -u |
 for tool in memcheck racecheck; do
   status=pass
   for t in $tests; do
+    # S3D_SANITIZE_ONLY (a regex on the executable name) narrows the sanitizer runs, e.g. to test_stereo
+    [ -n "${S3D_SANITIZE_ONLY:-}" ] && ! basename "$t" | grep -Eq "$S3D_SANITIZE_ONLY" && continue
     # CUDA cases only, without the multi-million-element ones (minutes under the sanitizers) and the
     # deliberate out-of-memory test (memcheck reports its failed cudaMallocAsync as an API error).
     filter="${S3D_SANITIZER_FILTER:-*cuda*:*Cuda*:*CUDA*:*DeviceBuffer*:*Layout*:-*TwoMillion*:*LargeSingleGroup*:*ImpossibleAllocation*}"
@@ -37,7 +40,7 @@ for tool in memcheck racecheck; do
 done
 
 bench="$pack/tests/bench"
-if [ -x "$bench/bench_nms" ]; then
+if [ -x "$bench/bench_nms" ] && [ -z "${S3D_SKIP_NMS_BENCH:-}" ]; then
   mot="${S3D_DATA_DIR:-}/detections/mot15_frcnn_sort"
   dump="$(mktemp -d)"
   "$bench/bench_nms" --out "$out/bench_nms.json" --dump "$dump" ${S3D_DATA_DIR:+--mot "$mot"} 2>&1 | tee "$out/bench_nms.log"
@@ -52,6 +55,10 @@ fi
 if [ -x "$bench/bench_sgm" ]; then
   "$bench/bench_sgm" "$out/bench_sgm.json" 2>&1 | tee "$out/bench_sgm.log"
   result[bench_sgm]=$([ "${PIPESTATUS[0]}" -eq 0 ] && echo ran || echo FAIL)
+fi
+if [ -x "$bench/bench_sgm_pipeline" ]; then
+  "$bench/bench_sgm_pipeline" "$out/bench_sgm_pipeline.json" 2>&1 | tee "$out/bench_sgm_pipeline.log"
+  result[bench_sgm_pipeline]=$([ "${PIPESTATUS[0]}" -eq 0 ] && echo ran || echo FAIL)
 fi
 
 echo
