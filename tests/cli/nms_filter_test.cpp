@@ -24,28 +24,16 @@
 #error "S3D_NMS_FILTER_EXE must name the nms-filter executable"
 #endif
 
+#include "command_test_util.hpp"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-struct Result {
-  int rc = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using s3d::test::shell_quote;
+using s3d::test::slurp;
+using Result = s3d::test::CommandResult;
 
 class NmsFilterCli : public ::testing::Test {
  protected:
@@ -60,17 +48,7 @@ class NmsFilterCli : public ::testing::Test {
 
   /// Runs `nms-filter ARGS` through the shell (ARGS may hold redirections and pipes into it via `pre`).
   Result run(const std::string& args, const std::string& pre = "") const {
-    const fs::path out = dir_ / ".stdout", err = dir_ / ".stderr";
-    const std::string cmd = pre + quote(S3D_NMS_FILTER_EXE) + " --device " + device_ + " " + args + " >" + quote(out.string()) +
-                            " 2>" + quote(err.string());
-    const int status = std::system(("/bin/sh -c " + quote(cmd)).c_str());
-    Result r;
-    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    fs::remove(out);
-    fs::remove(err);
-    return r;
+    return s3d::test::run_command(pre + shell_quote(S3D_NMS_FILTER_EXE) + " --device " + device_ + " " + args, dir_);
   }
 
   std::string write(const std::string& name, const std::string& content) const {
@@ -140,15 +118,15 @@ TEST_F(NmsFilterCli, RpnProposalsMatchGolden) {
     SCOPED_TRACE(c.args);
     for (const auto& device : devices()) {
       device_ = device;
-      Result r = run(c.args + " --emit indices -o - " + quote(csv.string()));
-      ASSERT_EQ(r.rc, 0) << r.err;
+      Result r = run(c.args + " --emit indices -o - " + shell_quote(csv.string()));
+      ASSERT_EQ(r.code, 0) << r.err;
       EXPECT_EQ(numbers(r.out), golden_txt(golden / c.file)) << device;
     }
   }
   device_ = "cpu";
   // mmcv's own expected per-level result (the golden list is verified equal to it).
   S3D_REQUIRE_DATA(mmcv, "detections/rpn_proposals_mmcv/keep_expected_iou0.7_per_level.txt");
-  EXPECT_EQ(numbers(run("--iou 0.7 --group-by level --emit indices -o - " + quote(csv.string())).out), golden_txt(mmcv));
+  EXPECT_EQ(numbers(run("--iou 0.7 --group-by level --emit indices -o - " + shell_quote(csv.string())).out), golden_txt(mmcv));
 }
 
 TEST_F(NmsFilterCli, CocoResultsMatchGoldenFromJsonAndCsv) {
@@ -174,8 +152,8 @@ TEST_F(NmsFilterCli, CocoResultsMatchGoldenFromJsonAndCsv) {
           SCOPED_TRACE(set.golden + " " + it.key() + " " + input + " on " + device);
           device_ = device;
           Result r = run("--iou " + iou + (per_class ? " --per-class" : "") + " --emit indices -o - " +
-                         quote((data / input).string()));
-          ASSERT_EQ(r.rc, 0) << r.err;
+                         shell_quote((data / input).string()));
+          ASSERT_EQ(r.code, 0) << r.err;
           EXPECT_EQ(numbers(r.out), it.value().get<std::vector<long>>());
         }
         ++compared;
@@ -191,20 +169,20 @@ TEST_F(NmsFilterCli, MotPerFrameMatchesGoldenInOneBatch) {
   const json golden = json::parse(slurp(golden_path));
   std::string inputs;
   for (auto it = golden.begin(); it != golden.end(); ++it)
-    if (it.key() != "_doc") inputs += " " + quote((mot / (it.key() + ".det.txt")).string());
+    if (it.key() != "_doc") inputs += " " + shell_quote((mot / (it.key() + ".det.txt")).string());
   if (devices().size() > 1) {  // the GPU gives the same keep lists
     device_ = "cuda";
-    Result g = run("--iou 0.2 --emit indices -o " + quote((dir_ / "gpu_{/.}.keep").string()) + inputs);
-    ASSERT_EQ(g.rc, 0) << g.err;
+    Result g = run("--iou 0.2 --emit indices -o " + shell_quote((dir_ / "gpu_{/.}.keep").string()) + inputs);
+    ASSERT_EQ(g.code, 0) << g.err;
     for (auto it = golden.begin(); it != golden.end(); ++it)
       if (it.key() != "_doc")
         EXPECT_EQ(numbers(slurp(dir_ / ("gpu_" + it.key() + ".det.keep"))), it.value().get<std::vector<long>>());
     device_ = "cpu";
   }
   const auto t0 = std::chrono::steady_clock::now();
-  Result r = run("--iou 0.2 --emit indices --json -o " + quote((dir_ / "{/.}.keep").string()) + inputs);
+  Result r = run("--iou 0.2 --emit indices --json -o " + shell_quote((dir_ / "{/.}.keep").string()) + inputs);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ASSERT_EQ(r.rc, 0) << r.err;
+  ASSERT_EQ(r.code, 0) << r.err;
   std::size_t kept = 0;
   for (auto it = golden.begin(); it != golden.end(); ++it) {
     if (it.key() == "_doc") continue;
@@ -229,10 +207,10 @@ TEST_F(NmsFilterCli, MotPerFrameMatchesGoldenInOneBatch) {
 TEST_F(NmsFilterCli, RecordsEqualTheIndicesAndKeepEveryField) {
   S3D_REQUIRE_DATA(coco, "detections/coco_val2017_person4/test_coco_det_AP_H_56.json");
   const std::string kept = (dir_ / "kept.json").string();
-  Result r = run("--iou 0.5 --json -o " + quote(kept) + " " + quote(coco.string()));
-  ASSERT_EQ(r.rc, 0) << r.err;
-  Result idx = run("--iou 0.5 --emit indices -o - " + quote(coco.string()));
-  ASSERT_EQ(idx.rc, 0) << idx.err;
+  Result r = run("--iou 0.5 --json -o " + shell_quote(kept) + " " + shell_quote(coco.string()));
+  ASSERT_EQ(r.code, 0) << r.err;
+  Result idx = run("--iou 0.5 --emit indices -o - " + shell_quote(coco.string()));
+  ASSERT_EQ(idx.code, 0) << idx.err;
   std::vector<long> indices = numbers(idx.out);
   ASSERT_EQ(indices.size(), 53u);
   std::sort(indices.begin(), indices.end());
@@ -257,8 +235,8 @@ TEST_F(NmsFilterCli, RecordsEqualTheIndicesAndKeepEveryField) {
 TEST_F(NmsFilterCli, CsvAndMotOutputsAreTheKeptLinesVerbatim) {
   S3D_REQUIRE_DATA(mot, "detections/mot15_frcnn_sort/TUD-Campus.det.txt");
   const std::string out = (dir_ / "out.det.txt").string();
-  ASSERT_EQ(run("--iou 0.2 -o " + quote(out) + " " + quote(mot.string())).rc, 0);
-  std::vector<long> idx = numbers(run("--iou 0.2 --emit indices -o - " + quote(mot.string())).out);
+  ASSERT_EQ(run("--iou 0.2 -o " + shell_quote(out) + " " + shell_quote(mot.string())).code, 0);
+  std::vector<long> idx = numbers(run("--iou 0.2 --emit indices -o - " + shell_quote(mot.string())).out);
   std::sort(idx.begin(), idx.end());
   std::istringstream in(slurp(mot));
   std::vector<std::string> input_lines;
@@ -272,8 +250,8 @@ TEST_F(NmsFilterCli, CsvAndMotOutputsAreTheKeptLinesVerbatim) {
 TEST_F(NmsFilterCli, VocFolderInFolderOut) {
   S3D_REQUIRE_DATA(voc, "detections/voc2007_cartucho/detection-results");
   const fs::path out = dir_ / "nms";
-  Result r = run("--iou 0.3 --per-class --json -o " + quote(out.string()) + " " + quote(voc.string()));
-  ASSERT_EQ(r.rc, 0) << r.err;
+  Result r = run("--iou 0.3 --per-class --json -o " + shell_quote(out.string()) + " " + shell_quote(voc.string()));
+  ASSERT_EQ(r.code, 0) << r.err;
   std::size_t files = 0, kept = 0;
   for (const auto& e : fs::directory_iterator(voc)) {
     ++files;
@@ -291,11 +269,11 @@ TEST_F(NmsFilterCli, VocFolderInFolderOut) {
   EXPECT_EQ(records[0]["boxes_kept"], kept);
   EXPECT_LT(kept, 494u);
   // --emit indices counts the same boxes; positions run over the files in name order.
-  Result idx = run("--iou 0.3 --per-class --emit indices -o - " + quote(voc.string()));
+  Result idx = run("--iou 0.3 --per-class --emit indices -o - " + shell_quote(voc.string()));
   EXPECT_EQ(numbers(idx.out).size(), kept);
   // A folder cannot go to stdout.
-  Result bad = run("--iou 0.3 -o - " + quote(voc.string()));
-  EXPECT_EQ(bad.rc, 1);
+  Result bad = run("--iou 0.3 -o - " + shell_quote(voc.string()));
+  EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("folder"), std::string::npos);
 }
 
@@ -305,17 +283,17 @@ TEST_F(NmsFilterCli, VocFolderInFolderOut) {
 TEST_F(NmsFilterCli, StdinToStdoutEqualsFileToFile) {
   S3D_REQUIRE_DATA(mot, "detections/mot15_frcnn_sort/KITTI-17.det.txt");
   const std::string file_out = (dir_ / "k.det.txt").string();
-  ASSERT_EQ(run("--iou 0.2 -o " + quote(file_out) + " " + quote(mot.string())).rc, 0);
-  Result piped = run("--format mot --iou 0.2 - -o -", "cat " + quote(mot.string()) + " | ");
-  ASSERT_EQ(piped.rc, 0) << piped.err;
+  ASSERT_EQ(run("--iou 0.2 -o " + shell_quote(file_out) + " " + shell_quote(mot.string())).code, 0);
+  Result piped = run("--format mot --iou 0.2 - -o -", "cat " + shell_quote(mot.string()) + " | ");
+  ASSERT_EQ(piped.code, 0) << piped.err;
   EXPECT_EQ(piped.out, slurp(file_out));
   EXPECT_EQ(lines(piped.out), 554u);
   // Without --format the content tells (commas and numbers: MOT).
-  Result sniffed = run("--iou 0.2 - -o -", "cat " + quote(mot.string()) + " | ");
+  Result sniffed = run("--iou 0.2 - -o -", "cat " + shell_quote(mot.string()) + " | ");
   EXPECT_EQ(sniffed.out, piped.out);
   // JSON through a pipe too.
   S3D_REQUIRE_DATA(coco, "detections/coco_val2017_person4/test_coco_det_AP_H_56.json");
-  Result j = run("--iou 0.5 --emit indices - -o -", "cat " + quote(coco.string()) + " | ");
+  Result j = run("--iou 0.5 --emit indices - -o -", "cat " + shell_quote(coco.string()) + " | ");
   EXPECT_EQ(numbers(j.out).size(), 53u);
 }
 
@@ -325,16 +303,16 @@ TEST_F(NmsFilterCli, StdinToStdoutEqualsFileToFile) {
 TEST_F(NmsFilterCli, BadInputFailsWithOneLineAndNoOutput) {
   const std::string in = write("bad.csv", "x1,y1,x2,y2,score\n0,0,10,10,0.9\n1,1,11,11,nan\n50,50,60,60,0.7\n");
   const std::string out = (dir_ / "kept.csv").string();
-  Result r = run("--iou 0.5 -o " + quote(out) + " " + quote(in));
-  EXPECT_EQ(r.rc, 1);
+  Result r = run("--iou 0.5 -o " + shell_quote(out) + " " + shell_quote(in));
+  EXPECT_EQ(r.code, 1);
   EXPECT_EQ(lines(r.err), 1u) << r.err;
   EXPECT_NE(r.err.find("bad.csv: line 3: score is NaN"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.rfind("nms-filter: ", 0), 0u) << r.err;
   EXPECT_FALSE(fs::exists(out));
   EXPECT_EQ(files_in_dir(), std::vector<std::string>{"bad.csv"});  // no temp file left behind
   // The same through stdin names <stdin>.
-  Result s = run("--iou 0.5 --format csv - -o -", "cat " + quote(in) + " | ");
-  EXPECT_EQ(s.rc, 1);
+  Result s = run("--iou 0.5 --format csv - -o -", "cat " + shell_quote(in) + " | ");
+  EXPECT_EQ(s.code, 1);
   EXPECT_TRUE(s.out.empty());
   EXPECT_NE(s.err.find("<stdin>: line 3: score is NaN"), std::string::npos) << s.err;
   // Other bad inputs: a string score in JSON, an infinite MOT coordinate, a missing field.
@@ -343,16 +321,16 @@ TEST_F(NmsFilterCli, BadInputFailsWithOneLineAndNoOutput) {
            {"c.det.txt", "1,-1,0,0,1,1,0.9\n2,-1,inf,0,1,1,0.9\n", "c.det.txt: line 2: bb_left is infinite"},
            {"d.jsonl", "{\"bbox\":[0,0,1,1],\"score\":1}\n{\"bbox\":[0,0,1,1]}\n", "d.jsonl: line 2: score is missing"}}) {
     const std::string p = write(name, text);
-    Result b = run("-o " + quote((dir_ / ("out_" + name)).string()) + " " + quote(p));
-    EXPECT_EQ(b.rc, 1) << name;
+    Result b = run("-o " + shell_quote((dir_ / ("out_" + name)).string()) + " " + shell_quote(p));
+    EXPECT_EQ(b.code, 1) << name;
     EXPECT_EQ(lines(b.err), 1u) << b.err;
     EXPECT_NE(b.err.find(what), std::string::npos) << b.err;
     EXPECT_FALSE(fs::exists(dir_ / ("out_" + name)));
   }
   // A batch goes on after the bad file and still exits 1.
   const std::string good = write("good.csv", "x1,y1,x2,y2,score\n0,0,10,10,0.9\n");
-  Result batch = run("--json --output-dir " + quote((dir_ / "o").string()) + " " + quote(in) + " " + quote(good));
-  EXPECT_EQ(batch.rc, 1);
+  Result batch = run("--json --output-dir " + shell_quote((dir_ / "o").string()) + " " + shell_quote(in) + " " + shell_quote(good));
+  EXPECT_EQ(batch.code, 1);
   EXPECT_TRUE(fs::exists(dir_ / "o" / "good.csv"));
   EXPECT_FALSE(fs::exists(dir_ / "o" / "bad.csv"));
 }
@@ -360,8 +338,8 @@ TEST_F(NmsFilterCli, BadInputFailsWithOneLineAndNoOutput) {
 TEST_F(NmsFilterCli, DropInvalidSkipsAndCounts) {
   const std::string in = write("bad.csv", "x1,y1,x2,y2,score\n0,0,10,10,0.9\n1,1,11,11,nan\n0,0,10,11,0.8\n"
                                           "50,50,60,60,0.7\n5,5,inf,6,0.1\n");
-  Result r = run("--drop-invalid --iou 0.5 --json --emit indices -o " + quote((dir_ / "k.txt").string()) + " " + quote(in));
-  ASSERT_EQ(r.rc, 0) << r.err;
+  Result r = run("--drop-invalid --iou 0.5 --json --emit indices -o " + shell_quote((dir_ / "k.txt").string()) + " " + shell_quote(in));
+  ASSERT_EQ(r.code, 0) << r.err;
   // Line 4 (position 2) overlaps the first box (IoU 100/110); positions count the dropped records.
   EXPECT_EQ(numbers(slurp(dir_ / "k.txt")), (std::vector<long>{0, 3}));
   const auto records = json_lines(r.out);
@@ -373,20 +351,20 @@ TEST_F(NmsFilterCli, DropInvalidSkipsAndCounts) {
 
 TEST_F(NmsFilterCli, UsageErrorsExitTwo) {
   const std::string in = write("a.csv", "x1,y1,x2,y2,score\n0,0,1,1,0.5\n");
-  EXPECT_EQ(run("--iou 1.5 -o - " + quote(in)).rc, 2);
-  EXPECT_EQ(run("--method fancy -o - " + quote(in)).rc, 2);
-  EXPECT_EQ(run("--sigma 0 --method soft-gaussian -o - " + quote(in)).rc, 2);
-  EXPECT_EQ(run("--box-format xyxy=a,b -o - " + quote(in)).rc, 2);
-  EXPECT_EQ(run("--format xml -o - " + quote(in)).rc, 2);
-  Result no_out = run(quote(in));
-  EXPECT_EQ(no_out.rc, 2);
+  EXPECT_EQ(run("--iou 1.5 -o - " + shell_quote(in)).code, 2);
+  EXPECT_EQ(run("--method fancy -o - " + shell_quote(in)).code, 2);
+  EXPECT_EQ(run("--sigma 0 --method soft-gaussian -o - " + shell_quote(in)).code, 2);
+  EXPECT_EQ(run("--box-format xyxy=a,b -o - " + shell_quote(in)).code, 2);
+  EXPECT_EQ(run("--format xml -o - " + shell_quote(in)).code, 2);
+  Result no_out = run(shell_quote(in));
+  EXPECT_EQ(no_out.code, 2);
   EXPECT_NE(no_out.err.find("no output"), std::string::npos);
   // The output must be the input's format.
-  Result wrong = run("-o " + quote((dir_ / "x.json").string()) + " " + quote(in));
-  EXPECT_EQ(wrong.rc, 1);
+  Result wrong = run("-o " + shell_quote((dir_ / "x.json").string()) + " " + shell_quote(in));
+  EXPECT_EQ(wrong.code, 1);
   EXPECT_NE(wrong.err.find("writes the input's format"), std::string::npos) << wrong.err;
   Result help = run("--help");
-  EXPECT_EQ(help.rc, 0);
+  EXPECT_EQ(help.code, 0);
   EXPECT_NE(help.out.find("Examples:"), std::string::npos);
   EXPECT_NE(help.out.find("--group-by"), std::string::npos);
 }
@@ -397,15 +375,15 @@ TEST_F(NmsFilterCli, UsageErrorsExitTwo) {
 TEST_F(NmsFilterCli, IouGeSuppressesAtExactlyTheThreshold) {
   // IoU([0,0,3,1], [1,0,4,1]) = 2 / 4 = 0.5 exactly.
   const std::string in = write("t.csv", "x1,y1,x2,y2,score\n0,0,3,1,0.9\n1,0,4,1,0.8\n");
-  EXPECT_EQ(numbers(run("--iou 0.5 --emit indices -o - " + quote(in)).out), (std::vector<long>{0, 1}));
-  EXPECT_EQ(numbers(run("--iou 0.5 --iou-ge --emit indices -o - " + quote(in)).out), (std::vector<long>{0}));
+  EXPECT_EQ(numbers(run("--iou 0.5 --emit indices -o - " + shell_quote(in)).out), (std::vector<long>{0, 1}));
+  EXPECT_EQ(numbers(run("--iou 0.5 --iou-ge --emit indices -o - " + shell_quote(in)).out), (std::vector<long>{0}));
 }
 
 TEST_F(NmsFilterCli, PixelOffsetOneUsesLegacyAreas) {
   // Touching unit boxes: IoU 0 without +1; with +1, inter 1*2 = 2 over 4 + 4 - 2 -> 1/3.
   const std::string in = write("t.csv", "x1,y1,x2,y2,score\n0,0,1,1,0.9\n1,0,2,1,0.8\n");
-  EXPECT_EQ(numbers(run("--iou 0.3 --emit indices -o - " + quote(in)).out), (std::vector<long>{0, 1}));
-  EXPECT_EQ(numbers(run("--iou 0.3 --pixel-offset 1 --emit indices -o - " + quote(in)).out), (std::vector<long>{0}));
+  EXPECT_EQ(numbers(run("--iou 0.3 --emit indices -o - " + shell_quote(in)).out), (std::vector<long>{0, 1}));
+  EXPECT_EQ(numbers(run("--iou 0.3 --pixel-offset 1 --emit indices -o - " + shell_quote(in)).out), (std::vector<long>{0}));
 }
 
 TEST_F(NmsFilterCli, GroupingDefaultsAndFlags) {
@@ -413,25 +391,25 @@ TEST_F(NmsFilterCli, GroupingDefaultsAndFlags) {
   const std::string in = write("g.csv",
                                "image_id,category_id,x1,y1,x2,y2,score\n"
                                "1,1,0,0,10,10,0.9\n1,2,0,0,10,10,0.8\n2,1,0,0,10,10,0.7\n2,2,0,0,10,10,0.6\n");
-  auto keep = [&](const std::string& flags) { return numbers(run(flags + " --emit indices -o - " + quote(in)).out); };
+  auto keep = [&](const std::string& flags) { return numbers(run(flags + " --emit indices -o - " + shell_quote(in)).out); };
   EXPECT_EQ(keep(""), (std::vector<long>{0, 2}));                 // default: per image
   EXPECT_EQ(keep("--per-class"), (std::vector<long>{0, 1, 2, 3})); // per image x class
   EXPECT_EQ(keep("--group-by none"), (std::vector<long>{0}));      // one group
   EXPECT_EQ(keep("--group-by category_id"), (std::vector<long>{0, 1}));
   EXPECT_EQ(keep("--group-by none --per-class"), (std::vector<long>{0, 1}));
   EXPECT_EQ(keep("--group-by image_id,category_id"), (std::vector<long>{0, 1, 2, 3}));
-  Result bad = run("--group-by camera --emit indices -o - " + quote(in));
-  EXPECT_EQ(bad.rc, 1);
+  Result bad = run("--group-by camera --emit indices -o - " + shell_quote(in));
+  EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("no column 'camera'"), std::string::npos) << bad.err;
   const std::string noclass = write("n.csv", "x1,y1,x2,y2,score\n0,0,1,1,0.5\n");
-  Result pc = run("--per-class --emit indices -o - " + quote(noclass));
-  EXPECT_EQ(pc.rc, 1);
+  Result pc = run("--per-class --emit indices -o - " + shell_quote(noclass));
+  EXPECT_EQ(pc.code, 1);
   EXPECT_NE(pc.err.find("no class field"), std::string::npos) << pc.err;
 }
 
 TEST_F(NmsFilterCli, ScoreAndCountLimits) {
   S3D_REQUIRE_DATA(coco, "detections/coco_val2017_person4/test_coco_det_AP_H_56.json");
-  const std::string f = quote(coco.string());
+  const std::string f = shell_quote(coco.string());
   const json in = json::parse(slurp(coco));
   auto kept = [&](const std::string& flags) { return numbers(run("--iou 0.5 " + flags + " --emit indices -o - " + f).out); };
   const auto base = kept("");
@@ -453,40 +431,40 @@ TEST_F(NmsFilterCli, ScoreAndCountLimits) {
 
 TEST_F(NmsFilterCli, SoftNmsRewritesScores) {
   const std::string in = write("s.csv", "x1,y1,x2,y2,score,tag\n0,0,10,10,0.9,a\n1,0,11,10,0.8,b\n30,30,40,40,0.7,c\n");
-  Result hard = run("--iou 0.5 -o - " + quote(in));
+  Result hard = run("--iou 0.5 -o - " + shell_quote(in));
   EXPECT_EQ(hard.out, "x1,y1,x2,y2,score,tag\n0,0,10,10,0.9,a\n30,30,40,40,0.7,c\n");
   // Linear: IoU = 90/110 > 0.5 -> 0.8 * (1 - 9/11).
-  Result lin = run("--method soft-linear --iou 0.5 -o - " + quote(in));
-  ASSERT_EQ(lin.rc, 0) << lin.err;
+  Result lin = run("--method soft-linear --iou 0.5 -o - " + shell_quote(in));
+  ASSERT_EQ(lin.code, 0) << lin.err;
   auto t = s3d::io::read_boxes_from_string(lin.out, s3d::io::BoxFileFormat::kCsv, {});
   ASSERT_EQ(t.size(), 3u);
   EXPECT_NEAR(t.scores[1], 0.8 * (1 - 90.0 / 110.0), 1e-6);
   EXPECT_EQ(t.scores[0], 0.9);  // undecayed scores keep their text
   EXPECT_NE(lin.out.find(",b\n"), std::string::npos);
   // Gaussian: exp(-IoU^2 / sigma); sigma changes the result.
-  Result g1 = run("--method soft-gaussian --sigma 0.5 -o - " + quote(in));
-  Result g2 = run("--method soft-gaussian --sigma 2 -o - " + quote(in));
+  Result g1 = run("--method soft-gaussian --sigma 0.5 -o - " + shell_quote(in));
+  Result g2 = run("--method soft-gaussian --sigma 2 -o - " + shell_quote(in));
   auto a = s3d::io::read_boxes_from_string(g1.out, s3d::io::BoxFileFormat::kCsv, {});
   auto b = s3d::io::read_boxes_from_string(g2.out, s3d::io::BoxFileFormat::kCsv, {});
   const double iou = 90.0 / 110.0;
   EXPECT_NEAR(a.scores[1], 0.8 * std::exp(-iou * iou / 0.5), 1e-6);
   EXPECT_NEAR(b.scores[1], 0.8 * std::exp(-iou * iou / 2.0), 1e-6);
   // --min-score also floors decayed scores: 0.8 * 0.2622 = 0.21 < 0.3 is dropped.
-  Result floor = run("--method soft-gaussian --sigma 0.5 --min-score 0.3 --emit indices -o - " + quote(in));
+  Result floor = run("--method soft-gaussian --sigma 0.5 --min-score 0.3 --emit indices -o - " + shell_quote(in));
   EXPECT_EQ(numbers(floor.out), (std::vector<long>{0, 2}));
 }
 
 TEST_F(NmsFilterCli, RotatedBoxesUsePolygonIoU) {
   // Same centre: a 2x2 square at 0 rad and at pi/4 overlap with IoU 8(sqrt2-1) / (8 - 8(sqrt2-1)) = 0.7071.
   const std::string in = write("r.csv", "cx,cy,w,h,angle,score\n5,5,2,2,0,0.9\n5,5,2,2,0.7853981633974483,0.8\n");
-  EXPECT_EQ(numbers(run("--rotated --iou 0.70 --emit indices -o - " + quote(in)).out), (std::vector<long>{0}));
-  EXPECT_EQ(numbers(run("--rotated --iou 0.72 --emit indices -o - " + quote(in)).out), (std::vector<long>{0, 1}));
+  EXPECT_EQ(numbers(run("--rotated --iou 0.70 --emit indices -o - " + shell_quote(in)).out), (std::vector<long>{0}));
+  EXPECT_EQ(numbers(run("--rotated --iou 0.72 --emit indices -o - " + shell_quote(in)).out), (std::vector<long>{0, 1}));
   // Without --rotated, an angle column is an error (not silently ignored).
-  Result forgot = run("--emit indices -o - " + quote(in));
-  EXPECT_EQ(forgot.rc, 1);
+  Result forgot = run("--emit indices -o - " + shell_quote(in));
+  EXPECT_EQ(forgot.code, 1);
   EXPECT_NE(forgot.err.find("give --rotated"), std::string::npos) << forgot.err;
   // Read as axis-aligned cx,cy,w,h the two boxes are identical and always suppress.
-  EXPECT_EQ(numbers(run("--box-format cxcywh --iou 0.72 --emit indices -o - " + quote(in)).out), (std::vector<long>{0}));
+  EXPECT_EQ(numbers(run("--box-format cxcywh --iou 0.72 --emit indices -o - " + shell_quote(in)).out), (std::vector<long>{0}));
 }
 
 TEST_F(NmsFilterCli, BoxFormatChoosesTheEncoding) {
@@ -495,22 +473,22 @@ TEST_F(NmsFilterCli, BoxFormatChoosesTheEncoding) {
   // As cxcywh: both shift by half their size, IoU stays 0.25.
   const std::string in = write("b.csv", "x,y,w,h,score\n0,0,10,10,0.9\n6,0,10,10,0.8\n");
   auto keep = [&](const std::string& flags) {
-    return numbers(run("--iou 0.3 " + flags + " --emit indices -o - " + quote(in)).out);
+    return numbers(run("--iou 0.3 " + flags + " --emit indices -o - " + shell_quote(in)).out);
   };
   EXPECT_EQ(keep(""), (std::vector<long>{0, 1}));
   EXPECT_EQ(keep("--box-format xywh"), (std::vector<long>{0, 1}));
   EXPECT_EQ(keep("--box-format xyxy=x,y,w,h"), (std::vector<long>{0}));
   EXPECT_EQ(keep("--box-format cxcywh=x,y,w,h"), (std::vector<long>{0, 1}));
   // xyxy by name finds no x1,y1,x2,y2 columns: a file error.
-  EXPECT_EQ(run("--box-format xyxy --emit indices -o - " + quote(in)).rc, 1);
+  EXPECT_EQ(run("--box-format xyxy --emit indices -o - " + shell_quote(in)).code, 1);
 }
 
 TEST_F(NmsFilterCli, FormatFlagOverridesTheExtension) {
   S3D_REQUIRE_DATA(mot, "detections/mot15_frcnn_sort/KITTI-17.det.txt");
   // A MOT file under a .csv name: read as CSV it has no header names; --format mot reads it.
   const std::string copy = write("k.csv", slurp(mot));
-  EXPECT_EQ(run("--iou 0.2 --emit indices -o - " + quote(copy)).rc, 1);
-  Result r = run("--format mot --iou 0.2 --emit indices -o - " + quote(copy));
-  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(run("--iou 0.2 --emit indices -o - " + shell_quote(copy)).code, 1);
+  Result r = run("--format mot --iou 0.2 --emit indices -o - " + shell_quote(copy));
+  ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(numbers(r.out).size(), 554u);
 }

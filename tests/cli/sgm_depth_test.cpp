@@ -16,6 +16,8 @@
 #include "s3d/io/pfm.hpp"
 #include "s3d/io/ply.hpp"
 
+#include "command_test_util.hpp"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace s3d::io;
@@ -25,30 +27,8 @@ namespace {
 const std::string kExe = S3D_SGM_DEPTH_EXE;
 const fs::path kSample = fs::path(S3D_SOURCE_DIR) / "data" / "sample";
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-  std::vector<std::string> err_lines() const {
-    std::vector<std::string> lines;
-    std::istringstream in(err);
-    for (std::string l; std::getline(in, l);)
-      if (l.find("warning: no CUDA device") == std::string::npos && l.find("libpng warning") == std::string::npos)
-        lines.push_back(l);
-    return lines;
-  }
-  std::vector<json> records() const {
-    std::vector<json> r;
-    std::istringstream in(out);
-    for (std::string l; std::getline(in, l);)
-      if (!l.empty()) r.push_back(json::parse(l));
-    return r;
-  }
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using s3d::test::slurp;
+using Result = s3d::test::CommandResult;
 
 class SgmDepthCli : public ::testing::Test {
  protected:
@@ -62,19 +42,9 @@ class SgmDepthCli : public ::testing::Test {
     std::error_code ec;
     fs::remove_all(dir_, ec);
   }
-  // Runs sgm-depth with `args` (shell words), on the CPU with 2 threads and D = 48.
+  // Runs sgm-depth with `args` (shell words), on the CPU with 2 threads.
   Result run(const std::string& args) {
-    const fs::path out = dir_ / ".stdout", err = dir_ / ".stderr";
-    const std::string cmd = "'" + kExe + "' --device cpu --threads 2 " + args + " > '" + out.string() + "' 2> '" +
-                            err.string() + "'";
-    const int status = std::system(cmd.c_str());
-    Result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    fs::remove(out);
-    fs::remove(err);
-    return r;
+    return s3d::test::run_command(s3d::test::shell_quote(kExe) + " --device cpu --threads 2 " + args, dir_);
   }
   std::string pair() const { return (kSample / "left.png").string() + " " + (kSample / "right.png").string(); }
   std::string p(const std::string& name) const { return (dir_ / name).string(); }

@@ -17,6 +17,8 @@
 
 #include "s3d/io/image.hpp"
 
+#include "command_test_util.hpp"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -25,31 +27,17 @@ namespace {
 const std::string kExe = S3D_SGM_DEPTH_EXE;
 const fs::path kSample = fs::path(S3D_SOURCE_DIR) / "data" / "sample";
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-  std::vector<std::string> err_lines() const {
-    std::vector<std::string> lines;
-    std::istringstream in(err);
-    for (std::string l; std::getline(in, l);)
-      if (l.find("warning: no CUDA device") == std::string::npos && l.find("libpng warning") == std::string::npos &&
-          l.find("running on the CPU") == std::string::npos)
-        lines.push_back(l);
-    return lines;
-  }
+using s3d::test::slurp;
+
+// The tool's records with "type": "item".
+struct Result : s3d::test::CommandResult {
   std::vector<json> items() const {
     std::vector<json> r;
-    std::istringstream in(out);
-    for (std::string l; std::getline(in, l);)
-      if (!l.empty() && json::parse(l)["type"] == "item") r.push_back(json::parse(l));
+    for (json& rec : records())
+      if (rec["type"] == "item") r.push_back(std::move(rec));
     return r;
   }
 };
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 class SgmDepthBatch : public ::testing::Test {
  protected:
@@ -94,16 +82,10 @@ class SgmDepthBatch : public ::testing::Test {
   }
   std::string in(const std::string& name) const { return (dir_ / "in" / name).string(); }
   Result run(const std::string& args) {
-    const fs::path out = dir_ / ".stdout", err = dir_ / ".stderr";
     // --emit last: a repeatable option would take the positional inputs after it as its values
-    const std::string cmd = "'" + kExe + "' --device auto --threads 2 -D 32 " + args +
-                            " --emit disparity --emit confidence > '" + out.string() + "' 2> '" + err.string() + "'";
-    const int status = std::system(cmd.c_str());
-    Result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
+    return {s3d::test::run_command(s3d::test::shell_quote(kExe) + " --device auto --threads 2 -D 32 " + args +
+                                       " --emit disparity --emit confidence",
+                                   dir_)};
   }
   std::string positional() const {
     std::string s;
