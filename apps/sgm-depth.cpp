@@ -226,11 +226,12 @@ class App {
     app.add_option("--speckle-range", p.speckle_range, "max disparity step inside one speckle region (pixels)")
         ->capture_default_str()->group(g);
     auto* fill = app.add_flag("--fill", opt_.fill_on,
-                              std::string("fill the remaining invalid pixels of each row with the smaller (farther) of "
-                                          "their valid row neighbours (Hirschmueller 2008); confidence stays 0 there") +
+                              std::string("fill occlusions: a run of invalid pixels between valid disparities l and r, no wider "
+                                          "than |l - r| + 2 px, takes the smaller (farther) of the two; other invalid "
+                                          "pixels stay invalid; confidence stays 0 there") +
                                   (p.fill ? " (default)" : ""))
                      ->group(g);
-    app.add_flag("--no-fill", opt_.fill_off, std::string("leave invalid pixels invalid") + (p.fill ? "" : " (default)"))
+    app.add_flag("--no-fill", opt_.fill_off, std::string("leave every invalid pixel invalid") + (p.fill ? "" : " (default)"))
         ->excludes(fill)->group(g);
 
     const char* o = "Outputs";

@@ -58,7 +58,7 @@ void lr_check(float* left, const float* right, int width, int height, float max_
 void median3x3(const float* in, float* out, int width, int height);
 /// In place. `scratch` holds >= 2*width*height ints.
 void speckle(float* disparity, int width, int height, int max_size, float max_diff, int* scratch);
-/// In place: background fill of each row (fill_math.hpp).
+/// In place: occlusion fill of each row (fill_math.hpp).
 void fill_background(float* disparity, int width, int height);
 }  // namespace cpu
 
@@ -95,7 +95,7 @@ void median3x3(const float* d_in, std::ptrdiff_t in_pitch, float* d_out, std::pt
 /// In place; `d_scratch` holds >= 2*width*height ints.
 void speckle(float* d_disparity, std::ptrdiff_t pitch, int width, int height, int max_size, float max_diff,
              int* d_scratch, StreamHandle stream);
-/// In place: background fill of each row (fill_math.hpp), one thread per row.
+/// In place: occlusion fill of each row (fill_math.hpp's rule), one block per row.
 void fill_background(float* d_disparity, std::ptrdiff_t pitch, int width, int height, StreamHandle stream);
 /// Zeroes confidence where the disparity is invalid (after the post-filters).
 void mask_confidence(const float* d_disparity, std::ptrdiff_t disp_pitch, float* d_confidence,

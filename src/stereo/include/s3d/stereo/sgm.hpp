@@ -123,10 +123,12 @@ struct SgmResult {
 /// A matcher for one device, one parameter set and one image size. It allocates everything once in its
 /// constructor (CUDA: device buffers, pinned host staging, its own streams) and reuses the buffers for
 /// every pair. Not thread-safe: use one engine per thread. Memory: CPU ~ 3*W*H*D bytes (uint8 costs, one
-/// uint16 volume of partial sums, since 2026-11-22) plus ~2.5 MB of row buffers per thread (W 1242, D 128); CUDA ~ 6*W*H*P bytes (three uint16 partial sums, P = D rounded up to the lane
-/// layout, e.g. 128 for D = 100) plus a few W*H buffers. compute() does not yet overlap the upload of the
-/// next pair with the current one (a batch API for that is future work); compute_device() lets a caller
-/// pipeline with its own streams.
+/// uint16 volume of partial sums) plus ~2.5 MB of row buffers per thread (W 1242, D 128); CUDA
+/// ~ (paths + 1)*W*H*P bytes (the uint8 matching costs and one uint8 volume per path direction, P = D
+/// rounded up to 16 * 2^k, e.g. 128 for D = 100; 6*W*H*P, three uint16 volumes, when census bits + P2 > 255)
+/// plus a few W*H buffers. compute() is synchronous per pair; SgmPipeline (sgm_pipeline.hpp) overlaps the
+/// upload of the next pair with the current one, and compute_device() lets a caller pipeline with its own
+/// streams.
 class SgmEngine {
  public:
   /// @param device  `cpu` or `cuda:N` (`auto` is resolved here).
