@@ -68,6 +68,10 @@ namespace cuda {
 int volume_pitch(int disparities, int lanes = 0);
 template <typename T>
 void census(ImageView<const T> d_image, CensusSpec spec, std::uint64_t* d_out, StreamHandle stream);
+/// Both images of a pair (same size) in one launch: the same codes as two census() calls.
+template <typename T>
+void census_pair(ImageView<const T> d_left, ImageView<const T> d_right, CensusSpec spec, std::uint64_t* d_out_left,
+                 std::uint64_t* d_out_right, StreamHandle stream);
 /// Streams of one aggregation: the horizontal paths run on `side`, forked from and joined back into `main`.
 struct AggregateStreams {
   StreamHandle main = nullptr;

@@ -38,9 +38,13 @@ __global__ void census_kernel(ImageView<const T> image, bool center_symmetric, i
       census_at(view, static_cast<int>(threadIdx.x) + rx, static_cast<int>(threadIdx.y) + ry, center_symmetric, ww, wh);
 }
 
-/// census_at() for a WW x WH window, unrolled (block 32 x 8, static tile).
+/// census_at() for a WW x WH window, unrolled (block 32 x 8, static tile); blockIdx.z picks the image of a
+/// pair (one launch for both).
 template <typename T, int WW, int WH, bool kCenterSymmetric>
-__global__ void __launch_bounds__(256) census_fixed_kernel(ImageView<const T> image, std::uint64_t* out) {
+__global__ void __launch_bounds__(256) census_fixed_kernel(ImageView<const T> image0, ImageView<const T> image1,
+                                                           std::uint64_t* out0, std::uint64_t* out1) {
+  const ImageView<const T> image = blockIdx.z == 0 ? image0 : image1;
+  std::uint64_t* out = blockIdx.z == 0 ? out0 : out1;
   constexpr int kRx = WW / 2, kRy = WH / 2, kTw = 32 + 2 * kRx, kTh = 8 + 2 * kRy;
   __shared__ T tile[kTh * kTw];
   stage_tile(image, kRx, kRy, tile, kTw, kTh);
@@ -70,28 +74,49 @@ __global__ void __launch_bounds__(256) census_fixed_kernel(ImageView<const T> im
   out[static_cast<std::ptrdiff_t>(y) * image.width + x] = code;
 }
 
-}  // namespace
-
 template <typename T>
-void census(ImageView<const T> d_image, CensusSpec spec, std::uint64_t* d_out, StreamHandle stream) {
+void launch_census(ImageView<const T> d_left, ImageView<const T> d_right, CensusSpec spec, std::uint64_t* d_out_left,
+                   std::uint64_t* d_out_right, int images, StreamHandle stream) {
   const dim3 block(32, 8);
-  const dim3 grid(grid_size(d_image.width, block.x), grid_size(d_image.height, block.y));
   if (spec.width == 9 && spec.height == 7) {
+    const dim3 grid(grid_size(d_left.width, block.x), grid_size(d_left.height, block.y), images);
     if (spec.kind == CensusKind::kCenterSymmetric) {
-      census_fixed_kernel<T, 9, 7, true><<<grid, block, 0, stream>>>(d_image, d_out);
+      census_fixed_kernel<T, 9, 7, true><<<grid, block, 0, stream>>>(d_left, d_right, d_out_left, d_out_right);
     } else {
-      census_fixed_kernel<T, 9, 7, false><<<grid, block, 0, stream>>>(d_image, d_out);
+      census_fixed_kernel<T, 9, 7, false><<<grid, block, 0, stream>>>(d_left, d_right, d_out_left, d_out_right);
     }
     S3D_CUDA_CHECK_LAUNCH();
     return;
   }
+  const dim3 grid(grid_size(d_left.width, block.x), grid_size(d_left.height, block.y));
   const std::size_t smem = static_cast<std::size_t>(block.x + 2 * (spec.width / 2)) * (block.y + 2 * (spec.height / 2)) * sizeof(T);
-  census_kernel<T><<<grid, block, smem, stream>>>(d_image, spec.kind == CensusKind::kCenterSymmetric, spec.width,
-                                                   spec.height, d_out);
+  const bool cs = spec.kind == CensusKind::kCenterSymmetric;
+  census_kernel<T><<<grid, block, smem, stream>>>(d_left, cs, spec.width, spec.height, d_out_left);
   S3D_CUDA_CHECK_LAUNCH();
+  if (images == 2) {
+    census_kernel<T><<<grid, block, smem, stream>>>(d_right, cs, spec.width, spec.height, d_out_right);
+    S3D_CUDA_CHECK_LAUNCH();
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void census(ImageView<const T> d_image, CensusSpec spec, std::uint64_t* d_out, StreamHandle stream) {
+  launch_census(d_image, d_image, spec, d_out, d_out, 1, stream);
+}
+
+template <typename T>
+void census_pair(ImageView<const T> d_left, ImageView<const T> d_right, CensusSpec spec, std::uint64_t* d_out_left,
+                 std::uint64_t* d_out_right, StreamHandle stream) {
+  launch_census(d_left, d_right, spec, d_out_left, d_out_right, 2, stream);
 }
 
 template void census<std::uint8_t>(ImageView<const std::uint8_t>, CensusSpec, std::uint64_t*, StreamHandle);
 template void census<std::uint16_t>(ImageView<const std::uint16_t>, CensusSpec, std::uint64_t*, StreamHandle);
+template void census_pair<std::uint8_t>(ImageView<const std::uint8_t>, ImageView<const std::uint8_t>, CensusSpec,
+                                        std::uint64_t*, std::uint64_t*, StreamHandle);
+template void census_pair<std::uint16_t>(ImageView<const std::uint16_t>, ImageView<const std::uint16_t>, CensusSpec,
+                                         std::uint64_t*, std::uint64_t*, StreamHandle);
 
 }  // namespace s3d::stereo::detail::cuda

@@ -104,8 +104,7 @@ class CudaEngine final : public SgmEngine::Impl {
     const int W = width_, H = height_;
     S3D_CUDA_CHECK(cudaSetDevice(device_.index()));  // the calling thread may have another current device
     const CensusSpec cs{p.census, p.census_width, p.census_height};
-    cuda::census(left, cs, census_left_.data(), s);
-    cuda::census(right, cs, census_right_.data(), s);
+    cuda::census_pair(left, right, cs, census_left_.data(), census_right_.data(), s);
     const MatchSpec sl = make_match_spec(p, W, H, false);
     const cuda::AggregateStreams as{s, side_, fork_, join_};
     float* d_conf = p.confidence ? conf.data : nullptr;
