@@ -1,7 +1,9 @@
 // bench_sgm_cpu: Google Benchmark of the CPU SgmEngine beside OpenCV StereoSGBM (MODE_SGBM_3WAY) on a
 // KITTI-size pair (the real KITTI frame when OpenCV and the data are present, else a random texture),
 // D128, 2 threads (S3D_BENCH_THREADS=N to change), in the same process. s3d runs with its defaults
-// (SgmParams{}: census 9x7, P1 24, P2 80, uniqueness 8, median, speckle) plus the paths / LR given below.
+// (SgmParams{}: census 9x7, P1 24, P2 80, uniqueness 0, median, speckle, fill) plus the paths / LR given below.
+// The load of a shared machine moves both by tens of percent: compare the ratio within one run, over several
+// runs (docs/PERFORMANCE.md).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
