@@ -21,6 +21,7 @@
 #include "aggregate_math.hpp"
 #include "backend.hpp"
 #include "cpu_simd.hpp"
+#include "wta_cpu.hpp"
 #include "wta_math.hpp"
 
 // The two hot loops of this file are compiled for AVX-512 (BW / VPOPCNTDQ), AVX2 (POPCNT) and baseline
@@ -237,31 +238,6 @@ struct Meet {
   float* disparity = nullptr;
   float* confidence = nullptr;
 };
-
-/// Winner-take-all decision of pixel x from its summed costs s[0..D) and the winner (lowest d of the least
-/// sum): uniqueness, subpixel, confidence (same decisions as wta_cpu.cpp and the CUDA WTA).
-__attribute__((always_inline)) inline void wta_pixel(const std::uint16_t* __restrict s, int best, int best_cost, int x,
-                                                     const MatchSpec& spec, float* __restrict disparity,
-                                                     float* __restrict confidence) {
-  const int W = spec.width, D = spec.disparities;
-  int second = INT_MAX;
-  if (spec.uniqueness > 0 || confidence) {  // min over |d - best| > 1
-    std::uint16_t m = 0xffff;
-    for (int d = 0; d < best - 1; ++d) m = std::min(m, s[d]);
-    for (int d = best + 2; d < D; ++d) m = std::min(m, s[d]);
-    if (best - 1 > 0 || best + 2 < D) second = m;
-  }
-  const bool ok = target_inside(x, best, spec.min_disparity, spec.sign, W) &&
-                  passes_uniqueness(best_cost, second, spec.uniqueness);
-  if (ok) {
-    const int sm = best > 0 ? s[best - 1] : 0;
-    const int sp = best < D - 1 ? s[best + 1] : 0;
-    disparity[x] = wta_disparity(best, D, spec.min_disparity, spec.subpixel, sm, best_cost, sp);
-  } else {
-    disparity[x] = kInvalidDisparity;
-  }
-  if (confidence) confidence[x] = ok ? wta_confidence(best_cost, second) : 0.0f;
-}
 
 /// Winner-take-all of one row from the two sweeps' sums (same decisions as wta_cpu.cpp and the CUDA WTA).
 __attribute__((always_inline)) inline void wta_row(const std::uint16_t* __restrict a, const std::uint16_t* __restrict b,

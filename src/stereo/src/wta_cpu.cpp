@@ -5,6 +5,7 @@
 
 #include "backend.hpp"
 #include "cpu_simd.hpp"
+#include "wta_cpu.hpp"
 #include "wta_math.hpp"
 
 namespace s3d::stereo::detail::cpu {
@@ -31,17 +32,6 @@ std::uint32_t sum_and_best(std::uint16_t* __restrict s, const std::uint16_t* __r
   return best;
 }
 
-S3D_STEREO_CLONES
-int min_of(const std::uint16_t* __restrict s, int begin, int end) {
-  std::uint16_t m = 0xffff;
-  bool any = false;
-  for (int d = begin; d < end; ++d) {
-    m = std::min(m, s[d]);
-    any = true;
-  }
-  return any ? m : INT_MAX;
-}
-
 }  // namespace
 
 void wta(const std::uint16_t* volume, const std::uint16_t* volume_b, const MatchSpec& spec, float* disparity,
@@ -57,23 +47,8 @@ void wta(const std::uint16_t* volume, const std::uint16_t* volume_b, const Match
         const std::ptrdiff_t i = static_cast<std::ptrdiff_t>(y) * W + x;
         const std::uint32_t key =
             sum_and_best(sum.data(), volume + i * D, volume_b ? volume_b + i * D : nullptr, D);
-        const std::uint16_t* s = sum.data();
-        const int best = static_cast<int>(key & 0xffffu);
-        const int best_cost = static_cast<int>(key >> 16);
-        // the second best is only needed for the uniqueness test and the confidence
-        const int second = (spec.uniqueness > 0 || confidence)
-                               ? std::min(min_of(s, 0, std::max(best - 1, 0)), min_of(s, std::min(best + 2, D), D))
-                               : INT_MAX;
-        const bool ok = target_inside(x, best, spec.min_disparity, spec.sign, W) &&
-                        passes_uniqueness(best_cost, second, spec.uniqueness);
-        if (ok) {
-          const int sm = best > 0 ? s[best - 1] : 0;
-          const int sp = best < D - 1 ? s[best + 1] : 0;
-          disparity[i] = wta_disparity(best, D, spec.min_disparity, spec.subpixel, sm, best_cost, sp);
-        } else {
-          disparity[i] = kInvalidDisparity;
-        }
-        if (confidence) confidence[i] = ok ? wta_confidence(best_cost, second) : 0.0f;
+        wta_pixel(sum.data(), static_cast<int>(key & 0xffffu), static_cast<int>(key >> 16), x, spec,
+                  disparity + static_cast<std::ptrdiff_t>(y) * W, confidence ? confidence + static_cast<std::ptrdiff_t>(y) * W : nullptr);
       }
     }
   }
