@@ -586,17 +586,23 @@ __global__ void __launch_bounds__(32 * G) cost_volume_kernel(const std::uint64_t
   }
 }
 
+/// Pixels of the scanline from (x, y) in direction (dx, dy) until it leaves the W x H image.
+__device__ S3D_FORCEINLINE int scanline_steps(int x, int y, int dx, int dy, int W, int H) {
+  int steps = 1 << 30;
+  if (dx > 0) steps = min(steps, W - x);
+  if (dx < 0) steps = min(steps, x + 1);
+  if (dy > 0) steps = min(steps, H - y);
+  if (dy < 0) steps = min(steps, y + 1);
+  return steps;
+}
+
 /// One scanline of any direction from (x, y) over the cost volume.
 template <int G>
 __device__ void scan_cost16(const std::uint8_t* __restrict__ cost, const MatchSpec& s, int x, int y, int dx, int dy,
                             std::uint8_t* __restrict__ out, int pitch, unsigned mask, int glane) {
   const int W = s.width, H = s.height, D = s.disparities;
   const int d0 = glane * kPK;
-  int steps = 1 << 30;
-  if (dx > 0) steps = min(steps, W - x);
-  if (dx < 0) steps = min(steps, x + 1);
-  if (dy > 0) steps = min(steps, H - y);
-  if (dy < 0) steps = min(steps, y + 1);
+  const int steps = scanline_steps(x, y, dx, dy, W, H);
   const std::ptrdiff_t stride = (static_cast<std::ptrdiff_t>(dy) * W + dx) * pitch;
   const std::uint8_t* src = cost + (static_cast<std::ptrdiff_t>(y) * W + x) * pitch + d0;
   std::uint8_t* dst = out + (static_cast<std::ptrdiff_t>(y) * W + x) * pitch + d0;
@@ -712,11 +718,7 @@ __device__ void scan_cost_narrow(const std::uint8_t* __restrict__ cost, const Ma
   const int W = s.width, H = s.height, D = s.disparities;
   const int d0 = glane * K;
   const int lane = static_cast<int>(threadIdx.x & 31);
-  int steps = 1 << 30;
-  if (dx > 0) steps = min(steps, W - x);
-  if (dx < 0) steps = min(steps, x + 1);
-  if (dy > 0) steps = min(steps, H - y);
-  if (dy < 0) steps = min(steps, y + 1);
+  const int steps = scanline_steps(x, y, dx, dy, W, H);
   const std::ptrdiff_t stride = (static_cast<std::ptrdiff_t>(dy) * W + dx) * pitch;
   const std::uint8_t* src = cost + (static_cast<std::ptrdiff_t>(y) * W + x) * pitch + d0;
   std::uint8_t* dst = out + (static_cast<std::ptrdiff_t>(y) * W + x) * pitch + d0;
