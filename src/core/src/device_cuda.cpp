@@ -3,13 +3,17 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "s3d/core/config.hpp"
 #include "s3d/core/cuda_check.cuh"
 #include "s3d/core/device.hpp"
 #include "s3d/core/device_buffer.hpp"
+#include "s3d/core/event.hpp"
 #include "s3d/core/parallel.hpp"
+#include "s3d/core/pinned_buffer.hpp"
+#include "s3d/core/scoped_device.hpp"
 
 namespace s3d {
 namespace {
@@ -52,14 +56,17 @@ Device resolve_device(const Device& requested, bool* fell_back_to_cpu) {
     }
     S3D_CUDA_CHECK(cudaSetDevice(0));
     configure_pool(0);
+    detail::require_kernel_image();
     return Device(Device::Kind::kCuda, 0);
   }
-  if (count == 0) throw DeviceUnavailable("device " + requested.to_string() + " requested but no CUDA device is visible");
+  if (count == 0)
+    throw DeviceUnavailable("device " + requested.to_string() + " requested but no CUDA device is visible");
   if (requested.index() >= count)
     throw DeviceUnavailable("device " + requested.to_string() + " requested but only " + std::to_string(count) +
                             " CUDA device(s) are visible");
   S3D_CUDA_CHECK(cudaSetDevice(requested.index()));
   configure_pool(requested.index());
+  detail::require_kernel_image();
   return requested;
 }
 
@@ -77,8 +84,8 @@ std::string cuda_build_info() {
   int runtime = 0;
   cudaRuntimeGetVersion(&runtime);
   cudaGetLastError();
-  return "on (runtime " + std::to_string(runtime / 1000) + "." + std::to_string((runtime % 1000) / 10) +
-         ", archs " + S3D_CUDA_ARCHS + ")";
+  return "on (runtime " + std::to_string(runtime / 1000) + "." + std::to_string((runtime % 1000) / 10) + ", archs " +
+         S3D_CUDA_ARCHS + ")";
 }
 
 Stream::Stream() { S3D_CUDA_CHECK(cudaStreamCreateWithFlags(&handle_, cudaStreamNonBlocking)); }
@@ -102,6 +109,63 @@ Stream& Stream::operator=(Stream&& other) noexcept {
 void Stream::synchronize() const { s3d::synchronize(handle_); }
 
 void synchronize(StreamHandle stream) { S3D_CUDA_CHECK(cudaStreamSynchronize(stream)); }
+
+Event::Event(Timing timing) {
+  const unsigned flags = timing == Timing::kEnabled ? cudaEventDefault : cudaEventDisableTiming;
+  S3D_CUDA_CHECK(cudaEventCreateWithFlags(&handle_, flags));
+}
+
+Event::~Event() noexcept {
+  if (handle_ && cudaEventDestroy(handle_) != cudaSuccess) {
+    cudaGetLastError();
+    std::fprintf(stderr, "s3d: warning: cudaEventDestroy failed\n");
+  }
+}
+
+Event& Event::operator=(Event&& other) noexcept {
+  if (this != &other) {
+    if (handle_) cudaEventDestroy(handle_);
+    handle_ = other.handle_;
+    other.handle_ = nullptr;
+  }
+  return *this;
+}
+
+void Event::record(StreamHandle stream) { S3D_CUDA_CHECK(cudaEventRecord(handle_, stream)); }
+void Event::wait(StreamHandle stream) const { S3D_CUDA_CHECK(cudaStreamWaitEvent(stream, handle_, 0)); }
+void Event::synchronize() const { S3D_CUDA_CHECK(cudaEventSynchronize(handle_)); }
+
+bool Event::ready() const {
+  const cudaError_t status = cudaEventQuery(handle_);
+  if (status == cudaErrorNotReady) {
+    cudaGetLastError();
+    return false;
+  }
+  S3D_CUDA_CHECK(status);
+  return true;
+}
+
+float Event::elapsed_ms(const Event& start, const Event& stop) {
+  float ms = 0.0f;
+  S3D_CUDA_CHECK(cudaEventElapsedTime(&ms, start.handle_, stop.handle_));
+  return ms;
+}
+
+ScopedDevice::ScopedDevice(int index) {
+  int current = 0;
+  S3D_CUDA_CHECK(cudaGetDevice(&current));
+  if (current != index) {
+    S3D_CUDA_CHECK(cudaSetDevice(index));
+    previous_ = current;
+  }
+}
+
+ScopedDevice::~ScopedDevice() noexcept {
+  if (previous_ >= 0 && cudaSetDevice(previous_) != cudaSuccess) {
+    cudaGetLastError();
+    std::fprintf(stderr, "s3d: warning: could not restore CUDA device %d\n", previous_);
+  }
+}
 
 std::int64_t live_device_allocations() { return g_live_allocations.load(); }
 std::int64_t live_device_bytes() { return g_live_bytes.load(); }
@@ -142,6 +206,38 @@ void copy_bytes_async(void* dst, const void* src, std::size_t bytes, int kind, S
 
 void fill_zero_async(void* dst, std::size_t bytes, StreamHandle stream) {
   S3D_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, stream));
+}
+
+// Without a visible GPU (a CUDA build on a CPU-only machine) there is nothing to page-lock for: staging code
+// runs unchanged on ordinary heap memory. The device count is fixed for the life of the process.
+bool pinning_available() {
+  static const bool available = cuda_device_count() > 0;
+  return available;
+}
+
+void* pinned_allocate(std::size_t bytes) {
+  if (!pinning_available()) {
+    void* heap = std::malloc(bytes == 0 ? 1 : bytes);
+    if (!heap) throw OutOfMemory("out of host memory allocating " + std::to_string(bytes) + " bytes");
+    return heap;
+  }
+  void* ptr = nullptr;
+  const cudaError_t status = cudaMallocHost(&ptr, bytes == 0 ? 1 : bytes);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    if (status == cudaErrorMemoryAllocation)
+      throw OutOfMemory("out of page-locked host memory allocating " + std::to_string(bytes) + " bytes");
+    throw_cuda_error(status, "cudaMallocHost", __FILE__, __LINE__);
+  }
+  return ptr;
+}
+
+void pinned_release(void* ptr) noexcept {
+  if (!pinning_available()) return std::free(ptr);
+  if (ptr && cudaFreeHost(ptr) != cudaSuccess) {
+    cudaGetLastError();
+    std::fprintf(stderr, "s3d: warning: cudaFreeHost failed\n");
+  }
 }
 
 }  // namespace detail

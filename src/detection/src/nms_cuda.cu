@@ -35,6 +35,7 @@
 
 #include "nms_backend.hpp"
 #include "nms_math.hpp"
+#include "s3d/core/cuda_arch.cuh"
 #include "s3d/core/cuda_check.cuh"
 #include "s3d/core/device_buffer.hpp"
 #include "s3d/core/errors.hpp"
@@ -145,10 +146,10 @@ __global__ void prepare_kernel(int m, const int* s_of_p, const int* idx_s, const
     can[p] = ok ? 1 : 0;
   }
   if (extent) {  // one atomic per warp and bound, not per box (same-address atomics serialize)
-    const unsigned x0 = __reduce_min_sync(0xFFFFFFFFu, ok ? ordered_bits(b.x) : 0xFFFFFFFFu);
-    const unsigned y0 = __reduce_min_sync(0xFFFFFFFFu, ok ? ordered_bits(b.y) : 0xFFFFFFFFu);
-    const unsigned x1 = __reduce_max_sync(0xFFFFFFFFu, ok ? ordered_bits(b.z) : 0u);
-    const unsigned y1 = __reduce_max_sync(0xFFFFFFFFu, ok ? ordered_bits(b.w) : 0u);
+    const unsigned x0 = s3d::detail::warp_reduce_min(ok ? ordered_bits(b.x) : 0xFFFFFFFFu);
+    const unsigned y0 = s3d::detail::warp_reduce_min(ok ? ordered_bits(b.y) : 0xFFFFFFFFu);
+    const unsigned x1 = s3d::detail::warp_reduce_max(ok ? ordered_bits(b.z) : 0u);
+    const unsigned y1 = s3d::detail::warp_reduce_max(ok ? ordered_bits(b.w) : 0u);
     if ((threadIdx.x & 31) == 0 && x1 != 0u) {  // some box of the warp can overlap
       atomicMin(&extent[0], x0);
       atomicMin(&extent[1], y0);

@@ -12,6 +12,7 @@
 
 #include "aggregate_math.hpp"
 #include "backend.hpp"
+#include "s3d/core/cuda_arch.cuh"
 #include "s3d/core/cuda_check.cuh"
 #include "sgm_paths_cuda.cuh"
 
@@ -21,16 +22,7 @@ namespace {
 
 constexpr int kBig = 1 << 24;  // outside [0, D): never a minimum, never overflows int
 
-/// min over a whole warp: one redux instruction on sm_80+, a butterfly before.
-__device__ S3D_FORCEINLINE int warp_min(int m) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  return __reduce_min_sync(0xffffffffu, m);
-#else
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) m = min(m, __shfl_xor_sync(0xffffffffu, m, o));
-  return m;
-#endif
-}
+using ::s3d::detail::warp_reduce_min;
 
 template <int G, int K>
 struct Scan {
@@ -280,7 +272,7 @@ __device__ S3D_FORCEINLINE void path_update(int (&L)[K], const int (&c)[K], int&
 #pragma unroll
   for (int j = 1; j < K; ++j) m = min(m, L[j]);
   if constexpr (G == 32) {
-    m = warp_min(m);
+    m = warp_reduce_min(m);
   } else {
 #pragma unroll
     for (int o = G / 2; o > 0; o >>= 1) m = min(m, __shfl_xor_sync(mask, m, o, G));
@@ -297,7 +289,7 @@ __device__ S3D_FORCEINLINE void path_update(int (&L)[K], const int (&c)[K], int&
 constexpr unsigned kBig16 = 0x7fffu;
 
 __device__ S3D_FORCEINLINE unsigned vmin16x2(unsigned a, unsigned b) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if S3D_CUDA_ARCH >= 900
   unsigned r;
   asm("min.u16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
   return r;
@@ -366,7 +358,7 @@ __device__ S3D_FORCEINLINE void path_update_packed(unsigned (&L)[K / 2], const u
   for (int i = 1; i < kP; ++i) m2 = vmin16x2(m2, n[i]);
   int m = static_cast<int>(min(m2 & 0xffffu, m2 >> 16));
   if constexpr (G == 32) {
-    m = warp_min(m);
+    m = warp_reduce_min(m);
   } else {
 #pragma unroll
     for (int o = G / 2; o > 0; o >>= 1) m = min(m, __shfl_xor_sync(mask, m, o, G));
@@ -671,7 +663,7 @@ __device__ S3D_FORCEINLINE void store_words(std::uint8_t* p, const unsigned (&w)
 /// Asynchronous K-byte copy global -> shared (cp.async, sm_80+); older GPUs copy synchronously (same bytes).
 template <int K>
 __device__ S3D_FORCEINLINE void stage_copy(unsigned to_shared, const std::uint8_t* from) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if S3D_CUDA_ARCH >= 800
   asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(to_shared), "l"(from), "n"(K) : "memory");
 #else
   if constexpr (K == 4) {
@@ -687,14 +679,14 @@ __device__ S3D_FORCEINLINE void stage_copy(unsigned to_shared, const std::uint8_
 #endif
 }
 __device__ S3D_FORCEINLINE void stage_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if S3D_CUDA_ARCH >= 800
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 #endif
 }
 /// Waits until at most N committed groups are still in flight.
 template <int N>
 __device__ S3D_FORCEINLINE void stage_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if S3D_CUDA_ARCH >= 800
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 #endif
 }

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "s3d/core/device.hpp"
 #include "s3d/core/errors.hpp"
 
 namespace s3d::detail {
@@ -16,6 +17,7 @@ namespace s3d::detail {
   std::string what = std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) + ") in " +
                      expression + " at " + where;
   if (status == cudaErrorMemoryAllocation) throw OutOfMemory("out of GPU memory: " + what);
+  if (is_kernel_image_error(status)) throw DeviceUnavailable(current_gpu_unsupported_message());
   if (status == cudaErrorNoDevice || status == cudaErrorInsufficientDriver || status == cudaErrorInvalidDevice)
     throw DeviceUnavailable("CUDA device unavailable: " + what);
   throw CudaError("CUDA error: " + what);

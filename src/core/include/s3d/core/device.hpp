@@ -56,7 +56,26 @@ Device resolve_device(const Device& requested, bool* fell_back_to_cpu = nullptr)
 /// One line describing the device, e.g. `NVIDIA H200 (sm_90, 132 SMs, 139 GiB)` or `CPU (16 threads)`.
 std::string describe_device(const Device& device);
 
-/// `on (runtime 13.0, archs 90)` with the CUDA runtime version and compiled architectures; `off` without CUDA.
+/// `on (runtime 13.0, archs sm_75 sm_90, PTX compute_90)`: the CUDA runtime version and the compiled
+/// architectures; `off` without CUDA.
 std::string cuda_build_info();
+
+namespace detail {
+/// The one-line explanation for a GPU (`gpu_name`, compute capability major.minor) that none of the
+/// `compiled_archs` can run, with the rebuild command.
+std::string unsupported_gpu_message(const std::string& gpu_name, int major, int minor,
+                                    const std::string& compiled_archs);
+/// Throws DeviceUnavailable (unsupported_gpu_message) when the current GPU has no image of this build's
+/// kernels (probed with a trivial kernel of s3d::core, built for the same architectures as every library).
+/// Called by resolve_device. @throws DeviceUnavailable, CudaError.
+void require_kernel_image();
+/// The same check for a given `__global__` function (a kernel of another translation unit, whose
+/// architectures may differ). @throws DeviceUnavailable, CudaError.
+void require_kernel_image(const void* kernel);
+/// True for the CUDA statuses that mean "no usable kernel image for this GPU" (cudaError_t as int).
+bool is_kernel_image_error(int status);
+/// unsupported_gpu_message for the current device.
+std::string current_gpu_unsupported_message();
+}  // namespace detail
 
 }  // namespace s3d

@@ -17,40 +17,13 @@
 #include <string>
 #include <vector>
 
-#include "s3d/core/views.hpp"
+#include "s3d/core/image.hpp"
 
 namespace s3d::io {
 
-/// The value of an invalid (unknown, unmatched, filtered) disparity or depth in memory.
-inline constexpr float kInvalid = std::numeric_limits<float>::infinity();
-
-/// A dense host image of `channels` interleaved samples of T per pixel. Owns its pixels.
-template <typename T>
-struct Image {
-  int width = 0;
-  int height = 0;
-  int channels = 1;
-  std::vector<T> data;  ///< width * height * channels samples, row-major, top row first
-
-  Image() = default;
-  Image(int w, int h, int c = 1, T fill = T{})
-      : width(w), height(h), channels(c), data(static_cast<std::size_t>(w) * h * c, fill) {}
-
-  bool empty() const { return width <= 0 || height <= 0; }
-  std::size_t pixels() const { return static_cast<std::size_t>(width) * height; }
-  /// Sample `c` of pixel (x, y); no bounds check.
-  T& at(int x, int y, int c = 0) {
-    return data[(static_cast<std::size_t>(y) * width + x) * channels + c];
-  }
-  const T& at(int x, int y, int c = 0) const {
-    return data[(static_cast<std::size_t>(y) * width + x) * channels + c];
-  }
-  /// A non-owning view for the stereo library (single-channel images only: pitch = width).
-  ImageView<const T> view() const { return ImageView<const T>{data.data(), width, height, width}; }
-  ImageView<T> view() { return ImageView<T>{data.data(), width, height, width}; }
-  /// The read-only view, also from a non-const image.
-  ImageView<const T> cview() const { return view(); }
-};
+/// Images and the invalid-value marker are the core's (one definition for every library).
+using ::s3d::Image;
+using ::s3d::kInvalid;
 
 using ImageU8 = Image<std::uint8_t>;
 using ImageU16 = Image<std::uint16_t>;

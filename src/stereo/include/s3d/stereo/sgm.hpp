@@ -33,12 +33,13 @@
 
 #include "s3d/core/device.hpp"
 #include "s3d/core/stream.hpp"
+#include "s3d/core/image.hpp"
 #include "s3d/core/views.hpp"
 
 namespace s3d::stereo {
 
 /// Marks an invalid disparity (and the value the I/O layer turns into PFM inf / KITTI 0).
-inline constexpr float kInvalidDisparity = std::numeric_limits<float>::infinity();
+inline constexpr float kInvalidDisparity = ::s3d::kInvalid;
 
 /// True for a valid (finite) disparity.
 inline bool is_valid_disparity(float d) { return d != kInvalidDisparity; }
