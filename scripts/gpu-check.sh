@@ -22,6 +22,16 @@ declare -A result
 (cd "$pack" && ctest -L gpu --output-on-failure --timeout 600) 2>&1 | tee "$out/ctest.log"
 result[ctest]=$([ "${PIPESTATUS[0]}" -eq 0 ] && echo pass || echo FAIL)
 
+# The kernel tests again with every fast path forced onto its pre-sm_80 fallback (pack-gpu.sh, gpu-portable).
+if [ -d "$pack/portable" ]; then
+  status=pass
+  for t in "$pack"/portable/*; do
+    "$t" --gtest_brief=1 >"$out/portable-$(basename "$t").log" 2>&1 || { status=FAIL; echo "portable failed: $(basename "$t")"; }
+    tail -3 "$out/portable-$(basename "$t").log"
+  done
+  result[portable_fallbacks]=$status
+fi
+
 # The executables of the tests labelled gpu (others may need libraries the GPU machine lacks).
 tests=$(cd "$pack" && ctest -L gpu -N | awk '/Test +#/{print $3}' | sort -u |
   while read -r name; do find "$pack/tests" -type f -perm -u+x -name "$name" | head -1; done)

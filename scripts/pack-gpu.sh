@@ -25,6 +25,15 @@ gpu_tests=$(cd "$build" && ctest -L gpu -N | awk '/Test +#/{print $3}' | sort -u
     mkdir -p "$out/$(dirname "$f")" && cp "$build/$f" "$out/$f"
   done
 cp tests/bench/*.py "$out/" 2>/dev/null || true
+# The same kernel tests built with S3D_PORTABLE_KERNELS: every sm_80+/sm_90 fast path replaced by the fallback
+# that older GPUs (sm_75) run, so those paths run and are compared with the CPU oracle on this GPU too.
+cmake --preset gpu-portable >/dev/null
+cmake --build --preset gpu-portable
+mkdir -p "$out/portable"
+for t in test_stereo test_stereo_layouts test_nms; do
+  f=$(find "$root/build/gpu-portable/tests" -type f -perm -u+x -name "$t" | head -1)
+  [ -n "$f" ] && cp "$f" "$out/portable/"
+done
 echo "$build" >"$out/BUILD_DIR"
 data="${S3D_DATA_DIR:-$root/../shared/data}"
 if [ -d "$data" ]; then
