@@ -1,12 +1,11 @@
 // nms-filter end to end: the built executable on the real detection files, compared with the golden keep
 // lists; stdin/stdout piping; exit codes and one-line errors; and an observable effect of every flag.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -38,9 +37,8 @@ using Result = s3d::test::CommandResult;
 class NmsFilterCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("s3d_nms_cli_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("s3d_nms_cli_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -74,7 +72,9 @@ class NmsFilterCli : public ::testing::Test {
     return v;
   }
 
-  static std::size_t lines(const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
+  static std::size_t lines(const std::string& text) {
+    return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+  }
 
   std::vector<std::string> files_in_dir() const {
     std::vector<std::string> v;
@@ -126,7 +126,8 @@ TEST_F(NmsFilterCli, RpnProposalsMatchGolden) {
   device_ = "cpu";
   // mmcv's own expected per-level result (the golden list is verified equal to it).
   S3D_REQUIRE_DATA(mmcv, "detections/rpn_proposals_mmcv/keep_expected_iou0.7_per_level.txt");
-  EXPECT_EQ(numbers(run("--iou 0.7 --group-by level --emit indices -o - " + shell_quote(csv.string())).out), golden_txt(mmcv));
+  EXPECT_EQ(numbers(run("--iou 0.7 --group-by level --emit indices -o - " + shell_quote(csv.string())).out),
+            golden_txt(mmcv));
 }
 
 TEST_F(NmsFilterCli, CocoResultsMatchGoldenFromJsonAndCsv) {
@@ -137,7 +138,8 @@ TEST_F(NmsFilterCli, CocoResultsMatchGoldenFromJsonAndCsv) {
   };
   const std::vector<Set> sets{
       {"golden/fakebbox100_keep.json",
-       {"coco_val2014_fake100/instances_val2014_fakebbox100_results.json", "coco_val2014_fake100/fakebbox100_xyxy.csv"}},
+       {"coco_val2014_fake100/instances_val2014_fakebbox100_results.json",
+        "coco_val2014_fake100/fakebbox100_xyxy.csv"}},
       {"golden/person4_keep.json",
        {"coco_val2017_person4/test_coco_det_AP_H_56.json", "coco_val2017_person4/person_dets_xyxy.csv"}}};
   int compared = 0;
@@ -179,9 +181,7 @@ TEST_F(NmsFilterCli, MotPerFrameMatchesGoldenInOneBatch) {
         EXPECT_EQ(numbers(slurp(dir_ / ("gpu_" + it.key() + ".det.keep"))), it.value().get<std::vector<long>>());
     device_ = "cpu";
   }
-  const auto t0 = std::chrono::steady_clock::now();
   Result r = run("--iou 0.2 --emit indices --json -o " + shell_quote((dir_ / "{/.}.keep").string()) + inputs);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(r.code, 0) << r.err;
   std::size_t kept = 0;
   for (auto it = golden.begin(); it != golden.end(); ++it) {
@@ -196,9 +196,7 @@ TEST_F(NmsFilterCli, MotPerFrameMatchesGoldenInOneBatch) {
   EXPECT_EQ(summary["boxes_in"], 35147);
   EXPECT_EQ(summary["boxes_kept"], kept);
   EXPECT_EQ(summary["groups"], 5444);  // one group per frame
-  // The whole 35k-box set end to end on the CPU (generous bound for a loaded CI machine; typically ~0.1-0.3 s).
-  EXPECT_LT(seconds, 5.0);
-  std::printf("nms-filter: 11 MOT files, 35147 boxes, end to end %.3f s\n", seconds);
+  // The wall clock of this batch is bench_nms_filter_cli's (tests/bench), not a bound here.
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -319,7 +317,8 @@ TEST_F(NmsFilterCli, BadInputFailsWithOneLineAndNoOutput) {
   for (const auto& [name, text, what] : std::vector<std::tuple<std::string, std::string, std::string>>{
            {"b.json", "[{\"bbox\":[0,0,1,1],\"score\":\"high\"}]", "b.json: record 1 (line 1): score is not a number"},
            {"c.det.txt", "1,-1,0,0,1,1,0.9\n2,-1,inf,0,1,1,0.9\n", "c.det.txt: line 2: bb_left is infinite"},
-           {"d.jsonl", "{\"bbox\":[0,0,1,1],\"score\":1}\n{\"bbox\":[0,0,1,1]}\n", "d.jsonl: line 2: score is missing"}}) {
+           {"d.jsonl", "{\"bbox\":[0,0,1,1],\"score\":1}\n{\"bbox\":[0,0,1,1]}\n",
+            "d.jsonl: line 2: score is missing"}}) {
     const std::string p = write(name, text);
     Result b = run("-o " + shell_quote((dir_ / ("out_" + name)).string()) + " " + shell_quote(p));
     EXPECT_EQ(b.code, 1) << name;
@@ -329,16 +328,19 @@ TEST_F(NmsFilterCli, BadInputFailsWithOneLineAndNoOutput) {
   }
   // A batch goes on after the bad file and still exits 1.
   const std::string good = write("good.csv", "x1,y1,x2,y2,score\n0,0,10,10,0.9\n");
-  Result batch = run("--json --output-dir " + shell_quote((dir_ / "o").string()) + " " + shell_quote(in) + " " + shell_quote(good));
+  Result batch = run("--json --output-dir " + shell_quote((dir_ / "o").string()) + " " + shell_quote(in) + " " +
+                     shell_quote(good));
   EXPECT_EQ(batch.code, 1);
   EXPECT_TRUE(fs::exists(dir_ / "o" / "good.csv"));
   EXPECT_FALSE(fs::exists(dir_ / "o" / "bad.csv"));
 }
 
 TEST_F(NmsFilterCli, DropInvalidSkipsAndCounts) {
-  const std::string in = write("bad.csv", "x1,y1,x2,y2,score\n0,0,10,10,0.9\n1,1,11,11,nan\n0,0,10,11,0.8\n"
-                                          "50,50,60,60,0.7\n5,5,inf,6,0.1\n");
-  Result r = run("--drop-invalid --iou 0.5 --json --emit indices -o " + shell_quote((dir_ / "k.txt").string()) + " " + shell_quote(in));
+  const std::string in = write("bad.csv",
+                               "x1,y1,x2,y2,score\n0,0,10,10,0.9\n1,1,11,11,nan\n0,0,10,11,0.8\n"
+                               "50,50,60,60,0.7\n5,5,inf,6,0.1\n");
+  Result r = run("--drop-invalid --iou 0.5 --json --emit indices -o " + shell_quote((dir_ / "k.txt").string()) + " " +
+                 shell_quote(in));
   ASSERT_EQ(r.code, 0) << r.err;
   // Line 4 (position 2) overlaps the first box (IoU 100/110); positions count the dropped records.
   EXPECT_EQ(numbers(slurp(dir_ / "k.txt")), (std::vector<long>{0, 3}));
@@ -383,7 +385,8 @@ TEST_F(NmsFilterCli, PixelOffsetOneUsesLegacyAreas) {
   // Touching unit boxes: IoU 0 without +1; with +1, inter 1*2 = 2 over 4 + 4 - 2 -> 1/3.
   const std::string in = write("t.csv", "x1,y1,x2,y2,score\n0,0,1,1,0.9\n1,0,2,1,0.8\n");
   EXPECT_EQ(numbers(run("--iou 0.3 --emit indices -o - " + shell_quote(in)).out), (std::vector<long>{0, 1}));
-  EXPECT_EQ(numbers(run("--iou 0.3 --pixel-offset 1 --emit indices -o - " + shell_quote(in)).out), (std::vector<long>{0}));
+  EXPECT_EQ(numbers(run("--iou 0.3 --pixel-offset 1 --emit indices -o - " + shell_quote(in)).out),
+            (std::vector<long>{0}));
 }
 
 TEST_F(NmsFilterCli, GroupingDefaultsAndFlags) {
@@ -391,10 +394,12 @@ TEST_F(NmsFilterCli, GroupingDefaultsAndFlags) {
   const std::string in = write("g.csv",
                                "image_id,category_id,x1,y1,x2,y2,score\n"
                                "1,1,0,0,10,10,0.9\n1,2,0,0,10,10,0.8\n2,1,0,0,10,10,0.7\n2,2,0,0,10,10,0.6\n");
-  auto keep = [&](const std::string& flags) { return numbers(run(flags + " --emit indices -o - " + shell_quote(in)).out); };
-  EXPECT_EQ(keep(""), (std::vector<long>{0, 2}));                 // default: per image
-  EXPECT_EQ(keep("--per-class"), (std::vector<long>{0, 1, 2, 3})); // per image x class
-  EXPECT_EQ(keep("--group-by none"), (std::vector<long>{0}));      // one group
+  auto keep = [&](const std::string& flags) {
+    return numbers(run(flags + " --emit indices -o - " + shell_quote(in)).out);
+  };
+  EXPECT_EQ(keep(""), (std::vector<long>{0, 2}));                   // default: per image
+  EXPECT_EQ(keep("--per-class"), (std::vector<long>{0, 1, 2, 3}));  // per image x class
+  EXPECT_EQ(keep("--group-by none"), (std::vector<long>{0}));       // one group
   EXPECT_EQ(keep("--group-by category_id"), (std::vector<long>{0, 1}));
   EXPECT_EQ(keep("--group-by none --per-class"), (std::vector<long>{0, 1}));
   EXPECT_EQ(keep("--group-by image_id,category_id"), (std::vector<long>{0, 1, 2, 3}));
@@ -411,7 +416,9 @@ TEST_F(NmsFilterCli, ScoreAndCountLimits) {
   S3D_REQUIRE_DATA(coco, "detections/coco_val2017_person4/test_coco_det_AP_H_56.json");
   const std::string f = shell_quote(coco.string());
   const json in = json::parse(slurp(coco));
-  auto kept = [&](const std::string& flags) { return numbers(run("--iou 0.5 " + flags + " --emit indices -o - " + f).out); };
+  auto kept = [&](const std::string& flags) {
+    return numbers(run("--iou 0.5 " + flags + " --emit indices -o - " + f).out);
+  };
   const auto base = kept("");
   ASSERT_EQ(base.size(), 53u);
   // --min-score: fewer, all at or above it.
@@ -464,7 +471,8 @@ TEST_F(NmsFilterCli, RotatedBoxesUsePolygonIoU) {
   EXPECT_EQ(forgot.code, 1);
   EXPECT_NE(forgot.err.find("give --rotated"), std::string::npos) << forgot.err;
   // Read as axis-aligned cx,cy,w,h the two boxes are identical and always suppress.
-  EXPECT_EQ(numbers(run("--box-format cxcywh --iou 0.72 --emit indices -o - " + shell_quote(in)).out), (std::vector<long>{0}));
+  EXPECT_EQ(numbers(run("--box-format cxcywh --iou 0.72 --emit indices -o - " + shell_quote(in)).out),
+            (std::vector<long>{0}));
 }
 
 TEST_F(NmsFilterCli, BoxFormatChoosesTheEncoding) {

@@ -27,11 +27,11 @@ inline bool running_in_ci() {
 }
 
 /// Path of `relative` inside the data folder; skips the test (fails under CI) when absent.
-#define S3D_REQUIRE_DATA(var, relative)                                                        \
-  const std::filesystem::path var = ::s3d::test::data_dir() / (relative);                      \
-  if (!std::filesystem::exists(var)) {                                                         \
-    if (::s3d::test::running_in_ci()) FAIL() << "real data missing under CI: " << var;         \
-    GTEST_SKIP() << "real data not found: " << var << " (set S3D_DATA_DIR)";                    \
+#define S3D_REQUIRE_DATA(var, relative)                                                \
+  const std::filesystem::path var = ::s3d::test::data_dir() / (relative);              \
+  if (!std::filesystem::exists(var)) {                                                 \
+    if (::s3d::test::running_in_ci()) FAIL() << "real data missing under CI: " << var; \
+    GTEST_SKIP() << "real data not found: " << var << " (set S3D_DATA_DIR)";           \
   }
 
 /// Devices a per-device test runs on: always the CPU, and `cuda:0` whenever CUDA is built (skipped
@@ -43,8 +43,14 @@ inline std::vector<Device> test_devices() {
 }
 
 /// Call at the top of a per-device test body.
-#define S3D_SKIP_IF_NO_DEVICE(device)                                                     \
+#define S3D_SKIP_IF_NO_DEVICE(device) \
   if ((device).is_cuda() && ::s3d::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device"
+
+/// Call at the top of a per-device test body whose only check compares the device's result with the CPU
+/// backend's: on the CPU row that compares the oracle with itself, so the row is skipped with the reason
+/// rather than counted as a pass that could never fail.
+#define S3D_SKIP_CPU_VS_CPU(device) \
+  if ((device).is_cpu()) GTEST_SKIP() << "the CPU backend is the oracle: comparing it with itself cannot fail"
 
 inline std::string device_test_name(const ::testing::TestParamInfo<Device>& info) {
   return info.param.is_cuda() ? "cuda" : "cpu";

@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -180,16 +179,13 @@ TEST_P(NmsDeviceTest, EachParameterMatchesReference) {
   }
 }
 
-TEST_P(NmsDeviceTest, LargeSingleGroupMatchesReferenceQuickly) {
-  // Exercises the CPU grid path (groups > 512 boxes) and many CUDA tiles.
+// Exercises the CPU grid path (groups > 512 boxes) and many CUDA tiles. Its speed is bench_nms_cpu's
+// BM_NmsCpuLargeSingleGroup (and bench_nms on the GPU), not a bound here.
+TEST_P(NmsDeviceTest, LargeSingleGroupMatchesReference) {
   const auto s = test::clustered(20011, 4242, 1, 0, 0.02f, 3000.f);
   NmsParams p;
   p.iou_threshold = 0.5f;
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto r = run(s, p, false, false);
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_EQ(r.keep, test::reference_hard(s, p, false, false));
-  EXPECT_LT(ms, 1000.0);
+  EXPECT_EQ(run(s, p, false, false).keep, test::reference_hard(s, p, false, false));
 }
 
 TEST_P(NmsDeviceTest, NanScoresAreDropped) {
@@ -269,8 +265,8 @@ class NmsCudaVsCpuTest : public ::testing::Test {
 TEST_F(NmsCudaVsCpuTest, ClusteredWithTiesDuplicatesDegenerate) {
   const Device cpu(Device::Kind::kCpu), gpu(Device::Kind::kCuda, 0);
   for (int trial = 0; trial < 8; ++trial) {
-    const auto s = test::clustered(5000 + 9973 * trial, 31 + trial, trial % 4 == 0 ? 1 : 80, trial % 2 ? 4 : 0,
-                                   0.05f, 2000.f, 5 + 10 * trial);
+    const auto s = test::clustered(5000 + 9973 * trial, 31 + trial, trial % 4 == 0 ? 1 : 80, trial % 2 ? 4 : 0, 0.05f,
+                                   2000.f, 5 + 10 * trial);
     for (NmsMethod method : {NmsMethod::kHard, NmsMethod::kSoftGaussian}) {
       if (method != NmsMethod::kHard && trial > 2) continue;
       NmsParams p;

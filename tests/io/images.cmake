@@ -1,4 +1,4 @@
 # Image / disparity / calibration / PLY formats of s3d::io.
-s3d_add_test(io_image_formats_test SOURCES image_formats_test.cpp LIBS s3d::io)
-s3d_add_test(io_image_geometry_test SOURCES image_geometry_test.cpp LIBS s3d::io)
+s3d_add_test(io_image_formats_test SOURCES image_formats_test.cpp LIBS s3d::io LABELS "io")
+s3d_add_test(io_image_geometry_test SOURCES image_geometry_test.cpp LIBS s3d::io LABELS "io")
 

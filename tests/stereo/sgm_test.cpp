@@ -189,7 +189,7 @@ TEST(SgmParams, DegenerateSizesRejected) {
   EXPECT_THROW(compute_sgm(kCpu, p, a.view(), a.view()), InvalidArgument);
   EXPECT_THROW(SgmEngine(kCpu, p, 100, 1), InvalidArgument);
   EXPECT_THROW(SgmEngine(kCpu, p, 0, 0), InvalidArgument);
-  EXPECT_THROW(SgmEngine(kCpu, p, 8, 5), InvalidArgument);   // narrower than D
+  EXPECT_THROW(SgmEngine(kCpu, p, 8, 5), InvalidArgument);  // narrower than D
   EXPECT_NO_THROW(SgmEngine(kCpu, p, 16, 7));               // smallest legal
 }
 
@@ -231,14 +231,15 @@ TEST_P(SgmDevice, AggregateMatchesReference) {
           p.p2 = 90;
           SCOPED_TRACE("paths " + std::to_string(paths) + " D " + std::to_string(D) + " min " + std::to_string(min_d) +
                        (right ? " right" : " left"));
-          const auto got = stages::aggregate(GetParam(), cl, cr, W, H, p,
-                                             right ? stages::View::kRight : stages::View::kLeft);
+          const auto got =
+              stages::aggregate(GetParam(), cl, cr, W, H, p, right ? stages::View::kRight : stages::View::kLeft);
           ASSERT_EQ(got, naive_aggregate(cl, cr, W, H, p, right));
         }
 }
 
 TEST_P(SgmDevice, AggregateMatchesCpuLarge) {
   S3D_SKIP_IF_NO_DEVICE(GetParam());
+  S3D_SKIP_CPU_VS_CPU(GetParam());
   const int W = 631, H = 479;
   const Image<std::uint8_t> l = random_image<std::uint8_t>(W, H, 31), r = random_image<std::uint8_t>(W, H, 32);
   const auto cl = stages::census(kCpu, l.view(), CensusKind::kFull, 9, 7);
@@ -313,12 +314,15 @@ std::vector<float> random_disparity(int W, int H, std::uint32_t seed, float inva
 
 TEST_P(SgmDevice, PostFiltersMatchCpu) {
   S3D_SKIP_IF_NO_DEVICE(GetParam());
+  S3D_SKIP_CPU_VS_CPU(GetParam());
   const int W = 631, H = 479;
   const auto left = random_disparity(W, H, 41, 0.1f), right = random_disparity(W, H, 42, 0.1f);
   std::string where;
   EXPECT_TRUE(test::bit_equal(stages::lr_check(GetParam(), left, right, W, H, 1.0f),
-                              stages::lr_check(kCpu, left, right, W, H, 1.0f), W, &where)) << where;
-  EXPECT_TRUE(test::bit_equal(stages::median3x3(GetParam(), left, W, H), stages::median3x3(kCpu, left, W, H), W, &where))
+                              stages::lr_check(kCpu, left, right, W, H, 1.0f), W, &where))
+      << where;
+  EXPECT_TRUE(
+      test::bit_equal(stages::median3x3(GetParam(), left, W, H), stages::median3x3(kCpu, left, W, H), W, &where))
       << where;
   for (int size : {0, 5, 100, 4000}) {
     const auto got = stages::speckle(GetParam(), left, W, H, size, 1.0f);
@@ -346,7 +350,9 @@ std::vector<float> naive_fill(const std::vector<float>& in, int W, int H) {
 
 TEST_P(SgmDevice, FillOcclusionsMatchesReference) {
   S3D_SKIP_IF_NO_DEVICE(GetParam());
-  struct Size { int w, h; };
+  struct Size {
+    int w, h;
+  };
   int filled_total = 0, invalid_left = 0;
   std::uint32_t seed = 500;
   for (const Size sz : {Size{1, 1}, Size{1, 7}, Size{7, 1}, Size{2, 3}, Size{3, 2}, Size{33, 17}, Size{631, 479}}) {
@@ -391,16 +397,15 @@ TEST_P(SgmDevice, FillOcclusionsOnHandMadeRows) {
   // row 1: nothing to fill from
   // row 2: the width limit |l - r| + 2 exactly: 2 wide between equal values filled, 3 wide not; 6 wide across
   //        a step of 4 filled, 7 wide not; 3 wide across a step of 1.25 filled (3 <= 3.25)
-  const std::vector<std::vector<float>> in = {
-      {I, I, 5.0f, I, I, 9.0f, 8.0f, I, 2.0f, 3.0f, I, I},
-      {I, I, I, I, I, I, I, I, I, I, I, I},
-      {1.0f, I, I, 1.0f, I, I, I, 1.0f, 4.0f, I, I, I, I, I, I, 0.0f, 4.0f, I, I, I, I, I, I, I, 0.0f, 2.5f, I, I, I,
-       1.25f}};
+  const std::vector<std::vector<float>> in = {{I, I, 5.0f, I, I, 9.0f, 8.0f, I, 2.0f, 3.0f, I, I},
+                                              {I, I, I, I, I, I, I, I, I, I, I, I},
+                                              {1.0f, I,    I, 1.0f, I, I, I, 1.0f, 4.0f, I,    I,    I, I, I, I,
+                                               0.0f, 4.0f, I, I,    I, I, I, I,    I,    0.0f, 2.5f, I, I, I, 1.25f}};
   const std::vector<std::vector<float>> want = {
       {I, I, 5.0f, 5.0f, 5.0f, 9.0f, 8.0f, 2.0f, 2.0f, 3.0f, I, I},
       {I, I, I, I, I, I, I, I, I, I, I, I},
-      {1.0f, 1.0f, 1.0f, 1.0f, I, I, I, 1.0f, 4.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 4.0f, I, I, I, I, I,
-       I, I, 0.0f, 2.5f, 1.25f, 1.25f, 1.25f, 1.25f}};
+      {1.0f, 1.0f, 1.0f, 1.0f, I, I, I, 1.0f, 4.0f, 0.0f, 0.0f, 0.0f,  0.0f,  0.0f,  0.0f,
+       0.0f, 4.0f, I,    I,    I, I, I, I,    I,    0.0f, 2.5f, 1.25f, 1.25f, 1.25f, 1.25f}};
   for (std::size_t r = 0; r < in.size(); ++r) {
     const int W = static_cast<int>(in[r].size());
     std::string where;
@@ -416,7 +421,7 @@ TEST_P(SgmDevice, SpeckleMedianLrOnHandMadeMaps) {
   std::vector<float> d(W * H, 10.0f);
   for (int y = 2; y < 4; ++y)
     for (int x = 2; x < 4; ++x) d[y * W + x] = 30.0f;  // 4-pixel speckle
-  d[8 * W + 15] = 10.5f;                             // within range of its neighbours: same region
+  d[8 * W + 15] = 10.5f;                               // within range of its neighbours: same region
   d[5 * W + 10] = kInvalidDisparity;
   auto s = stages::speckle(GetParam(), d, W, H, 4, 1.0f);
   EXPECT_EQ(s[2 * W + 2], kInvalidDisparity);
@@ -427,7 +432,7 @@ TEST_P(SgmDevice, SpeckleMedianLrOnHandMadeMaps) {
   EXPECT_EQ(s[2 * W + 2], 30.0f);
 
   std::vector<float> m(W * H, 5.0f);
-  m[4 * W + 4] = 50.0f;               // outlier removed by the median
+  m[4 * W + 4] = 50.0f;              // outlier removed by the median
   m[6 * W + 6] = kInvalidDisparity;  // invalid stays invalid
   const auto med = stages::median3x3(GetParam(), m, W, H);
   EXPECT_EQ(med[4 * W + 4], 5.0f);
@@ -459,22 +464,47 @@ std::vector<Config> configs() {
   add("default", [](SgmParams&) {});
   add("paths4", [](SgmParams& p) { p.paths = 4; });
   add("cs9x7", [](SgmParams& p) { p.census = CensusKind::kCenterSymmetric; });
-  add("census5x3", [](SgmParams& p) { p.census_width = 5; p.census_height = 3; });
+  add("census5x3", [](SgmParams& p) {
+    p.census_width = 5;
+    p.census_height = 3;
+  });
   add("no_subpixel", [](SgmParams& p) { p.subpixel = false; });
   add("no_lr", [](SgmParams& p) { p.lr_check = false; });
   add("no_median", [](SgmParams& p) { p.median = false; });
   add("no_speckle", [](SgmParams& p) { p.speckle_size = 0; });
   add("no_fill", [](SgmParams& p) { p.fill = false; });
-  add("fill_uniq20", [](SgmParams& p) { p.fill = true; p.uniqueness = 20; p.median = false; });
-  add("no_fill_uniq8", [](SgmParams& p) { p.fill = false; p.uniqueness = 8; });
-  add("uniq15_lr0", [](SgmParams& p) { p.uniqueness = 15; p.lr_max_diff = 0.0f; p.subpixel = false; });
+  add("fill_uniq20", [](SgmParams& p) {
+    p.fill = true;
+    p.uniqueness = 20;
+    p.median = false;
+  });
+  add("no_fill_uniq8", [](SgmParams& p) {
+    p.fill = false;
+    p.uniqueness = 8;
+  });
+  add("uniq15_lr0", [](SgmParams& p) {
+    p.uniqueness = 15;
+    p.lr_max_diff = 0.0f;
+    p.subpixel = false;
+  });
   add("bare", [](SgmParams& p) {
-    p.uniqueness = 0; p.subpixel = false; p.lr_check = false; p.median = false; p.speckle_size = 0; p.confidence = false;
+    p.uniqueness = 0;
+    p.subpixel = false;
+    p.lr_check = false;
+    p.median = false;
+    p.speckle_size = 0;
+    p.confidence = false;
   });
   add("D16", [](SgmParams& p) { p.disparities = 16; });
-  add("D100_min-20", [](SgmParams& p) { p.disparities = 100; p.min_disparity = -20; });
+  add("D100_min-20", [](SgmParams& p) {
+    p.disparities = 100;
+    p.min_disparity = -20;
+  });
   add("D256", [](SgmParams& p) { p.disparities = 256; });
-  add("D512", [](SgmParams& p) { p.disparities = 512; p.paths = 4; });
+  add("D512", [](SgmParams& p) {
+    p.disparities = 512;
+    p.paths = 4;
+  });
   add("min-40", [](SgmParams& p) { p.min_disparity = -40; });
   add("min+9", [](SgmParams& p) { p.min_disparity = 9; });
   return c;
@@ -508,7 +538,8 @@ TEST_P(SgmDevice, ShiftedPairRecoversDisparityAndCudaMatchesCpu) {
       // and on unrelated random images (no true match: exercises uniqueness, LR and speckle heavily)
       const Image<std::uint8_t> a = random_image<std::uint8_t>(W, H, 91), b = random_image<std::uint8_t>(W, H, 92);
       EXPECT_TRUE(test::bit_equal(engine.compute(a.view(), b.view()).disparity,
-                                  compute_sgm(kCpu, p, a.view(), b.view()).disparity, W, &where)) << where;
+                                  compute_sgm(kCpu, p, a.view(), b.view()).disparity, W, &where))
+          << where;
     }
   }
 }
@@ -545,7 +576,8 @@ TEST_P(SgmDevice, BlackPixelsAreMatchedNotMasked) {
   const SgmResult res = compute_sgm(GetParam(), p, l.view(), r.view());
   int good = 0;
   for (int y = 5; y < H - 5; ++y)
-    for (int x = 20; x < W - 5; ++x) good += res.disparity[y * W + x] == 6.0f || std::abs(res.disparity[y * W + x] - 6) < 0.5f;
+    for (int x = 20; x < W - 5; ++x)
+      good += res.disparity[y * W + x] == 6.0f || std::abs(res.disparity[y * W + x] - 6) < 0.5f;
   EXPECT_GT(good, 0.9 * (H - 10) * (W - 25));
 }
 
