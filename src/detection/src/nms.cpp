@@ -5,6 +5,7 @@
 #include <string>
 
 #include "nms_backend.hpp"
+#include "nms_engine_impl.hpp"
 #include "nms_math.hpp"
 #include "s3d/core/config.hpp"
 #include "s3d/core/errors.hpp"
@@ -66,84 +67,42 @@ float nms_iou(const float* a, const float* b, const NmsParams& params) {
                           params.pixel_offset);
 }
 
-struct NmsEngine::Impl {
-  Device device;
+NmsEngine::NmsEngine(const Device& device) {
+  const Device resolved = resolve_device(device);
+  if (resolved.is_cuda()) {
 #if S3D_WITH_CUDA
-  std::unique_ptr<detail::NmsCuda> cuda;
+    impl_ = detail::make_cuda_engine(resolved);
+#else
+    throw DeviceUnavailable("NmsEngine: CUDA is not built into this s3d");
 #endif
-};
-
-NmsEngine::NmsEngine(const Device& device) : impl_(std::make_unique<Impl>()) {
-  impl_->device = resolve_device(device);
-#if S3D_WITH_CUDA
-  if (impl_->device.is_cuda()) impl_->cuda = std::make_unique<detail::NmsCuda>(impl_->device.index());
-#endif
+  } else {
+    impl_ = detail::make_cpu_engine(resolved);
+  }
 }
 NmsEngine::~NmsEngine() = default;
 NmsEngine::NmsEngine(NmsEngine&&) noexcept = default;
 NmsEngine& NmsEngine::operator=(NmsEngine&&) noexcept = default;
 
-const Device& NmsEngine::device() const { return impl_->device; }
+const Device& NmsEngine::device() const { return impl_->device_; }
 
 NmsResult NmsEngine::run(const NmsInput& host_input, const NmsParams& params, StreamHandle stream) {
   params.validate();
   check_input_shape(host_input, params);
   check_finite(host_input, params);
-#if S3D_WITH_CUDA
-  if (impl_->cuda) {
-    resolve_device(impl_->device);  // make it current on this thread
-    return impl_->cuda->run_host(host_input, params, stream);
-  }
-#endif
-  (void)stream;
-  return detail::nms_cpu(host_input, params);
+  return impl_->run(host_input, params, stream);
 }
 
 void NmsEngine::run_device_async(const NmsInput& device_input, const NmsParams& params, StreamHandle stream) {
   params.validate();
   check_input_shape(device_input, params);
-#if S3D_WITH_CUDA
-  if (impl_->cuda) {
-    resolve_device(impl_->device);
-    impl_->cuda->run_device(device_input, params, stream);
-    return;
-  }
-#endif
-  (void)stream;
-  throw InvalidArgument("NmsEngine::run_device_async needs a CUDA engine, this one is " + impl_->device.to_string());
+  impl_->run_device_async(device_input, params, stream);
 }
 
-const std::int64_t* NmsEngine::device_keep() const {
-#if S3D_WITH_CUDA
-  if (impl_->cuda) return impl_->cuda->keep();
-#endif
-  return nullptr;
-}
-const float* NmsEngine::device_scores() const {
-#if S3D_WITH_CUDA
-  if (impl_->cuda) return impl_->cuda->scores();
-#endif
-  return nullptr;
-}
-const std::int64_t* NmsEngine::device_keep_count() const {
-#if S3D_WITH_CUDA
-  if (impl_->cuda) return impl_->cuda->keep_count();
-#endif
-  return nullptr;
-}
-NmsResult NmsEngine::download(StreamHandle stream) const {
-#if S3D_WITH_CUDA
-  if (impl_->cuda) return impl_->cuda->download(stream);
-#endif
-  (void)stream;
-  throw InvalidArgument("NmsEngine::download needs a CUDA engine");
-}
-NmsEngine::Stats NmsEngine::last_stats() const {
-#if S3D_WITH_CUDA
-  if (impl_->cuda) return impl_->cuda->stats();
-#endif
-  return {};
-}
+const std::int64_t* NmsEngine::device_keep() const { return impl_->device_keep(); }
+const float* NmsEngine::device_scores() const { return impl_->device_scores(); }
+const std::int64_t* NmsEngine::device_keep_count() const { return impl_->device_keep_count(); }
+NmsResult NmsEngine::download(StreamHandle stream) const { return impl_->download(stream); }
+NmsEngine::Stats NmsEngine::last_stats() const { return impl_->last_stats(); }
 
 NmsResult nms(const Device& device, const NmsInput& input, const NmsParams& params) {
   params.validate();

@@ -1,0 +1,111 @@
+#pragma once
+// Device helpers shared by the NMS CUDA stages: key encodings, the box type per mode, launch sizing, and the
+// host-side scratch every stage borrows from the engine (CUB temporary storage, a pinned read-back slot).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "nms_math.hpp"
+#include "s3d/core/cuda_check.cuh"
+#include "s3d/core/device_buffer.hpp"
+#include "s3d/core/pinned_buffer.hpp"
+
+namespace s3d::detection::detail {
+
+/// Boxes per tile of the suppression mask: one 64-bit word holds a box's suppressors within one tile.
+constexpr int kTile = 64;
+/// Score key of a box that is filtered out (NaN, below min_score): sorts after every live key.
+constexpr unsigned kDeadKey = 0xFFFFFFFFu;
+
+/// Float -> unsigned with the same order (negative floats inverted), so atomicMin/Max can reduce floats.
+__host__ __device__ inline unsigned ordered_bits(float f) {
+  unsigned b;
+  memcpy(&b, &f, 4);
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+__host__ __device__ inline float from_ordered(unsigned o) {
+  const unsigned b = (o & 0x80000000u) ? (o & 0x7FFFFFFFu) : ~o;
+  float f;
+  memcpy(&f, &b, 4);
+  return f;
+}
+
+/// The prepared box of each mode: axis-aligned or rotated.
+template <bool kRot>
+struct BoxOf;
+template <>
+struct BoxOf<false> {
+  using type = AxisBox;
+};
+template <>
+struct BoxOf<true> {
+  using type = RotBox;
+};
+template <bool kRot>
+using BoxType = typename BoxOf<kRot>::type;
+
+/// Whether two bounds (x1, y1, x2, y2) can intersect; `margin` widens them for the +1 pixel convention.
+__device__ inline bool bounds_may_intersect(float4 a, float4 b, float margin) {
+  return a.z + margin >= b.x && b.z + margin >= a.x && a.w + margin >= b.y && b.w + margin >= a.y;
+}
+
+struct MaxOp {
+  __device__ int operator()(int a, int b) const { return a > b ? a : b; }
+};
+
+/// Blocks of `block` threads for `n` items; at least one, so an empty launch is still a valid launch.
+inline unsigned grid_for(std::size_t n, unsigned block = 256) {
+  return std::max(1u, ::s3d::detail::grid_size(n, block));
+}
+
+inline int bit_length(unsigned long long v) {
+  int b = 0;
+  while (v) {
+    ++b;
+    v >>= 1;
+  }
+  return b;
+}
+
+/// Temporary storage of the CUB device algorithms, grown to the largest request and kept.
+class CubScratch {
+ public:
+  /// `algorithm(void* storage, std::size_t& bytes)` is one CUB call: asked for its size first, then run.
+  template <typename Algorithm>
+  void run(Algorithm&& algorithm, StreamHandle stream) {
+    std::size_t bytes = 0;
+    S3D_CUDA_CHECK(algorithm(static_cast<void*>(nullptr), bytes));
+    storage_.resize(std::max<std::size_t>(bytes, 1), stream);
+    S3D_CUDA_CHECK(algorithm(static_cast<void*>(storage_.data()), bytes));
+  }
+
+ private:
+  DeviceBuffer<unsigned char> storage_;
+};
+
+/// A pinned slot for the device scalars the host must know to size the next stage. Each read synchronizes
+/// the stream.
+class HostReadback {
+ public:
+  HostReadback() : slot_(1) {}
+  long long read(const int* d_value, StreamHandle stream) {
+    S3D_CUDA_CHECK(cudaMemcpyAsync(slot_.data(), d_value, sizeof(int), cudaMemcpyDeviceToHost, stream));
+    S3D_CUDA_CHECK(cudaStreamSynchronize(stream));
+    int v = 0;
+    std::memcpy(&v, slot_.data(), sizeof(int));
+    return v;
+  }
+  long long read(const long long* d_value, StreamHandle stream) {
+    S3D_CUDA_CHECK(cudaMemcpyAsync(slot_.data(), d_value, sizeof(long long), cudaMemcpyDeviceToHost, stream));
+    S3D_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return slot_[0];
+  }
+
+ private:
+  PinnedBuffer<long long> slot_;
+};
+
+}  // namespace s3d::detection::detail
