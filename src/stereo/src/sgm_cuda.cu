@@ -1,6 +1,6 @@
 // SgmEngine, CUDA backend: device buffers, pinned host staging, two streams and two events, all made once
-// in the constructor (owned by core types: nothing to release by hand); compute() = copy into pinned staging, H2D, the
-// stage kernels, D2H, one synchronize.
+// in the constructor and owned by core types (nothing to release by hand); compute() = copy into pinned
+// staging, H2D, the stage kernels, D2H, one synchronize.
 #include <cstdio>
 #include <cstring>
 #include <exception>

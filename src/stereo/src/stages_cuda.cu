@@ -39,7 +39,8 @@ std::vector<std::uint16_t> aggregate(const std::vector<std::uint64_t>& ref, cons
     cuda::add_volumes(d_vol.data(), d_vol_c.data(), n * vp, nullptr);
     synchronize(nullptr);
   } catch (...) {
-    // the side stream may still run when the launch after its fork failed; it must be idle when destroyed
+    // after a failed launch the side stream may still write volumes B and C, which are freed on the legacy
+    // stream, which does not wait for a non-blocking stream
     if (cudaStreamSynchronize(side) != cudaSuccess) cudaGetLastError();
     throw;
   }
