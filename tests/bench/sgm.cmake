@@ -3,7 +3,7 @@
 #   bench_sgm_cpu  CPU Google Benchmark beside OpenCV StereoSGBM 3-way (OpenCV only when S3D_BUILD_IO and found)
 if(S3D_WITH_CUDA)
   add_executable(bench_sgm ${CMAKE_CURRENT_SOURCE_DIR}/sgm_bench_gpu.cpp)
-  target_link_libraries(bench_sgm PRIVATE s3d::stereo CUDA::cudart_static)
+  target_link_libraries(bench_sgm PRIVATE s3d::stereo s3d_stereo_experimental CUDA::cudart_static)
 endif()
 
 add_executable(bench_sgm_cpu ${CMAKE_CURRENT_SOURCE_DIR}/sgm_bench_cpu.cpp)

@@ -13,12 +13,13 @@
 #include <tuple>
 #include <vector>
 
+#include "../../src/stereo/src/backend.hpp"  // stage timings (internal API of the stereo library)
+#include "../../src/stereo/src/sgm_paths_cuda.cuh"
+#include "aggregate_variants.hpp"  // the lane layouts the library does not ship
 #include "s3d/core/cuda_check.cuh"
 #include "s3d/core/device.hpp"
 #include "s3d/core/device_buffer.hpp"
 #include "s3d/stereo/sgm.hpp"
-#include "../../src/stereo/src/backend.hpp"  // stage timings (internal API of the stereo library)
-#include "../../src/stereo/src/sgm_paths_cuda.cuh"
 
 namespace {
 
@@ -135,21 +136,25 @@ std::string stage_times(const Device& dev, int w, int h, int D) {
     DeviceBuffer<std::uint8_t> pv(sd::cuda::per_path_bytes(e), st), pc(sd::cuda::per_path_cost_bytes(e), st);
     for (int i = 0; i < 3; ++i) {
       e.paths = paths[i];
-      t_pp[i] = time([&] { sd::cuda::aggregate_per_path(cl.data(), cr.data(), e, nullptr, pv.data(), st); });
+      t_pp[i] =
+          time([&] { sd::cuda::experimental::aggregate_per_path(cl.data(), cr.data(), e, nullptr, pv.data(), st); });
       t_pc[i] = time([&] { sd::cuda::aggregate_per_path(cl.data(), cr.data(), e, pc.data(), pv.data(), st); });
     }
     // the cost-volume path kernel's lane layouts (PerPathLanes), costs included
-    for (auto lanes : {sd::cuda::PerPathLanes::kWide, sd::cuda::PerPathLanes::kNarrowHorizontal,
-                       sd::cuda::PerPathLanes::kNarrowAll}) {
+    for (auto lanes :
+         {sd::cuda::experimental::PerPathLanes::kWide, sd::cuda::experimental::PerPathLanes::kNarrowHorizontal,
+          sd::cuda::experimental::PerPathLanes::kNarrowAll}) {
       double t[3];
       for (int i = 0; i < 3; ++i) {
         e.paths = paths[i];
-        t[i] = time([&] { sd::cuda::aggregate_per_path(cl.data(), cr.data(), e, pc.data(), pv.data(), st, lanes); });
+        t[i] = time([&] {
+          sd::cuda::experimental::aggregate_per_path(cl.data(), cr.data(), e, pc.data(), pv.data(), st, lanes);
+        });
       }
       char buf[200];
       std::snprintf(buf, sizeof buf, " | per-path lanes %d%s: horizontal-only %.3f, 4 paths %.3f, 8 paths %.3f",
-                    static_cast<int>(lanes), lanes == sd::cuda::default_per_path_lanes(e) ? " (default)" : "", t[0], t[1],
-                    t[2]);
+                    static_cast<int>(lanes),
+                    lanes == sd::cuda::experimental::default_per_path_lanes(e) ? " (default)" : "", t[0], t[1], t[2]);
       pp_lanes_line += buf;
     }
     e.paths = 8;
@@ -166,7 +171,8 @@ std::string stage_times(const Device& dev, int w, int h, int D) {
     double t[2];
     for (int i = 0; i < 2; ++i) {
       e.paths = i == 0 ? 2 : 8;
-      t[i] = time([&] { sd::cuda::aggregate(cl.data(), cr.data(), e, va.data(), vb.data(), vc.data(), as); });
+      t[i] = time(
+          [&] { sd::cuda::experimental::aggregate(cl.data(), cr.data(), e, va.data(), vb.data(), vc.data(), as); });
     }
     const double tw = time([&] { sd::cuda::wta(va.data(), vb.data(), vc.data(), e, disp.data(), w, nullptr, 0, st); });
     char buf[160];

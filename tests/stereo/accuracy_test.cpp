@@ -277,7 +277,7 @@ TEST(SgmCpuFastPaths, EngineMatchesComposedStages) {
     if (c.speckle > 0) disp = stages::speckle(kCpuDev, disp, W, H, p.speckle_size, p.speckle_range);
     const std::vector<float> before_fill = disp;
     if (c.fill) {
-      disp = stages::fill_background(kCpuDev, disp, W, H);
+      disp = stages::fill_occlusions(kCpuDev, disp, W, H);
       int filled = 0;
       for (std::size_t i = 0; i < disp.size(); ++i)
         filled += !is_valid_disparity(before_fill[i]) && is_valid_disparity(disp[i]);

@@ -1,11 +1,12 @@
 // CUDA only (built when CUDA is): every lane layout of the path-aggregation kernel (the automatic one and
 // the forced 4/8/16/32 lanes per scanline that bench_sgm times) gives the CPU's aggregated volume and WTA.
-// Uses the library's internal stage launchers.
+// Uses the library's internal stage launchers and the layouts of s3d_stereo_experimental.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include "../../src/stereo/src/backend.hpp"
 #include "../../src/stereo/src/sgm_paths_cuda.cuh"
+#include "aggregate_variants.hpp"
 #include "s3d/core/cuda_check.cuh"
 #include "s3d/core/device_buffer.hpp"
 #include "s3d/stereo/stages.hpp"
@@ -48,7 +49,8 @@ TEST(SgmLayouts, EveryLaneLayoutMatchesCpu) {
         ASSERT_GE(vp, D);
         DeviceBuffer<std::uint16_t> a(n * vp), b(n * vp), c(n * vp);
         DeviceBuffer<float> disp(n);
-        sd::cuda::aggregate(d_cl.data(), d_cr.data(), spec, a.data(), b.data(), c.data(), {nullptr, side, fork, join});
+        sd::cuda::experimental::aggregate(d_cl.data(), d_cr.data(), spec, a.data(), b.data(), c.data(),
+                                          {nullptr, side, fork, join});
         sd::cuda::wta(a.data(), b.data(), c.data(), spec, disp.data(), W, nullptr, 0, nullptr);
         sd::cuda::add_volumes(a.data(), b.data(), n * vp, nullptr);
         sd::cuda::add_volumes(a.data(), c.data(), n * vp, nullptr);
@@ -101,14 +103,15 @@ TEST(SgmLayouts, PerPathPipelineMatchesCpu) {
           // on the fly, then the cost volume with each lane layout of its path kernel
           for (int variant = 0; variant < 4; ++variant) {
           const bool with_cost = variant > 0;
-          const auto lanes = variant == 1   ? sd::cuda::PerPathLanes::kWide
-                             : variant == 2 ? sd::cuda::PerPathLanes::kNarrowHorizontal
-                                            : sd::cuda::PerPathLanes::kNarrowAll;
+          const auto lanes = variant == 1   ? sd::cuda::experimental::PerPathLanes::kWide
+                             : variant == 2 ? sd::cuda::experimental::PerPathLanes::kNarrowHorizontal
+                                            : sd::cuda::experimental::PerPathLanes::kNarrowAll;
           SCOPED_TRACE(with_cost ? "cost volume, lanes " + std::to_string(static_cast<int>(lanes)) : "on the fly");
           DeviceBuffer<float> disp(n), conf(n);
           S3D_CUDA_CHECK(cudaMemset(vol.data(), 0xab, vol.size()));
-          sd::cuda::aggregate_per_path(right ? d_cr.data() : d_cl.data(), right ? d_cl.data() : d_cr.data(), spec,
-                                       with_cost ? cost.data() : nullptr, vol.data(), nullptr, lanes);
+          sd::cuda::experimental::aggregate_per_path(right ? d_cr.data() : d_cl.data(),
+                                                     right ? d_cl.data() : d_cr.data(), spec,
+                                                     with_cost ? cost.data() : nullptr, vol.data(), nullptr, lanes);
           sd::cuda::wta_per_path(vol.data(), spec, disp.data(), W, conf.data(), W, nullptr);
           std::string where;
           EXPECT_TRUE(test::bit_equal(disp.to_host(), ref_disp, W, &where)) << where;

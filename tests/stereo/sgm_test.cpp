@@ -372,7 +372,7 @@ TEST_P(SgmDevice, FillOcclusionsMatchesReference) {
         for (int x = 0; x < W; ++x) d[3 * W + x] = x % 3 == 1 ? kInvalidDisparity : -1.5f - (x % 7);
       }
       const auto want = naive_fill(d, W, H);
-      const auto got = stages::fill_background(GetParam(), d, W, H);
+      const auto got = stages::fill_occlusions(GetParam(), d, W, H);
       std::string where;
       ASSERT_TRUE(test::bit_equal(got, want, W, &where)) << W << "x" << H << " invalid " << invalid << " " << where;
       for (std::size_t i = 0; i < d.size(); ++i) {
@@ -380,14 +380,14 @@ TEST_P(SgmDevice, FillOcclusionsMatchesReference) {
         invalid_left += !is_valid_disparity(got[i]);
       }
       if (GetParam().is_cuda()) {
-        ASSERT_TRUE(test::bit_equal(got, stages::fill_background(kCpu, d, W, H), W, &where)) << where;
+        ASSERT_TRUE(test::bit_equal(got, stages::fill_occlusions(kCpu, d, W, H), W, &where)) << where;
       }
     }
   }
   EXPECT_GT(filled_total, 50000);  // the cases do exercise the fill...
   EXPECT_GT(invalid_left, 50000);  // ...and the runs it leaves (too wide, at a row's end, rows with nothing)
-  EXPECT_THROW(stages::fill_background(GetParam(), std::vector<float>(5), 2, 3), InvalidArgument);
-  EXPECT_THROW(stages::fill_background(GetParam(), {}, 0, 0), InvalidArgument);
+  EXPECT_THROW(stages::fill_occlusions(GetParam(), std::vector<float>(5), 2, 3), InvalidArgument);
+  EXPECT_THROW(stages::fill_occlusions(GetParam(), {}, 0, 0), InvalidArgument);
 }
 
 TEST_P(SgmDevice, FillOcclusionsOnHandMadeRows) {
@@ -409,7 +409,7 @@ TEST_P(SgmDevice, FillOcclusionsOnHandMadeRows) {
   for (std::size_t r = 0; r < in.size(); ++r) {
     const int W = static_cast<int>(in[r].size());
     std::string where;
-    EXPECT_TRUE(test::bit_equal(stages::fill_background(GetParam(), in[r], W, 1), want[r], W, &where))
+    EXPECT_TRUE(test::bit_equal(stages::fill_occlusions(GetParam(), in[r], W, 1), want[r], W, &where))
         << "row " << r << " " << where;
     EXPECT_TRUE(test::bit_equal(naive_fill(in[r], W, 1), want[r], W, &where)) << "reference, row " << r << " " << where;
   }

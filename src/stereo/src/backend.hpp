@@ -5,11 +5,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "s3d/core/event.hpp"
 #include "s3d/core/stream.hpp"
 #include "s3d/core/views.hpp"
 #include "s3d/stereo/sgm.hpp"
-
-struct CUevent_st;  // cudaEvent_t without CUDA headers
 
 namespace s3d::stereo::detail {
 
@@ -32,7 +31,7 @@ struct MatchSpec {
   int p2 = 120;
   int uniqueness = 0;
   bool subpixel = true;
-  int lanes = 0;  ///< CUDA only: lanes per scanline (0 = automatic; 4/8/16/32 = experiment, see aggregate_cuda.cu)
+  int lanes = 0;  ///< CUDA only: lanes per scanline (0 = automatic; 4/8/16/32 = experiment, src/stereo/experimental)
 };
 
 MatchSpec make_match_spec(const SgmParams& params, int width, int height, bool right_view);
@@ -47,7 +46,7 @@ void cost_volume(const std::uint64_t* ref, const std::uint64_t* target, const Ma
 void aggregate(const std::uint8_t* cost, const MatchSpec& spec, std::uint16_t* volume_a, std::uint16_t* volume_b);
 /// a += b.
 void add_volume(std::uint16_t* a, const std::uint16_t* b, std::size_t count);
-/// aggregate() and wta() fused (aggregate_cpu.cpp; the same results as the two stages composed): the two
+/// aggregate() and wta() fused (aggregate_sweep_cpu.cpp; the same results as the two stages composed): the two
 /// sweeps meet in the middle and take each row's winner. `volume` is W*H*D scratch.
 void aggregate_wta(const std::uint8_t* cost, const MatchSpec& spec, std::uint16_t* volume, float* disparity,
                    float* confidence);
@@ -59,9 +58,8 @@ void median3x3(const float* in, float* out, int width, int height);
 /// In place. `scratch` holds >= 2*width*height ints.
 void speckle(float* disparity, int width, int height, int max_size, float max_diff, int* scratch);
 /// In place: occlusion fill of each row (fill_math.hpp).
-void fill_background(float* disparity, int width, int height);
+void fill_occlusions(float* disparity, int width, int height);
 }  // namespace cpu
-
 
 namespace cuda {
 /// Volume pitch (elements per pixel) used on the device: disparities rounded up to the lane layout.
@@ -76,8 +74,8 @@ void census_pair(ImageView<const T> d_left, ImageView<const T> d_right, CensusSp
 struct AggregateStreams {
   StreamHandle main = nullptr;
   StreamHandle side = nullptr;
-  CUevent_st* fork = nullptr;  ///< cudaEvent_t, created with cudaEventDisableTiming
-  CUevent_st* join = nullptr;
+  EventHandle fork = nullptr;  ///< created with cudaEventDisableTiming (an Event's get())
+  EventHandle join = nullptr;
 };
 /// Sum of the paths = A + B + C (A: vertical/diagonal paths, B: left->right, C: right->left), each
 /// width*height*volume_pitch(D) uint16. Queued on streams.main (joined back before return).
@@ -89,18 +87,17 @@ void add_volumes(std::uint16_t* d_a, const std::uint16_t* d_b, std::size_t count
 /// WTA over A + B + C (`d_volume_b`/`d_volume_c` null for a total volume in A). Row pitches in elements;
 /// `d_confidence` may be null.
 void wta(const std::uint16_t* d_volume_a, const std::uint16_t* d_volume_b, const std::uint16_t* d_volume_c,
-         const MatchSpec& spec,
-         float* d_disparity, std::ptrdiff_t disp_pitch, float* d_confidence, std::ptrdiff_t conf_pitch,
-         StreamHandle stream);
-void lr_check(float* d_left, std::ptrdiff_t left_pitch, const float* d_right, int width, int height,
-              float max_diff, StreamHandle stream);
+         const MatchSpec& spec, float* d_disparity, std::ptrdiff_t disp_pitch, float* d_confidence,
+         std::ptrdiff_t conf_pitch, StreamHandle stream);
+void lr_check(float* d_left, std::ptrdiff_t left_pitch, const float* d_right, int width, int height, float max_diff,
+              StreamHandle stream);
 void median3x3(const float* d_in, std::ptrdiff_t in_pitch, float* d_out, std::ptrdiff_t out_pitch, int width,
                int height, StreamHandle stream);
 /// In place; `d_scratch` holds >= 2*width*height ints.
 void speckle(float* d_disparity, std::ptrdiff_t pitch, int width, int height, int max_size, float max_diff,
              int* d_scratch, StreamHandle stream);
 /// In place: occlusion fill of each row (fill_math.hpp's rule), one block per row.
-void fill_background(float* d_disparity, std::ptrdiff_t pitch, int width, int height, StreamHandle stream);
+void fill_occlusions(float* d_disparity, std::ptrdiff_t pitch, int width, int height, StreamHandle stream);
 /// Zeroes confidence where the disparity is invalid (after the post-filters).
 void mask_confidence(const float* d_disparity, std::ptrdiff_t disp_pitch, float* d_confidence,
                      std::ptrdiff_t conf_pitch, int width, int height, StreamHandle stream);

@@ -19,8 +19,8 @@ class SgmEngine::Impl {
                        float* conf) = 0;
   virtual void compute_device(ImageView<const std::uint8_t> l, ImageView<const std::uint8_t> r, ImageView<float> disp,
                               ImageView<float> conf, StreamHandle stream) = 0;
-  virtual void compute_device(ImageView<const std::uint16_t> l, ImageView<const std::uint16_t> r,
-                              ImageView<float> disp, ImageView<float> conf, StreamHandle stream) = 0;
+  virtual void compute_device(ImageView<const std::uint16_t> l, ImageView<const std::uint16_t> r, ImageView<float> disp,
+                              ImageView<float> conf, StreamHandle stream) = 0;
   virtual StreamHandle stream() const { return nullptr; }
 
   Device device_;
@@ -45,7 +45,7 @@ std::vector<float> lr_check(const std::vector<float>& left, const std::vector<fl
                             float max_diff);
 std::vector<float> median3x3(const std::vector<float>& disparity, int width, int height);
 std::vector<float> speckle(const std::vector<float>& disparity, int width, int height, int max_size, float max_diff);
-std::vector<float> fill_background(const std::vector<float>& disparity, int width, int height);
+std::vector<float> fill_occlusions(const std::vector<float>& disparity, int width, int height);
 }  // namespace cuda_host
 }  // namespace detail
 

@@ -6,7 +6,7 @@
 
 namespace s3d::stereo::detail::cpu {
 
-void fill_background(float* disparity, int width, int height) {
+void fill_occlusions(float* disparity, int width, int height) {
 #pragma omp parallel for schedule(static)
   for (int y = 0; y < height; ++y) fill_occlusions_row(disparity + static_cast<std::ptrdiff_t>(y) * width, width);
 }

@@ -3,7 +3,7 @@
 // shared memory (one ballot per 32 pixels), then every invalid pixel finds its run's valid neighbours, the
 // nearest set bits below and above it, and applies the same test with the same float operations. Only
 // originally invalid pixels are written and only originally valid ones are read, so the in-place update has
-// no read-after-write hazard. (A thread per row scanning serially took ~120 us at 1024x440 on an H100.)
+// no read-after-write hazard. (A thread per row scanning serially is far slower: docs/PERFORMANCE.md.)
 #include "backend.hpp"
 #include "fill_math.hpp"
 #include "s3d/core/cuda_check.cuh"
@@ -66,7 +66,7 @@ __global__ void fill_rows_serial_kernel(float* d, std::ptrdiff_t pitch, int widt
 
 }  // namespace
 
-void fill_background(float* d_disparity, std::ptrdiff_t pitch, int width, int height, StreamHandle stream) {
+void fill_occlusions(float* d_disparity, std::ptrdiff_t pitch, int width, int height, StreamHandle stream) {
   if (width <= 0 || height <= 0) return;
   if (width <= 32 * kMaxMaskWords) {
     fill_rows_kernel<<<height, kFillBlock, 0, stream>>>(d_disparity, pitch, width);

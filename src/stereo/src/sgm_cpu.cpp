@@ -30,8 +30,8 @@ class CpuEngine final : public SgmEngine::Impl {
   void compute(ImageView<const std::uint16_t> l, ImageView<const std::uint16_t> r, float* disp, float* conf) override {
     run(l, r, disp, conf);
   }
-  void compute_device(ImageView<const std::uint8_t>, ImageView<const std::uint8_t>, ImageView<float>,
-                      ImageView<float>, StreamHandle) override {
+  void compute_device(ImageView<const std::uint8_t>, ImageView<const std::uint8_t>, ImageView<float>, ImageView<float>,
+                      StreamHandle) override {
     throw InvalidArgument("SgmEngine::compute_device needs a CUDA engine (this one runs on the CPU)");
   }
   void compute_device(ImageView<const std::uint16_t>, ImageView<const std::uint16_t>, ImageView<float>,
@@ -69,7 +69,7 @@ class CpuEngine final : public SgmEngine::Impl {
       for (std::size_t i = 0; i < n; ++i)
         if (!finite_disparity(out_disp[i])) conf[i] = 0.0f;
     }
-    if (p.fill) cpu::fill_background(out_disp, W, H);  // after the confidence mask: filled pixels keep 0
+    if (p.fill) cpu::fill_occlusions(out_disp, W, H);  // after the confidence mask: filled pixels keep 0
   }
 
   std::vector<std::uint64_t> census_left_, census_right_;
@@ -81,8 +81,7 @@ class CpuEngine final : public SgmEngine::Impl {
 
 }  // namespace
 
-std::unique_ptr<SgmEngine::Impl> make_cpu_engine(const Device& device, const SgmParams& params, int width,
-                                                 int height) {
+std::unique_ptr<SgmEngine::Impl> make_cpu_engine(const Device& device, const SgmParams& params, int width, int height) {
   return std::make_unique<CpuEngine>(device, params, width, height);
 }
 

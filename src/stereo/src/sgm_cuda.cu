@@ -1,53 +1,62 @@
-// SgmEngine, CUDA backend: device buffers, pinned host staging and a stream, all made once in the
-// constructor; compute() = copy into pinned staging, H2D, the stage kernels, D2H, one synchronize.
+// SgmEngine, CUDA backend: device buffers, pinned host staging, two streams and two events, all made once
+// in the constructor and owned by core types (nothing to release by hand); compute() = copy into pinned
+// staging, H2D, the stage kernels, D2H, one synchronize.
+#include <cstdio>
 #include <cstring>
+#include <exception>
 
 #include "engine_impl.hpp"
 #include "s3d/core/cuda_check.cuh"
 #include "s3d/core/device_buffer.hpp"
+#include "s3d/core/event.hpp"
+#include "s3d/core/pinned_buffer.hpp"
+#include "s3d/core/scoped_device.hpp"
+#include "s3d/core/stream.hpp"
 #include "sgm_paths_cuda.cuh"
 
 namespace s3d::stereo::detail {
 namespace {
 
+int select_device(int index) {
+  S3D_CUDA_CHECK(cudaSetDevice(index));
+  return index;
+}
+
 class CudaEngine final : public SgmEngine::Impl {
  public:
   CudaEngine(const Device& device, const SgmParams& params, int width, int height)
-      : Impl(device, params, width, height) {
-    S3D_CUDA_CHECK(cudaSetDevice(device.index()));
-    S3D_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+      : Impl(device, params, width, height), selected_device_(select_device(device.index())) {
+    const std::size_t n = static_cast<std::size_t>(width) * height;
+    img_left_.resize(n, stream_);
+    img_right_.resize(n, stream_);
+    census_left_.resize(n, stream_);
+    census_right_.resize(n, stream_);
+    const MatchSpec spec = make_match_spec(params, width, height, false);
+    per_path_ = cuda::per_path_fits(spec);
+    if (per_path_) {
+      paths_.resize(cuda::per_path_bytes(spec), stream_);
+      cost_.resize(cuda::per_path_cost_bytes(spec), stream_);
+    } else {
+      volume_.resize(n * cuda::volume_pitch(params.disparities), stream_);
+      volume_b_.resize(n * cuda::volume_pitch(params.disparities), stream_);
+      volume_c_.resize(n * cuda::volume_pitch(params.disparities), stream_);
+    }
+    disp_.resize(n, stream_);
+    out_disp_.resize(n, stream_);
+    if (params.confidence) out_conf_.resize(n, stream_);
+    if (params.lr_check) disp_right_.resize(n, stream_);
+    if (params.speckle_size > 0) scratch_.resize(2 * n, stream_);
+    host_in_.resize(2 * n);
+    host_out_.resize(2 * n);
+  }
+  // The members then free in reverse order: the device buffers (ordered on stream_), the events, the streams.
+  ~CudaEngine() override {
     try {
-      S3D_CUDA_CHECK(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
-      S3D_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
-      S3D_CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
-      const std::size_t n = static_cast<std::size_t>(width) * height;
-      img_left_.resize(n, stream_);
-      img_right_.resize(n, stream_);
-      census_left_.resize(n, stream_);
-      census_right_.resize(n, stream_);
-      const MatchSpec spec = make_match_spec(params, width, height, false);
-      per_path_ = cuda::per_path_fits(spec);
-      if (per_path_) {
-        paths_.resize(cuda::per_path_bytes(spec), stream_);
-        if (kCostVolume) cost_.resize(cuda::per_path_cost_bytes(spec), stream_);
-      } else {
-        volume_.resize(n * cuda::volume_pitch(params.disparities), stream_);
-        volume_b_.resize(n * cuda::volume_pitch(params.disparities), stream_);
-        volume_c_.resize(n * cuda::volume_pitch(params.disparities), stream_);
-      }
-      disp_.resize(n, stream_);
-      out_disp_.resize(n, stream_);
-      if (params.confidence) out_conf_.resize(n, stream_);
-      if (params.lr_check) disp_right_.resize(n, stream_);
-      if (params.speckle_size > 0) scratch_.resize(2 * n, stream_);
-      S3D_CUDA_CHECK(cudaMallocHost(&host_in_, 2 * n * sizeof(std::uint16_t)));
-      S3D_CUDA_CHECK(cudaMallocHost(&host_out_, 2 * n * sizeof(float)));
-    } catch (...) {
-      release();
-      throw;
+      stream_.synchronize();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "s3d: SgmEngine: %s\n", e.what());
     }
   }
-  ~CudaEngine() override { release(); }
 
   void compute(ImageView<const std::uint8_t> l, ImageView<const std::uint8_t> r, float* disp, float* conf) override {
     run_host(l, r, disp, conf);
@@ -57,62 +66,31 @@ class CudaEngine final : public SgmEngine::Impl {
   }
   void compute_device(ImageView<const std::uint8_t> l, ImageView<const std::uint8_t> r, ImageView<float> disp,
                       ImageView<float> conf, StreamHandle stream) override {
-    run_device(l, r, disp, conf, stream ? stream : stream_);
+    run_device(l, r, disp, conf, stream ? stream : stream_.get());
   }
   void compute_device(ImageView<const std::uint16_t> l, ImageView<const std::uint16_t> r, ImageView<float> disp,
                       ImageView<float> conf, StreamHandle stream) override {
-    run_device(l, r, disp, conf, stream ? stream : stream_);
+    run_device(l, r, disp, conf, stream ? stream : stream_.get());
   }
-  StreamHandle stream() const override { return stream_; }
+  StreamHandle stream() const override { return stream_.get(); }
 
  private:
-  void release() noexcept {
-    if (stream_) cudaStreamSynchronize(stream_);
-    img_left_.reset();
-    img_right_.reset();
-    census_left_.reset();
-    census_right_.reset();
-    volume_.reset();
-    volume_b_.reset();
-    volume_c_.reset();
-    paths_.reset();
-    cost_.reset();
-    disp_.reset();
-    disp_right_.reset();
-    out_disp_.reset();
-    out_conf_.reset();
-    scratch_.reset();
-    if (host_in_) cudaFreeHost(host_in_);
-    if (host_out_) cudaFreeHost(host_out_);
-    host_in_ = nullptr;
-    host_out_ = nullptr;
-    if (stream_) {
-      cudaStreamSynchronize(stream_);
-      cudaStreamDestroy(stream_);
-    }
-    if (side_) cudaStreamDestroy(side_);
-    if (fork_) cudaEventDestroy(fork_);
-    if (join_) cudaEventDestroy(join_);
-    stream_ = side_ = nullptr;
-    fork_ = join_ = nullptr;
-  }
-
   template <typename T>
   void run_device(ImageView<const T> left, ImageView<const T> right, ImageView<float> disp, ImageView<float> conf,
                   cudaStream_t s) {
     const SgmParams& p = params_;
     const int W = width_, H = height_;
-    S3D_CUDA_CHECK(cudaSetDevice(device_.index()));  // the calling thread may have another current device
+    const ScopedDevice current(device_.index());  // the calling thread may have another current device
     const CensusSpec cs{p.census, p.census_width, p.census_height};
     cuda::census_pair(left, right, cs, census_left_.data(), census_right_.data(), s);
     const MatchSpec sl = make_match_spec(p, W, H, false);
-    const cuda::AggregateStreams as{s, side_, fork_, join_};
+    const cuda::AggregateStreams as{s, side_, fork_.get(), join_.get()};
     float* d_conf = p.confidence ? conf.data : nullptr;
     // aggregation + WTA of one view (reference `ref`, target `tgt`) into `out`
     auto match = [&](const MatchSpec& spec, const std::uint64_t* ref, const std::uint64_t* tgt, float* out, float* c,
                      std::ptrdiff_t c_pitch) {
       if (per_path_) {
-        cuda::aggregate_per_path(ref, tgt, spec, kCostVolume ? cost_.data() : nullptr, paths_.data(), s);
+        cuda::aggregate_per_path(ref, tgt, spec, cost_.data(), paths_.data(), s);
         cuda::wta_per_path(paths_.data(), spec, out, W, c, c_pitch, s);
       } else {
         cuda::aggregate(ref, tgt, spec, volume_.data(), volume_b_.data(), volume_c_.data(), as);
@@ -131,16 +109,18 @@ class CudaEngine final : public SgmEngine::Impl {
       S3D_CUDA_CHECK(cudaMemcpy2DAsync(disp.data, disp.pitch * sizeof(float), disp_.data(), W * sizeof(float),
                                        W * sizeof(float), H, cudaMemcpyDeviceToDevice, s));
     }
-    if (p.speckle_size > 0) cuda::speckle(disp.data, disp.pitch, W, H, p.speckle_size, p.speckle_range, scratch_.data(), s);
+    if (p.speckle_size > 0)
+      cuda::speckle(disp.data, disp.pitch, W, H, p.speckle_size, p.speckle_range, scratch_.data(), s);
     if (d_conf) cuda::mask_confidence(disp.data, disp.pitch, d_conf, conf.pitch, W, H, s);
-    if (p.fill) cuda::fill_background(disp.data, disp.pitch, W, H, s);  // after the mask: filled pixels keep 0
+    if (p.fill) cuda::fill_occlusions(disp.data, disp.pitch, W, H, s);  // after the mask: filled pixels keep 0
   }
 
   template <typename T>
   void run_host(ImageView<const T> left, ImageView<const T> right, float* out_disp, float* out_conf) {
     const int W = width_, H = height_;
     const std::size_t n = static_cast<std::size_t>(W) * H;
-    T* hl = reinterpret_cast<T*>(host_in_);
+    const ScopedDevice current(device_.index());
+    T* hl = reinterpret_cast<T*>(host_in_.data());
     T* hr = hl + n;
     for (int y = 0; y < H; ++y) {
       std::memcpy(hl + static_cast<std::size_t>(y) * W, left.row(y), W * sizeof(T));
@@ -151,30 +131,34 @@ class CudaEngine final : public SgmEngine::Impl {
     S3D_CUDA_CHECK(cudaMemcpyAsync(dl, hl, n * sizeof(T), cudaMemcpyHostToDevice, stream_));
     S3D_CUDA_CHECK(cudaMemcpyAsync(dr, hr, n * sizeof(T), cudaMemcpyHostToDevice, stream_));
     ImageView<float> conf{out_conf_.data(), W, H, W};
-    run_device(ImageView<const T>{dl, W, H, W}, ImageView<const T>{dr, W, H, W}, ImageView<float>{out_disp_.data(), W, H, W},
-               conf, stream_);
-    S3D_CUDA_CHECK(cudaMemcpyAsync(host_out_, out_disp_.data(), n * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    run_device(ImageView<const T>{dl, W, H, W}, ImageView<const T>{dr, W, H, W},
+               ImageView<float>{out_disp_.data(), W, H, W}, conf, stream_);
+    S3D_CUDA_CHECK(
+        cudaMemcpyAsync(host_out_.data(), out_disp_.data(), n * sizeof(float), cudaMemcpyDeviceToHost, stream_));
     if (out_conf)
-      S3D_CUDA_CHECK(cudaMemcpyAsync(host_out_ + n, out_conf_.data(), n * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+      S3D_CUDA_CHECK(
+          cudaMemcpyAsync(host_out_.data() + n, out_conf_.data(), n * sizeof(float), cudaMemcpyDeviceToHost, stream_));
     S3D_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    std::memcpy(out_disp, host_out_, n * sizeof(float));
-    if (out_conf) std::memcpy(out_conf, host_out_ + n, n * sizeof(float));
+    std::memcpy(out_disp, host_out_.data(), n * sizeof(float));
+    if (out_conf) std::memcpy(out_conf, host_out_.data() + n, n * sizeof(float));
   }
 
-  cudaStream_t stream_ = nullptr;
-  cudaStream_t side_ = nullptr;  // horizontal paths, concurrent with the others
-  cudaEvent_t fork_ = nullptr, join_ = nullptr;
+  // Made the calling thread's current device before the members below are created on it (and left so, as
+  // resolve_device does).
+  int selected_device_;
+  Stream stream_;
+  Stream side_;  // horizontal paths, concurrent with the others
+  Event fork_, join_;
   DeviceBuffer<std::uint16_t> img_left_, img_right_;  // 8-bit input uses the first half of each
   DeviceBuffer<std::uint64_t> census_left_, census_right_;
   DeviceBuffer<std::uint16_t> volume_, volume_b_, volume_c_;  // vertical+diagonal / left->right / right->left
-  bool per_path_ = false;                 // path costs fit a byte: per-direction uint8 volumes (sgm_paths_cuda.cuh)
-  DeviceBuffer<std::uint8_t> paths_;      // [direction][y][x][per_path_pitch(D)]
-  static constexpr bool kCostVolume = true;  // matching costs once into cost_ (see aggregate_per_path)
-  DeviceBuffer<std::uint8_t> cost_;
+  bool per_path_ = false;             // path costs fit a byte: per-direction uint8 volumes (sgm_paths_cuda.cuh)
+  DeviceBuffer<std::uint8_t> paths_;  // [direction][y][x][per_path_pitch(D)]
+  DeviceBuffer<std::uint8_t> cost_;   // the matching costs, computed once per view (aggregate_per_path)
   DeviceBuffer<float> disp_, disp_right_, out_disp_, out_conf_;
   DeviceBuffer<int> scratch_;
-  void* host_in_ = nullptr;
-  float* host_out_ = nullptr;
+  PinnedBuffer<std::uint16_t> host_in_;  // pinned staging: left then right image
+  PinnedBuffer<float> host_out_;         // pinned staging: disparity then confidence
 };
 
 }  // namespace

@@ -1,135 +1,135 @@
-// SgmPipeline: the dispatcher (argument checks, FIFO of slots, sequence numbers) and the CPU backend,
-// which has nothing to overlap: it computes inside submit() and keeps the result in the slot.
+// SgmPipeline on the core's StagingPipeline: the op packs a pair into a slot's pinned input and runs the
+// engine on the slot's memory (compute_device on the engine's stream; compute on the CPU), so the ring,
+// the copy streams and the events are the core's and this file only checks arguments and lays out a slot.
 #include "s3d/stereo/sgm_pipeline.hpp"
 
 #include <cstring>
-#include <exception>
 #include <string>
 #include <utility>
-#include <vector>
 
-#include "s3d/core/config.hpp"
 #include "s3d/core/errors.hpp"
-#include "sgm_pipeline_impl.hpp"
+#include "s3d/core/staging_pipeline.hpp"
 
 namespace s3d::stereo {
-namespace {
 
-class CpuPipeline final : public SgmPipeline::Impl {
+// Slot layout: input = left then right image, packed (pitch = width), 8- or 16-bit; output = disparity then
+// (with params.confidence) confidence. The staging is declared after the engine so that it is destroyed
+// first: its destructor waits on the engine's stream.
+class SgmPipeline::Impl {
  public:
-  CpuPipeline(SgmEngine engine, int depth) : Impl(std::move(engine), depth) {
-    const std::size_t n = static_cast<std::size_t>(engine_.width()) * engine_.height();
-    disparity_.assign(depth, std::vector<float>(n));
-    if (engine_.params().confidence) confidence_.assign(depth, std::vector<float>(n));
+  Impl(SgmEngine engine, int depth)
+      : engine_(std::move(engine)),
+        pixels_(static_cast<std::size_t>(engine_.width()) * engine_.height()),
+        planes_(engine_.params().confidence ? 2 : 1),
+        staging_(engine_.device(), depth, bytes_for(sizeof(std::uint16_t)), engine_.stream()) {}
+
+  StagingBytes bytes_for(std::size_t pixel_bytes) const {
+    return StagingBytes{2 * pixels_ * pixel_bytes, planes_ * pixels_ * sizeof(float)};
   }
-  void submit(int slot, ImageView<const std::uint8_t> l, ImageView<const std::uint8_t> r) override { run(slot, l, r); }
-  void submit(int slot, ImageView<const std::uint16_t> l, ImageView<const std::uint16_t> r) override { run(slot, l, r); }
-  void retrieve(int slot, float* disparity, float* confidence) override {
-    const auto& d = disparity_[slot];
-    std::memcpy(disparity, d.data(), d.size() * sizeof(float));
-    if (confidence && !confidence_.empty())
-      std::memcpy(confidence, confidence_[slot].data(), d.size() * sizeof(float));
+
+  template <typename T>
+  std::uint64_t submit(ImageView<const T> left, ImageView<const T> right) {
+    check_pair(left, right);
+    const int w = engine_.width(), h = engine_.height();
+    auto pack = [&](const StagingSlot& slot) {
+      T* dst = reinterpret_cast<T*>(slot.host_in);
+      for (ImageView<const T> image : {left, right}) {
+        if (image.pitch == w) {
+          std::memcpy(dst, image.data, pixels_ * sizeof(T));
+        } else {
+          for (int y = 0; y < h; ++y) std::memcpy(dst + static_cast<std::size_t>(y) * w, image.row(y), w * sizeof(T));
+        }
+        dst += pixels_;
+      }
+    };
+    auto compute = [&](const StagingSlot& slot, StreamHandle stream) {
+      const T* in_left = reinterpret_cast<const T*>(slot.device_in);
+      const ImageView<const T> l{in_left, w, h, w}, r{in_left + pixels_, w, h, w};
+      float* disparity = reinterpret_cast<float*>(slot.device_out);
+      float* confidence = planes_ == 2 ? disparity + pixels_ : nullptr;
+      if (engine_.device().is_cuda()) {
+        engine_.compute_device(l, r, ImageView<float>{disparity, w, h, w}, ImageView<float>{confidence, w, h, w},
+                               stream);
+      } else {
+        engine_.compute(l, r, disparity, confidence);
+      }
+    };
+    return staging_.submit(bytes_for(sizeof(T)), pack, compute);
   }
-  void wait(int) override {}
+
+  std::uint64_t retrieve(float* disparity, float* confidence) {
+    if (staging_.in_flight() == 0) throw InvalidArgument("SgmPipeline::retrieve: no pair in flight");
+    if (!disparity) throw InvalidArgument("SgmPipeline::retrieve: null disparity output");
+    return staging_.retrieve([&](const StagingSlot& slot) {
+      const float* out = reinterpret_cast<const float*>(slot.host_out);
+      std::memcpy(disparity, out, pixels_ * sizeof(float));
+      if (confidence && planes_ == 2) std::memcpy(confidence, out + pixels_, pixels_ * sizeof(float));
+    });
+  }
+
+  SgmEngine engine_;
+  std::size_t pixels_;
+  std::size_t planes_;  // 1: disparity; 2: disparity + confidence
+  StagingPipeline staging_;
 
  private:
   template <typename T>
-  void run(int slot, ImageView<const T> l, ImageView<const T> r) {
-    engine_.compute(l, r, disparity_[slot].data(), confidence_.empty() ? nullptr : confidence_[slot].data());
+  void check_pair(ImageView<const T> l, ImageView<const T> r) const {
+    auto size = [](int w, int h) { return std::to_string(w) + "x" + std::to_string(h); };
+    const int w = engine_.width(), h = engine_.height();
+    if (l.width != w || l.height != h || r.width != w || r.height != h)
+      throw InvalidArgument("SgmPipeline::submit: stereo pair " + size(l.width, l.height) + " / " +
+                            size(r.width, r.height) + " does not match the pipeline's size " + size(w, h));
+    if (!l.data || !r.data) throw InvalidArgument("SgmPipeline::submit: null image data");
+    if (l.pitch < l.width || r.pitch < r.width) throw InvalidArgument("SgmPipeline::submit: pitch smaller than width");
+    if (staging_.full())
+      throw InvalidArgument("SgmPipeline::submit: " + std::to_string(staging_.depth()) +
+                            " pairs already in flight (the depth); retrieve one first");
   }
-  std::vector<std::vector<float>> disparity_, confidence_;  // [slot][pixel]
 };
-
-template <typename T>
-void check_pair(const SgmPipeline::Impl& p, ImageView<const T> l, ImageView<const T> r) {
-  auto size = [](int w, int h) { return std::to_string(w) + "x" + std::to_string(h); };
-  const int w = p.engine_.width(), h = p.engine_.height();
-  if (l.width != w || l.height != h || r.width != w || r.height != h)
-    throw InvalidArgument("SgmPipeline::submit: stereo pair " + size(l.width, l.height) + " / " +
-                          size(r.width, r.height) + " does not match the pipeline's size " + size(w, h));
-  if (!l.data || !r.data) throw InvalidArgument("SgmPipeline::submit: null image data");
-  if (l.pitch < l.width || r.pitch < r.width) throw InvalidArgument("SgmPipeline::submit: pitch smaller than width");
-  if (p.count_ == p.depth_)
-    throw InvalidArgument("SgmPipeline::submit: " + std::to_string(p.depth_) +
-                          " pairs already in flight (the depth); retrieve one first");
-}
-
-template <typename T>
-std::uint64_t submit_pair(SgmPipeline::Impl& p, ImageView<const T> l, ImageView<const T> r) {
-  check_pair(p, l, r);
-  p.submit((p.oldest_ + p.count_) % p.depth_, l, r);
-  ++p.count_;
-  return p.next_sequence_++;
-}
-
-}  // namespace
 
 SgmPipeline::SgmPipeline(const Device& device, const SgmParams& params, int width, int height, int depth) {
   if (depth < 1 || depth > kMaxDepth)
-    throw InvalidArgument("SgmPipeline: depth " + std::to_string(depth) + " must be in 1.." + std::to_string(kMaxDepth));
-  SgmEngine engine(device, params, width, height);  // validates, resolves `auto`
-  if (engine.device().is_cuda()) {
-#if S3D_WITH_CUDA
-    impl_ = detail::make_cuda_pipeline(std::move(engine), depth);
-#else
-    throw DeviceUnavailable("SgmPipeline: CUDA is not built into this s3d");
-#endif
-  } else {
-    impl_ = std::make_unique<CpuPipeline>(std::move(engine), depth);
-  }
+    throw InvalidArgument("SgmPipeline: depth " + std::to_string(depth) + " must be in 1.." +
+                          std::to_string(kMaxDepth));
+  impl_ = std::make_unique<Impl>(SgmEngine(device, params, width, height), depth);  // the engine validates
 }
 
-SgmPipeline::~SgmPipeline() = default;  // the backend's destructor waits for the pairs in flight
+SgmPipeline::~SgmPipeline() = default;  // the staging's destructor waits for the pairs in flight
 SgmPipeline::SgmPipeline(SgmPipeline&&) noexcept = default;
 SgmPipeline& SgmPipeline::operator=(SgmPipeline&&) noexcept = default;
 
 std::uint64_t SgmPipeline::submit(ImageView<const std::uint8_t> left, ImageView<const std::uint8_t> right) {
-  return submit_pair(*impl_, left, right);
+  return impl_->submit(left, right);
 }
 
 std::uint64_t SgmPipeline::submit(ImageView<const std::uint16_t> left, ImageView<const std::uint16_t> right) {
-  return submit_pair(*impl_, left, right);
+  return impl_->submit(left, right);
 }
 
 std::uint64_t SgmPipeline::retrieve(float* disparity, float* confidence) {
-  Impl& p = *impl_;
-  if (p.count_ == 0) throw InvalidArgument("SgmPipeline::retrieve: no pair in flight");
-  if (!disparity) throw InvalidArgument("SgmPipeline::retrieve: null disparity output");
-  p.retrieve(p.oldest_, disparity, p.engine_.params().confidence ? confidence : nullptr);
-  p.oldest_ = (p.oldest_ + 1) % p.depth_;
-  --p.count_;
-  return p.next_sequence_ - static_cast<std::uint64_t>(p.count_) - 1;
+  return impl_->retrieve(disparity, impl_->planes_ == 2 ? confidence : nullptr);
 }
 
 std::uint64_t SgmPipeline::retrieve(SgmResult& result) {
-  if (impl_->count_ == 0) throw InvalidArgument("SgmPipeline::retrieve: no pair in flight");
+  if (impl_->staging_.in_flight() == 0) throw InvalidArgument("SgmPipeline::retrieve: no pair in flight");
   result.width = impl_->engine_.width();
   result.height = impl_->engine_.height();
-  result.disparity.resize(static_cast<std::size_t>(result.width) * result.height);
-  if (impl_->engine_.params().confidence) result.confidence.resize(result.disparity.size());
-  else result.confidence.clear();
+  result.disparity.resize(impl_->pixels_);
+  if (impl_->planes_ == 2) {
+    result.confidence.resize(impl_->pixels_);
+  } else {
+    result.confidence.clear();
+  }
   return retrieve(result.disparity.data(), result.confidence.empty() ? nullptr : result.confidence.data());
 }
 
-void SgmPipeline::drain() {
-  Impl& p = *impl_;
-  std::exception_ptr first;
-  while (p.count_ > 0) {
-    try {
-      p.wait(p.oldest_);
-    } catch (...) {
-      if (!first) first = std::current_exception();
-    }
-    p.oldest_ = (p.oldest_ + 1) % p.depth_;
-    --p.count_;
-  }
-  if (first) std::rethrow_exception(first);
-}
+void SgmPipeline::drain() { impl_->staging_.drain(); }
 
-int SgmPipeline::in_flight() const { return impl_->count_; }
-bool SgmPipeline::full() const { return impl_->count_ == impl_->depth_; }
-int SgmPipeline::depth() const { return impl_->depth_; }
-std::uint64_t SgmPipeline::next_sequence() const { return impl_->next_sequence_; }
+int SgmPipeline::in_flight() const { return impl_->staging_.in_flight(); }
+bool SgmPipeline::full() const { return impl_->staging_.full(); }
+int SgmPipeline::depth() const { return impl_->staging_.depth(); }
+std::uint64_t SgmPipeline::next_sequence() const { return impl_->staging_.next_sequence(); }
 const SgmEngine& SgmPipeline::engine() const { return impl_->engine_; }
 int SgmPipeline::width() const { return impl_->engine_.width(); }
 int SgmPipeline::height() const { return impl_->engine_.height(); }

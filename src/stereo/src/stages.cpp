@@ -20,7 +20,8 @@ bool use_cuda(const Device& device) {
 
 void check_size(std::size_t got, std::size_t want, const char* what) {
   if (got != want)
-    throw InvalidArgument(std::string(what) + ": " + std::to_string(got) + " elements, expected " + std::to_string(want));
+    throw InvalidArgument(std::string(what) + ": " + std::to_string(got) + " elements, expected " +
+                          std::to_string(want));
 }
 
 template <typename T>
@@ -78,8 +79,8 @@ std::vector<std::uint16_t> aggregate(const Device& device, const std::vector<std
   return volume;
 }
 
-void wta(const Device& device, const std::vector<std::uint16_t>& volume, int width, int height,
-         const SgmParams& params, View view, std::vector<float>& disparity, std::vector<float>* confidence) {
+void wta(const Device& device, const std::vector<std::uint16_t>& volume, int width, int height, const SgmParams& params,
+         View view, std::vector<float>& disparity, std::vector<float>* confidence) {
   params.validate(width, height);
   const std::size_t n = static_cast<std::size_t>(width) * height;
   check_size(volume.size(), n * params.disparities, "wta: volume");
@@ -137,19 +138,19 @@ std::vector<float> speckle(const Device& device, const std::vector<float>& dispa
   return out;
 }
 
-std::vector<float> fill_background(const Device& device, const std::vector<float>& disparity, int width, int height) {
+std::vector<float> fill_occlusions(const Device& device, const std::vector<float>& disparity, int width, int height) {
   if (width < 1 || height < 1)
-    throw InvalidArgument("fill_background: size " + std::to_string(width) + "x" + std::to_string(height) +
+    throw InvalidArgument("fill_occlusions: size " + std::to_string(width) + "x" + std::to_string(height) +
                           " must be at least 1x1");
   const std::size_t n = static_cast<std::size_t>(width) * height;
-  check_size(disparity.size(), n, "fill_background: disparity");
+  check_size(disparity.size(), n, "fill_occlusions: disparity");
 #if S3D_WITH_CUDA
-  if (use_cuda(device)) return detail::cuda_host::fill_background(disparity, width, height);
+  if (use_cuda(device)) return detail::cuda_host::fill_occlusions(disparity, width, height);
 #else
   use_cuda(device);
 #endif
   std::vector<float> out = disparity;
-  detail::cpu::fill_background(out.data(), width, height);
+  detail::cpu::fill_occlusions(out.data(), width, height);
   return out;
 }
 

@@ -2,6 +2,8 @@
 #include "engine_impl.hpp"
 #include "s3d/core/cuda_check.cuh"
 #include "s3d/core/device_buffer.hpp"
+#include "s3d/core/event.hpp"
+#include "s3d/core/stream.hpp"
 
 namespace s3d::stereo::detail::cuda_host {
 
@@ -28,27 +30,20 @@ std::vector<std::uint16_t> aggregate(const std::vector<std::uint64_t>& ref, cons
   const int vp = cuda::volume_pitch(spec.disparities, spec.lanes);
   const std::size_t n = static_cast<std::size_t>(spec.width) * spec.height;
   DeviceBuffer<std::uint16_t> d_vol(n * vp), d_vol_b(n * vp), d_vol_c(n * vp);
-  cudaStream_t side = nullptr;
-  cudaEvent_t fork = nullptr, join = nullptr;
-  S3D_CUDA_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
-  S3D_CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
-  S3D_CUDA_CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+  const Stream side;
+  const Event fork, join;
   try {
     cuda::aggregate(d_ref.data(), d_target.data(), spec, d_vol.data(), d_vol_b.data(), d_vol_c.data(),
-                    {nullptr, side, fork, join});
+                    {nullptr, side, fork.get(), join.get()});
     cuda::add_volumes(d_vol.data(), d_vol_b.data(), n * vp, nullptr);
     cuda::add_volumes(d_vol.data(), d_vol_c.data(), n * vp, nullptr);
-    S3D_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+    synchronize(nullptr);
   } catch (...) {
-    cudaStreamSynchronize(side);
-    cudaStreamDestroy(side);
-    cudaEventDestroy(fork);
-    cudaEventDestroy(join);
+    // after a failed launch the side stream may still write volumes B and C, which are freed on the legacy
+    // stream, which does not wait for a non-blocking stream
+    if (cudaStreamSynchronize(side) != cudaSuccess) cudaGetLastError();
     throw;
   }
-  cudaStreamDestroy(side);
-  cudaEventDestroy(fork);
-  cudaEventDestroy(join);
   std::vector<std::uint16_t> out(n * spec.disparities);
   S3D_CUDA_CHECK(cudaMemcpy2D(out.data(), spec.disparities * sizeof(std::uint16_t), d_vol.data(),
                               vp * sizeof(std::uint16_t), spec.disparities * sizeof(std::uint16_t), n,
@@ -65,7 +60,8 @@ void wta(const std::vector<std::uint16_t>& volume, const MatchSpec& spec, std::v
                               spec.disparities * sizeof(std::uint16_t), spec.disparities * sizeof(std::uint16_t), n,
                               cudaMemcpyHostToDevice));
   DeviceBuffer<float> d_disp(n), d_conf(confidence ? n : 0);
-  cuda::wta(d_vol.data(), nullptr, nullptr, spec, d_disp.data(), spec.width, confidence ? d_conf.data() : nullptr, spec.width, nullptr);
+  cuda::wta(d_vol.data(), nullptr, nullptr, spec, d_disp.data(), spec.width, confidence ? d_conf.data() : nullptr,
+            spec.width, nullptr);
   disparity = d_disp.to_host();
   if (confidence) *confidence = d_conf.to_host();
 }
@@ -94,10 +90,10 @@ std::vector<float> speckle(const std::vector<float>& disparity, int width, int h
   return d.to_host();
 }
 
-std::vector<float> fill_background(const std::vector<float>& disparity, int width, int height) {
+std::vector<float> fill_occlusions(const std::vector<float>& disparity, int width, int height) {
   DeviceBuffer<float> d;
   d.copy_from_host(disparity);
-  cuda::fill_background(d.data(), width, width, height, nullptr);
+  cuda::fill_occlusions(d.data(), width, width, height, nullptr);
   return d.to_host();
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // Internal (CPU backend): the per-pixel winner-take-all decision, shared by the separate WTA pass
-// (wta_cpu.cpp) and the sweeps that fuse it (aggregate_cpu.cpp).
+// (wta_cpu.cpp) and the sweeps that fuse it (aggregate_sweep_cpu.cpp, aggregate_sweep_avx512_cpu.cpp).
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -23,8 +23,8 @@ __attribute__((always_inline)) inline void wta_pixel(const std::uint16_t* __rest
     for (int d = best + 2; d < D; ++d) m = std::min(m, s[d]);
     if (best - 1 > 0 || best + 2 < D) second = m;
   }
-  const bool ok = target_inside(x, best, spec.min_disparity, spec.sign, W) &&
-                  passes_uniqueness(best_cost, second, spec.uniqueness);
+  const bool ok =
+      target_inside(x, best, spec.min_disparity, spec.sign, W) && passes_uniqueness(best_cost, second, spec.uniqueness);
   if (ok) {
     const int sm = best > 0 ? s[best - 1] : 0;
     const int sp = best < D - 1 ? s[best + 1] : 0;

@@ -32,8 +32,8 @@
 #include <vector>
 
 #include "s3d/core/device.hpp"
-#include "s3d/core/stream.hpp"
 #include "s3d/core/image.hpp"
+#include "s3d/core/stream.hpp"
 #include "s3d/core/views.hpp"
 
 namespace s3d::stereo {
@@ -55,46 +55,36 @@ enum class CensusKind {
 void parse_census(const std::string& text, CensusKind& kind, int& width, int& height);
 
 /// All parameters of the matcher. Every field has a unit and a default; `validate()` says which is wrong.
-/// Defaults (docs/ACCURACY.md, 2026-11-22) picked on every scene of ../shared/data/stereo beside OpenCV
-/// StereoSGBM (3-way, block 3, P1 8*9, P2 32*9, uniquenessRatio 10, speckle 100 / 2 px, disp12MaxDiff 1):
-/// census 9x7, 8 paths, P1 24, P2 80, no uniqueness test, LR check 2 px, subpixel, median, speckle
-/// 100 / 2 px, occlusion fill. Issue 4's target is both (a) bad-2.0 over all ground-truth pixels, invalid
-/// counted as wrong, <= 0.8x SGBM's and (b) bad-2.0 over estimated pixels <= SGBM's, per scene and mask
-/// (KITTI: D1). On the full frame these defaults meet both on 8 of 12 scene/mask pairs ((a) on 11, (b) on 8:
-/// KITTI D1 (a) 20.5 % vs SGBM 28.9 %, (b) 5.3 % vs 6.8 %); they miss (b) on venus nonocc and cones
-/// (all 5.3 % vs 4.1 %), and tsukuba nonocc by a hair ((a) 0.83x, (b) 2.44 % vs 2.43 %). On the columns
-/// x >= D alone (SGBM's empty band excluded) both hold on 6 of 12. With uniqueness 8 and no fill (the
-/// previous defaults) (b) holds everywhere but (a) on the full frame on 8 of 12 and on x >= D on none:
-/// the uniqueness test rejects correct matches in weak texture (KITTI's road), the fill is what brings (a).
+/// The defaults (census 9x7, 8 paths, P1 24, P2 80, no uniqueness test, LR check 2 px, subpixel, median,
+/// speckle 100 / 2 px, occlusion fill) were chosen on the real scenes beside OpenCV StereoSGBM; how, and
+/// what they score, is in docs/ACCURACY.md.
 struct SgmParams {
-  int disparities = 128;   ///< D: number of disparities searched, [min_disparity, min_disparity + D). 16..1024
-  int min_disparity = 0;   ///< smallest disparity searched (pixels); negative allowed
-  int paths = 8;           ///< aggregation directions: 4 (horizontal + vertical) or 8 (+ diagonals)
-  int p1 = 24;             ///< penalty for a disparity change of 1 between neighbours (cost units = census bits)
-  int p2 = 80;             ///< penalty for larger changes; must be > p1
+  int disparities = 128;  ///< D: number of disparities searched, [min_disparity, min_disparity + D). 16..1024
+  int min_disparity = 0;  ///< smallest disparity searched (pixels); negative allowed
+  int paths = 8;          ///< aggregation directions: 4 (horizontal + vertical) or 8 (+ diagonals)
+  int p1 = 24;            ///< penalty for a disparity change of 1 between neighbours (cost units = census bits)
+  int p2 = 80;            ///< penalty for larger changes; must be > p1
   CensusKind census = CensusKind::kFull;  ///< census pattern
-  int census_width = 9;    ///< census window width (odd, 1..9)
-  int census_height = 7;   ///< census window height (odd, 1..7)
+  int census_width = 9;                   ///< census window width (odd, 1..9)
+  int census_height = 7;                  ///< census window height (odd, 1..7)
   /// Uniqueness margin in percent, OpenCV's uniquenessRatio: a pixel is invalid when some cost S(d) with
-  /// |d - best| > 1 satisfies S(d) * (100 - uniqueness) < S(best) * 100. 0 disables (the default: with the
-  /// LR check and the fill it gives the most targets met; 8 gives fewer wrong estimates, a sparser map). 0..99.
+  /// |d - best| > 1 satisfies S(d) * (100 - uniqueness) < S(best) * 100. 0 disables (the default: it rejects
+  /// correct matches in weak texture; 8 gives fewer wrong estimates, a sparser map). 0..99.
   int uniqueness = 0;
-  bool subpixel = true;    ///< parabola fit through S(best-1), S(best), S(best+1); output stays in pixels
-  bool lr_check = true;    ///< left-right consistency with a true right-view SGM run
-  float lr_max_diff = 2.0f;  ///< LR tolerance (pixels): invalid when |d_left - d_right(x - d_left)| > this
-  bool median = true;      ///< 3x3 median over valid neighbours (invalid pixels stay invalid)
-  int speckle_size = 100;  ///< regions of <= this many pixels are invalidated (OpenCV filterSpeckles); 0 disables
+  bool subpixel = true;        ///< parabola fit through S(best-1), S(best), S(best+1); output stays in pixels
+  bool lr_check = true;        ///< left-right consistency with a true right-view SGM run
+  float lr_max_diff = 2.0f;    ///< LR tolerance (pixels): invalid when |d_left - d_right(x - d_left)| > this
+  bool median = true;          ///< 3x3 median over valid neighbours (invalid pixels stay invalid)
+  int speckle_size = 100;      ///< regions of <= this many pixels are invalidated (OpenCV filterSpeckles); 0 disables
   float speckle_range = 2.0f;  ///< max disparity difference (pixels) between 4-neighbours of one region
-  bool confidence = false; ///< also output a confidence map: (S2 - S1) / S2, best vs second-best outside +-1
+  bool confidence = false;     ///< also output a confidence map: (S2 - S1) / S2, best vs second-best outside +-1
   /// Occlusion fill, the last stage (after LR check, median, speckle and the confidence mask): in each row,
   /// a run of invalid pixels with valid neighbours l and r on both sides, no wider than |l - r| + 2 px, takes
   /// the smaller (farther) of l and r. In a rectified pair the background that a nearer surface hides from
   /// the right view is a run beside the depth step as wide as the step, so such runs are occlusions and take
   /// the background (Hirschmüller 2008); wider runs (mismatches, textureless areas, speckles) and runs at a
   /// row's start or end (no background to take: the left band outside the right image's range) stay
-  /// invalid. Measured (docs/ACCURACY.md, full frame): with the other defaults it takes KITTI D1 over all GT
-  /// pixels from 24.7 % to 20.5 % (SGBM 28.9 %) for D1 over estimated pixels 4.5 % -> 5.3 % (SGBM 6.8 %),
-  /// tsukuba bad-2 over all GT pixels 6.0 % -> 4.2 % (SGBM 5.6 %) for 3.1 % -> 3.5 % (SGBM 4.0 %). The confidence
+  /// invalid. It trades a few wrong estimates for many more correct ones (docs/ACCURACY.md). The confidence
   /// is not filled: filled pixels keep confidence 0 (the value of an invalid pixel). On by default.
   bool fill = true;
 

@@ -1,10 +1,11 @@
 #pragma once
-// Pipelined batch matching: the upload of the next pair overlaps the compute of the current one (issue 4).
+// Pipelined batch matching: the upload of the next pair overlaps the compute of the current one.
 //
 // SgmEngine::compute() is synchronous: for each pair it copies the images into pinned staging, uploads
 // them, runs the kernels, downloads the result and waits, so the GPU idles while the host reads the next
-// pair and the copy engines idle while the kernels run. SgmPipeline keeps up to `depth` pairs in flight,
-// built only on SgmEngine's public API (compute_device on the engine's stream):
+// pair and the copy engines idle while the kernels run. SgmPipeline keeps up to `depth` pairs in flight on
+// the core's StagingPipeline (s3d/core/staging_pipeline.hpp), with SgmEngine::compute_device on the
+// engine's stream as the op:
 //
 //   submit(L, R)   copy L, R into a free pinned staging slot (host memcpy; the caller's images may be
 //                  reused as soon as submit returns), then queue without waiting:
@@ -21,8 +22,8 @@
 // device buffer is overwritten while in use. Results come back in submission order (FIFO), bit-identical
 // to SgmEngine::compute on the same pair (same engine, same kernels).
 //
-// On a CPU engine the same API computes synchronously inside submit() (into the slot's host buffers) and
-// retrieve() copies out: callers need no second code path.
+// On a CPU engine the same API computes synchronously inside submit() (from the slot's host copy of the
+// pair into its host output) and retrieve() copies out: callers need no second code path.
 #include <cstdint>
 #include <memory>
 
@@ -102,7 +103,7 @@ class SgmPipeline {
   int width() const;
   int height() const;
 
-  class Impl;  ///< backend (CPU: synchronous; CUDA: slots, streams, events)
+  class Impl;  ///< the engine and its StagingPipeline
 
  private:
   std::unique_ptr<Impl> impl_;

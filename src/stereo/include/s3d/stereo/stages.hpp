@@ -3,7 +3,7 @@
 // HOST memory and synchronizes; on a CUDA device it uploads, runs that stage's kernel and downloads, so the
 // CPU and CUDA results of one stage can be compared bit for bit. Production code uses SgmEngine.
 // The engine runs them in this order: census, aggregate, wta (both views with the LR check), lr_check,
-// median3x3, speckle, [confidence zeroed where invalid], fill_background (the occlusion fill, when SgmParams::fill).
+// median3x3, speckle, [confidence zeroed where invalid], fill_occlusions (the occlusion fill, when SgmParams::fill).
 // All images are dense row-major (pitch == width).
 #include <cstdint>
 #include <vector>
@@ -35,8 +35,8 @@ std::vector<std::uint16_t> aggregate(const Device& device, const std::vector<std
 /// Winner-take-all over an aggregated volume, with params.uniqueness, params.subpixel and (when
 /// `confidence` is non-null) the confidence map. Disparities in pixels (min_disparity added), invalid
 /// = kInvalidDisparity (uniqueness, or the winner's target pixel outside the image).
-void wta(const Device& device, const std::vector<std::uint16_t>& volume, int width, int height,
-         const SgmParams& params, View view, std::vector<float>& disparity, std::vector<float>* confidence);
+void wta(const Device& device, const std::vector<std::uint16_t>& volume, int width, int height, const SgmParams& params,
+         View view, std::vector<float>& disparity, std::vector<float>* confidence);
 
 /// Left-right check: left pixel x with disparity d is kept iff the right view's disparity at
 /// xr = x - floor(d + 0.5) exists and |d - d_right(xr)| <= max_diff. Returns the filtered left map.
@@ -55,9 +55,9 @@ std::vector<float> speckle(const Device& device, const std::vector<float>& dispa
 /// Occlusion fill (SgmParams::fill; after Hirschmüller 2008): in each row, every maximal run of invalid
 /// pixels [b, e) with valid neighbours l = d[b-1] and r = d[e] on both sides and e - b <= |l - r| + 2 (as
 /// wide as the depth step it lies beside, 2 px of slack: an occlusion) takes the smaller (farther,
-/// background) of l and r. Other runs stay invalid: wider ones, and those at a row's start or end. The
-/// name is kept from when every run was filled (before 2026-11-22). Only copies values of the input row
-/// (bit-identical on every device). @throws InvalidArgument on a size below 1x1 or a map of another size.
-std::vector<float> fill_background(const Device& device, const std::vector<float>& disparity, int width, int height);
+/// background) of l and r. Other runs stay invalid: wider ones, and those at a row's start or end. Only
+/// copies values of the input row (bit-identical on every device). @throws InvalidArgument on a size below 1x1 or a map
+/// of another size.
+std::vector<float> fill_occlusions(const Device& device, const std::vector<float>& disparity, int width, int height);
 
 }  // namespace s3d::stereo::stages
