@@ -252,3 +252,41 @@ TEST(Intrinsics, TumLinePairsAndStereoCalibration) {
   EXPECT_THROW(read_intrinsics(dir.write("fb.txt", "focal_px: 700\nbaseline_m: 0.12\n")), s3d::DataError);
   EXPECT_DOUBLE_EQ(read_intrinsics(dir.file("fb.txt"), 101, 51).cx, 50.0);
 }
+
+TEST(RealData, SevenScenesIntrinsicsAndKittiObjectCalibration) {
+  S3D_REQUIRE_DATA(k, "rgbd/7scenes_redkitchen_f000-299/camera-intrinsics.txt");
+  const PinholeIntrinsics seven = read_intrinsics(k.string(), 640, 480);
+  EXPECT_EQ(seven.fx, 585.0);
+  EXPECT_EQ(seven.fy, 585.0);
+  EXPECT_EQ(seven.cx, 320.0);
+  EXPECT_EQ(seven.cy, 240.0);
+  S3D_REQUIRE_DATA(kitti, "pointclouds/kitti_velodyne/000000_calib.txt");
+  const PinholeIntrinsics p2 = read_intrinsics(kitti.string(), 1242, 375);
+  EXPECT_DOUBLE_EQ(p2.fx, 707.0493);
+  EXPECT_DOUBLE_EQ(p2.cx, 604.0814);
+  TempDir dir;
+  EXPECT_THROW(read_intrinsics(dir.write("skew.txt", "585 1 320\n0 585 240\n0 0 1\n")), s3d::DataError);
+}
+
+TEST(RealData, SevenScenesDepthPngIsMillimetresWithSaturatedInvalid) {
+  S3D_REQUIRE_DATA(png, "rgbd/7scenes_redkitchen_f000-299/frame-000000.depth.png");
+  const ImageU16 raw = read_grey16(png.string());
+  ASSERT_EQ(raw.width, 640);
+  const ImageF z = decode_depth_png16(raw, kDepthScaleMm, true);
+  std::size_t valid = 0, saturated = 0;
+  for (std::size_t i = 0; i < z.data.size(); ++i) {
+    saturated += raw.data[i] == 65535;
+    if (!std::isfinite(z.data[i])) continue;
+    ++valid;
+    EXPECT_GE(z.data[i], 0.801f);
+    EXPECT_LE(z.data[i], 3.602f);
+  }
+  EXPECT_GT(valid, z.data.size() / 2);
+  // Without the flag, 65535 reads as 65.535 m.
+  if (saturated > 0) {
+    const ImageF plain = decode_depth_png16(raw, kDepthScaleMm);
+    std::size_t far = 0;
+    for (float v : plain.data) far += v == 65.535f;
+    EXPECT_EQ(far, saturated);
+  }
+}

@@ -145,6 +145,12 @@ TEST(PlyFormats, AsciiWithSizedTypeNamesAndAnElementBeforeTheVertices) {
   // The edge element stays before the vertices.
   const std::string header = s3d::test::file_bytes(dir.file("b.ply"));
   EXPECT_LT(header.find("element edge 1"), header.find("element vertex 2"));
+  // A list longer than its declared length type is an error (it could not be written back).
+  EXPECT_THROW(read_ply(dir.write("l.ply",
+                                  "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\n"
+                                  "property float y\nproperty float z\nproperty list uchar int n\n"
+                                  "end_header\n0 0 0 256 1 2\n")),
+               s3d::IoError);
   // Out-of-range values are errors, not wrapped.
   EXPECT_THROW(read_ply(dir.write("r.ply",
                                   "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\n"

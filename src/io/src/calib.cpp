@@ -241,6 +241,13 @@ PinholeIntrinsics read_intrinsics(const std::string& spec, int width, int height
     k.fy = v[1];
     k.cx = v[2];
     k.cy = v[3];
+  } else if (only_numbers && v.size() == 9 && v[6] == 0.0 && v[7] == 0.0 && v[8] == 1.0) {
+    // A 3x3 camera matrix K = [fx 0 cx; 0 fy cy; 0 0 1] (7-Scenes camera-intrinsics.txt).
+    if (v[1] != 0.0 || v[3] != 0.0) throw DataError(spec + ": camera matrix with skew (not a pinhole model)");
+    k.fx = v[0];
+    k.fy = v[4];
+    k.cx = v[2];
+    k.cy = v[5];
   } else if (parse_pairs(text, &kv) && kv.count("fx") && kv.count("fy") && kv.count("cx") && kv.count("cy")) {
     k.fx = kv["fx"];
     k.fy = kv["fy"];

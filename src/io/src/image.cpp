@@ -173,11 +173,11 @@ ImageU16 encode_scaled(const ImageF& values, double scale) {
   return out;
 }
 
-ImageF decode_scaled(const ImageU16& values, double scale) {
+ImageF decode_scaled(const ImageU16& values, double scale, bool saturated_is_invalid = false) {
   ImageF out(values.width, values.height, 1, kInvalid);
   for (std::size_t i = 0; i < values.pixels(); ++i) {
     const std::uint16_t v = values.data[i * values.channels];
-    if (v != 0) out.data[i] = static_cast<float>(v / scale);
+    if (v != 0 && !(saturated_is_invalid && v == 65535)) out.data[i] = static_cast<float>(v / scale);
   }
   return out;
 }
@@ -213,9 +213,9 @@ ImageU16 encode_depth_png16(const ImageF& depth_m, double scale) {
   return encode_scaled(depth_m, scale);
 }
 
-ImageF decode_depth_png16(const ImageU16& values, double scale) {
+ImageF decode_depth_png16(const ImageU16& values, double scale, bool saturated_is_invalid) {
   check_depth_scale(scale);
-  return decode_scaled(values, scale);
+  return decode_scaled(values, scale, saturated_is_invalid);
 }
 
 ImageF read_disparity(const std::string& path, double scale) {

@@ -208,10 +208,11 @@ void read_ascii_element(const PlyElementHeader& e, TextCursor* text, std::vector
       std::uint64_t items = 1;
       if (p.is_list) {
         if (!text->next(&tok)) throw fail(i, "truncated data");
-        if (!detail::parse_scalar(tok, ScalarType::kUint32, value)) throw fail(i, "bad list length");
-        std::uint32_t length = 0;
-        std::memcpy(&length, value, 4);
-        items = length;
+        // The length must fit the declared count type, or the file could not be written back as it was.
+        if (!detail::parse_scalar(tok, p.count_type, value)) throw fail(i, "bad list length");
+        const double length = detail::scalar_to_double(p.count_type, value);
+        if (length < 0) throw fail(i, "bad list length");
+        items = static_cast<std::uint64_t>(length);
         if (items > text->remaining()) throw fail(i, "truncated data");
       }
       const std::size_t n = scalar_size(p.type);

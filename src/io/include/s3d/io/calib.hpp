@@ -29,9 +29,10 @@ StereoCalibration read_calibration(const std::string& spec);
 
 /// Reads pinhole intrinsics of one camera for a `width` x `height` image (0 = unknown), from:
 /// - "fx fy cx cy" as four numbers of text, alone or on the line after a `#` comment (TUM RGB-D / ICL-NUIM);
+/// - a 3x3 camera matrix K as nine numbers, no skew, last row 0 0 1 (7-Scenes `camera-intrinsics.txt`);
 /// - key=value pairs (`fx=525 fy=525 cx=319.5 cy=239.5`, optional `width`, `height`), inline or in a file;
 /// - any stereo calibration `read_calibration` accepts (its left camera, fx = fy = focal_px).
-/// @throws IoError (unreadable), DataError (no known form, or non-positive focal lengths).
+/// @throws IoError (unreadable), DataError (no known form, skew, or non-positive focal lengths).
 PinholeIntrinsics read_intrinsics(const std::string& spec, int width = 0, int height = 0);
 
 }  // namespace s3d::io

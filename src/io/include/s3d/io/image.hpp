@@ -123,8 +123,9 @@ double parse_depth_scale(const std::string& text);
 /// Encodes a depth map (metres) as 16-bit PNG values round(depth * scale); invalid, non-positive, and
 /// depths that round to 0 or beyond 65535 become 0 (= invalid). @throws InvalidArgument unless scale > 0.
 ImageU16 encode_depth_png16(const ImageF& depth_m, double scale);
-/// The inverse: 0 -> kInvalid, else v / scale metres. @throws InvalidArgument unless scale > 0.
-ImageF decode_depth_png16(const ImageU16& values, double scale);
+/// The inverse: 0 -> kInvalid, else v / scale metres; with `saturated_is_invalid` also 65535 -> kInvalid
+/// (Microsoft 7-Scenes marks invalid depth that way). @throws InvalidArgument unless scale > 0.
+ImageF decode_depth_png16(const ImageU16& values, double scale, bool saturated_is_invalid = false);
 
 /// Reads a ground-truth or previously written disparity map, choosing the decoding by the file:
 /// - `.pfm`: float as stored (non-finite values mean invalid, as in Middlebury's files).
