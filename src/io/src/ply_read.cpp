@@ -160,6 +160,25 @@ void read_binary_element(const PlyElementHeader& e, bool swap, const std::string
     return IoError(path + ": truncated PLY data in element '" + e.name + "' at item " + std::to_string(item));
   };
   const auto* data = reinterpret_cast<const std::uint8_t*>(bytes.data());
+  const bool fixed_size =
+      std::none_of(e.properties.begin(), e.properties.end(), [](const PlyProperty& p) { return p.is_list; });
+  if (fixed_size) {
+    // Records of one size (check_count saw that they fit): scatter them into the columns directly.
+    const std::uint64_t record = min_item_size(e, false);
+    if (e.count > (bytes.size() - *pos) / record) throw truncated((bytes.size() - *pos) / record);
+    for (auto& c : *columns) c.bytes.resize(e.count * scalar_size(c.type));
+    const std::uint8_t* in = data + *pos;
+    for (std::uint64_t i = 0; i < e.count; ++i)
+      for (auto& c : *columns) {
+        const std::size_t n = scalar_size(c.type);
+        std::uint8_t* out = c.bytes.data() + i * n;
+        std::memcpy(out, in, n);
+        if (swap) detail::reverse_bytes(out, n);
+        in += n;
+      }
+    *pos += e.count * record;
+    return;
+  }
   for (std::uint64_t i = 0; i < e.count; ++i)
     for (std::size_t k = 0; k < e.properties.size(); ++k) {
       const PlyProperty& p = e.properties[k];

@@ -1,4 +1,5 @@
 // PLY writer: the cloud's layout (element order, property order, types) in any of the three encodings.
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -93,6 +94,25 @@ void declare(const AttributeColumn& c, std::string* header) {
 
 void write_items(Encoder* enc, const std::vector<const AttributeColumn*>& columns, std::size_t count,
                  const std::string& path) {
+  const bool fixed_size =
+      std::none_of(columns.begin(), columns.end(), [](const AttributeColumn* c) { return c->is_list; });
+  if (enc->format != PlyFormat::kAscii && fixed_size) {
+    // Records of one size: gather the columns into place in one buffer.
+    std::size_t record = 0;
+    for (const AttributeColumn* c : columns) record += c->components * scalar_size(c->type);
+    const std::size_t at = enc->out->size();
+    enc->out->resize(at + count * record);
+    auto* out = reinterpret_cast<std::uint8_t*>(&(*enc->out)[at]);
+    for (std::size_t i = 0; i < count; ++i)
+      for (const AttributeColumn* c : columns) {
+        const std::size_t n = scalar_size(c->type);
+        for (int k = 0; k < c->components; ++k, out += n) {
+          std::memcpy(out, c->bytes.data() + (i * c->components + k) * n, n);
+          if (enc->swap) detail::reverse_bytes(out, n);
+        }
+      }
+    return;
+  }
   for (std::size_t i = 0; i < count; ++i) {
     bool first = true;
     for (const AttributeColumn* c : columns) enc->item(*c, i, &first, path);
