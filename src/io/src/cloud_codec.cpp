@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <type_traits>
 
 #include "s3d/core/errors.hpp"
 

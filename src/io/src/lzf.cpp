@@ -1,5 +1,6 @@
 #include "lzf.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 

@@ -108,9 +108,10 @@ PcdHeader parse_header(const std::string& bytes, const std::string& path) {
       h.width = parse_count(one(), key, path);
     else if (key == "HEIGHT")
       h.height = parse_count(one(), key, path);
-    else if (key == "POINTS")
-      h.points = parse_count(one(), key, path), h.has_points = true;
-    else if (key == "VIEWPOINT") {
+    else if (key == "POINTS") {
+      h.points = parse_count(one(), key, path);
+      h.has_points = true;
+    } else if (key == "VIEWPOINT") {
       if (words.size() != 7) throw IoError(path + ": PCD VIEWPOINT needs 7 numbers");
       for (int k = 0; k < 7; ++k) {
         std::uint8_t v[8];
@@ -143,7 +144,10 @@ PcdHeader parse_header(const std::string& bytes, const std::string& path) {
     f.count = static_cast<int>(count);
     h.fields.push_back(f);
   }
-  if (h.width == 0 && h.has_points) h.width = h.points, h.height = 1;
+  if (h.width == 0 && h.has_points) {
+    h.width = h.points;
+    h.height = 1;
+  }
   if (h.height != 0 && h.width > UINT64_MAX / h.height) throw IoError(path + ": PCD WIDTH x HEIGHT overflows");
   if (!h.has_points) h.points = h.width * h.height;
   if (h.points != h.width * h.height)
@@ -213,9 +217,10 @@ PointCloud read_pcd(const std::string& path) {
     std::uint32_t compressed = 0, uncompressed = 0;
     std::memcpy(&compressed, data, 4);
     std::memcpy(&uncompressed, data + 4, 4);
-    if (swap)
-      detail::reverse_bytes(reinterpret_cast<std::uint8_t*>(&compressed), 4),
-          detail::reverse_bytes(reinterpret_cast<std::uint8_t*>(&uncompressed), 4);
+    if (swap) {
+      detail::reverse_bytes(reinterpret_cast<std::uint8_t*>(&compressed), 4);
+      detail::reverse_bytes(reinterpret_cast<std::uint8_t*>(&uncompressed), 4);
+    }
     if (compressed > remaining - 8)
       throw IoError(path + ": compressed size " + std::to_string(compressed) + " exceeds the file (truncated?)");
     if (n > UINT64_MAX / point_bytes || uncompressed != n * point_bytes)
