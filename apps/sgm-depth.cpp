@@ -22,12 +22,14 @@
 #include "s3d/cli/shard.hpp"
 #include "s3d/cli/tool.hpp"
 #include "s3d/core/errors.hpp"
+#include "s3d/geometry/disparity_geometry.hpp"
 #include "s3d/io/calib.hpp"
 #include "s3d/io/colormap.hpp"
 #include "s3d/io/image.hpp"
 #include "s3d/io/pfm.hpp"
 #include "s3d/io/ply.hpp"
 #include "s3d/io/stereo_eval.hpp"
+#include "s3d/stereo/metrics.hpp"
 #include "s3d/stereo/sgm.hpp"
 #include "s3d/stereo/sgm_pipeline.hpp"
 #include "sgm_depth/datasets.hpp"
@@ -77,7 +79,9 @@ struct Options {
   std::vector<Emit> emits;
   std::string calib;
   std::string eval;
-  std::string png_encoding;  // empty = kitti for disparity, mm for depth
+  std::string png_encoding;  // empty = kitti for disparity; mm = depth scale 1000
+  std::string depth_scale;   // 16-bit depth PNG units per metre; empty = 1000 (mm)
+  double depth_scale_value = io::kDepthScaleMm;
   double gt_scale = 0.0;
   std::string colormap = "turbo";
   float max_depth = 0.0f;
@@ -91,7 +95,7 @@ struct EvalTotals {
   std::map<std::string, std::map<std::string, double>> sums;  // region -> metric -> sum of per-item values
   std::map<std::string, std::size_t> counts;                   // region -> items with a finite value
   std::map<std::string, std::size_t> gt_pixels, estimated, bad2_pixels_all;
-  void add(const io::EvalResult& r) {
+  void add(const stereo::EvalResult& r) {
     std::lock_guard<std::mutex> lock(mutex);
     ++items;
     for (const auto& e : r.regions) {
@@ -239,9 +243,15 @@ class App {
                    "output to write, repeatable, one -o each (in order): disparity, depth, cloud, confidence, color")
         ->type_name("WHAT")->group(o);
     app.add_option("--png-encoding", opt_.png_encoding,
-                   "16-bit PNG encoding: kitti (d*256), x16 (d*16), mm (depth in millimetres); default kitti for "
-                   "disparity, mm for depth")
-        ->check(CLI::IsMember({"kitti", "x16", "mm"}))->group(o);
+                   "16-bit disparity PNG encoding: kitti (d*256, default) or x16 (d*16); mm is for depth PNGs only "
+                   "(= --depth-scale 1000); kitti/x16 with a depth PNG output is a usage error")
+        ->check(CLI::IsMember({"kitti", "x16", "mm"}))
+        ->group(o);
+    app.add_option("--depth-scale", opt_.depth_scale,
+                   "16-bit depth PNG value per metre: mm (1000, default), tum (5000), or any positive number; "
+                   "0 = invalid")
+        ->type_name("SCALE")
+        ->group(o);
     app.add_option("--calib", opt_.calib,
                    "calibration for depth/cloud: KITTI P_rect_02/03 file, OpenCV Q (text or YAML), Middlebury calib.txt, "
                    "or focal_px=F,baseline_m=B")
@@ -306,6 +316,7 @@ class App {
     } else if (needs_calib && s.manifest.empty()) {
       throw InvalidArgument("--emit depth/cloud needs --calib FILE (or a manifest `calib` key)");
     }
+    check_depth_png_options();
     if (opt_.png_encoding == "mm" &&
         std::any_of(opt_.emits.begin(), opt_.emits.end(), [](Emit e) { return e == Emit::kDisparity; })) {
       // mm is a depth encoding; a disparity PNG with it would be meaningless, unless no disparity PNG is written.
@@ -314,6 +325,24 @@ class App {
           throw InvalidArgument("--png-encoding mm is for depth; disparity PNGs use kitti or x16");
     }
     plan_read_ahead();
+  }
+
+  // --png-encoding names disparity encodings; for depth PNGs only `mm` (= scale 1000) means something, so
+  // kitti/x16 beside a depth PNG, or mm against another --depth-scale, is refused rather than ignored.
+  void check_depth_png_options() {
+    const auto& s = tool_.settings();
+    if (!opt_.depth_scale.empty()) opt_.depth_scale_value = io::parse_depth_scale(opt_.depth_scale);
+    bool depth_png = false;
+    for (std::size_t i = 0; i < opt_.emits.size() && i < s.outputs.size(); ++i)
+      depth_png = depth_png || (opt_.emits[i] == Emit::kDepth && format_of(s.outputs[i]) == "png");
+    if (opt_.png_encoding == "mm") {
+      if (!opt_.depth_scale.empty() && opt_.depth_scale_value != io::kDepthScaleMm)
+        throw InvalidArgument("--png-encoding mm means --depth-scale 1000, not " + opt_.depth_scale);
+      opt_.depth_scale_value = io::kDepthScaleMm;
+    } else if (!opt_.png_encoding.empty() && depth_png) {
+      throw InvalidArgument("--png-encoding " + opt_.png_encoding +
+                            " is a disparity encoding; depth PNGs take --depth-scale (mm = 1000, tum = 5000)");
+    }
   }
 
   // The batch's items in the frame's order (this shard), so that process() can start on the next one.
@@ -440,7 +469,7 @@ class App {
 
     std::string gt_path = opt_.eval.empty() ? field(item, "gt") : opt_.eval;
     io::ImageF gt;
-    std::vector<io::EvalMask> masks;
+    std::vector<stereo::EvalMask> masks;
     if (!gt_path.empty()) {
       double scale = opt_.gt_scale;
       if (scale <= 0.0 && item.fields.is_object() && item.fields.contains("gt_scale") && item.fields["gt_scale"].is_number())
@@ -505,7 +534,7 @@ class App {
                                {"baseline_m", calib->baseline_m}};
 
     if (!gt_path.empty()) {
-      const io::EvalResult ev = io::evaluate_disparity(disparity, gt, masks);
+      const stereo::EvalResult ev = stereo::evaluate_disparity(disparity.cview(), gt.cview(), masks);
       json j = io::to_json(ev);
       j["gt"] = gt_path;
       rec["eval"] = j;
@@ -513,7 +542,7 @@ class App {
       // Without --json the numbers would be invisible: one human line on stderr (not with -q).
       const auto& st = tool_.settings();
       if (!st.json && st.report_path.empty() && st.verbosity >= 0) {
-        const io::RegionErrors* r = ev.find("nonocc") ? ev.find("nonocc") : ev.find("all");
+        const stereo::RegionErrors* r = ev.find("nonocc") ? ev.find("nonocc") : ev.find("all");
         std::fprintf(stderr,
                      "sgm-depth: %s: %s bad-2 %.2f %% (invalid counted), %.2f %% (estimated), avg err %.3f px, "
                      "density %.1f %%\n",
@@ -557,22 +586,24 @@ class App {
         break;
       }
       case Emit::kDepth: {
-        const io::ImageF depth = io::depth_from_disparity(disparity, *calib);
+        io::ImageF depth(w, h);
+        geometry::depth_from_disparity(disparity.cview(), *calib, depth.view());
         if (fmt == "pfm") {
           ctx.write_atomically(path, [&](const std::string& tmp) { io::write_pfm(tmp, depth); });
         } else if (fmt == "png") {
-          const io::ImageU16 img = io::encode_png16(depth, io::PngEncoding::kMm);
+          const io::ImageU16 img = io::encode_depth_png16(depth, opt_.depth_scale_value);
           ctx.write_atomically(path, [&](const std::string& tmp) { io::write_image(tmp, img); });
         } else {
-          throw bad_format(".pfm (metres) or .png (millimetres)");
+          throw bad_format(".pfm (metres) or .png (depth * --depth-scale)");
         }
         break;
       }
       case Emit::kCloud: {
         if (fmt != "ply") throw bad_format(".ply");
         const io::ImageU8 colour = io::read_rgb8(left_path);
-        const io::PointCloud cloud =
-            io::cloud_from_disparity(disparity, *calib, &colour, opt_.max_depth > 0 ? opt_.max_depth : io::kInvalid);
+        const geometry::ColourView colour_view{colour.data.data(), colour.width, colour.height, colour.channels};
+        const PointCloud cloud = geometry::cloud_from_disparity(disparity.cview(), *calib, &colour_view,
+                                                                opt_.max_depth > 0 ? opt_.max_depth : io::kInvalid);
         const io::PlyFormat pf = opt_.ply_format == "ascii" ? io::PlyFormat::kAscii : io::PlyFormat::kBinaryLittleEndian;
         ctx.write_atomically(path, [&](const std::string& tmp) { io::write_ply(tmp, cloud, pf); });
         break;

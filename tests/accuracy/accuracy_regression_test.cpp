@@ -107,9 +107,9 @@ TEST_P(SgmAccuracy, DefaultsStayWithinTheMeasuredBoundsOnTheFullFrame) {
   ASSERT_TRUE(find());
   S3D_REQUIRE_DATA(gt, "stereo/" + scene_->gt);
   read();
-  const io::EvalResult ev =
-      io::evaluate_disparity(accuracy::run_ours(loaded_, default_params(scene_->disparities)), loaded_.gt, loaded_.masks);
-  const io::RegionErrors* all = ev.find("all");
+  const stereo::EvalResult ev = stereo::evaluate_disparity(
+      accuracy::run_ours(loaded_, default_params(scene_->disparities)).cview(), loaded_.gt.cview(), loaded_.masks);
+  const stereo::RegionErrors* all = ev.find("all");
   ASSERT_NE(all, nullptr);
   EXPECT_LE(all->bad2_all, b.bad2_all_a) << b.scene;
   EXPECT_LE(all->bad2_est, b.bad2_all_b) << b.scene;
@@ -119,7 +119,7 @@ TEST_P(SgmAccuracy, DefaultsStayWithinTheMeasuredBoundsOnTheFullFrame) {
     EXPECT_LE(all->d1_est, b.d1_all_b) << b.scene;
   }
   if (!std::isnan(b.bad2_nonocc_a)) {
-    const io::RegionErrors* nonocc = ev.find("nonocc");
+    const stereo::RegionErrors* nonocc = ev.find("nonocc");
     ASSERT_NE(nonocc, nullptr);
     EXPECT_LE(nonocc->bad2_all, b.bad2_nonocc_a) << b.scene;
     EXPECT_LE(nonocc->bad2_est, b.bad2_nonocc_b) << b.scene;
@@ -134,18 +134,19 @@ TEST_P(SgmAccuracy, DefaultsMeetTheTargetsWhereMeasured) {
   ASSERT_TRUE(find());
   S3D_REQUIRE_DATA(gt, "stereo/" + scene_->gt);
   read();
-  const io::EvalResult ours =
-      io::evaluate_disparity(accuracy::run_ours(loaded_, default_params(scene_->disparities)), loaded_.gt, loaded_.masks);
-  const io::EvalResult sgbm = io::evaluate_disparity(
-      accuracy::run_sgbm(loaded_, scene_->disparities, accuracy::SgbmMode::kThreeWay), loaded_.gt, loaded_.masks);
+  const stereo::EvalResult ours = stereo::evaluate_disparity(
+      accuracy::run_ours(loaded_, default_params(scene_->disparities)).cview(), loaded_.gt.cview(), loaded_.masks);
+  const stereo::EvalResult sgbm = stereo::evaluate_disparity(
+      accuracy::run_sgbm(loaded_, scene_->disparities, accuracy::SgbmMode::kThreeWay).cview(), loaded_.gt.cview(),
+      loaded_.masks);
   int checked = 0;
   for (const char* region : {"all", "nonocc"}) {
     const bool is_all = std::string(region) == "all";
     const double max_a = is_all ? b.max_ratio_a_all : b.max_ratio_a_nonocc;
     const double max_b = is_all ? b.max_ratio_b_all : b.max_ratio_b_nonocc;
     if (std::isnan(max_a)) continue;
-    const io::RegionErrors* o = ours.find(region);
-    const io::RegionErrors* g = sgbm.find(region);
+    const stereo::RegionErrors* o = ours.find(region);
+    const stereo::RegionErrors* g = sgbm.find(region);
     ASSERT_TRUE(o && g) << b.scene << " " << region;
     const double oa = scene_->kitti ? o->d1_all : o->bad2_all, ob = scene_->kitti ? o->d1_est : o->bad2_est;
     const double ga = scene_->kitti ? g->d1_all : g->bad2_all, gb = scene_->kitti ? g->d1_est : g->bad2_est;
@@ -165,25 +166,27 @@ TEST_P(SgmAccuracy, PreciseSettingStaysWithinBoundsAndMeetsTargetB) {
   read();
   const io::ImageF d = accuracy::run_ours(loaded_, precise_params(scene_->disparities));
   const io::ImageF s = accuracy::run_sgbm(loaded_, scene_->disparities, accuracy::SgbmMode::kThreeWay);
-  const io::EvalOptions cols = accuracy::fair_columns(loaded_.gt.width, scene_->disparities);
-  const io::EvalResult fair = io::evaluate_disparity(d, loaded_.gt, loaded_.masks, cols);
-  const io::RegionErrors* all = fair.find("all");
+  const stereo::EvalOptions cols = accuracy::fair_columns(loaded_.gt.width, scene_->disparities);
+  const stereo::EvalResult fair = stereo::evaluate_disparity(d.cview(), loaded_.gt.cview(), loaded_.masks, cols);
+  const stereo::RegionErrors* all = fair.find("all");
   ASSERT_NE(all, nullptr);
   EXPECT_LE(all->bad2_all, b.precise_bad2_all_a) << b.scene;
   EXPECT_LE(all->bad2_est, b.precise_bad2_all_b) << b.scene;
   EXPECT_GE(fair.density, b.precise_min_density) << b.scene;
   if (!std::isnan(b.precise_bad2_nonocc_b)) {
-    const io::RegionErrors* nonocc = fair.find("nonocc");
+    const stereo::RegionErrors* nonocc = fair.find("nonocc");
     ASSERT_NE(nonocc, nullptr);
     EXPECT_LE(nonocc->bad2_est, b.precise_bad2_nonocc_b) << b.scene;
   }
   for (int pass = 0; pass < 2; ++pass) {
-    const io::EvalResult ours = pass == 0 ? fair : io::evaluate_disparity(d, loaded_.gt, loaded_.masks);
-    const io::EvalResult sgbm = pass == 0 ? io::evaluate_disparity(s, loaded_.gt, loaded_.masks, cols)
-                                          : io::evaluate_disparity(s, loaded_.gt, loaded_.masks);
+    const stereo::EvalResult ours =
+        pass == 0 ? fair : stereo::evaluate_disparity(d.cview(), loaded_.gt.cview(), loaded_.masks);
+    const stereo::EvalResult sgbm = pass == 0
+                                        ? stereo::evaluate_disparity(s.cview(), loaded_.gt.cview(), loaded_.masks, cols)
+                                        : stereo::evaluate_disparity(s.cview(), loaded_.gt.cview(), loaded_.masks);
     for (const auto& r : sgbm.regions) {
       if (r.region != "all" && r.region != "nonocc") continue;  // the target's regions (disc: see ACCURACY.md)
-      const io::RegionErrors* o = ours.find(r.region);
+      const stereo::RegionErrors* o = ours.find(r.region);
       ASSERT_NE(o, nullptr);
       const char* view = pass == 0 ? " x >= D" : " full frame";
       EXPECT_LE(o->bad2_est, r.bad2_est) << b.scene << " " << r.region << view;

@@ -44,8 +44,8 @@ LoadedScene load(const Scene& scene, const std::string& data_dir) {
     // Occlusion from the two GT views: a left pixel is visible in the right view when the right GT at
     // x - d agrees with d within 1 px (the usual cross-check; Middlebury 2005 ships no masks).
     const io::ImageF right = io::read_disparity((root / scene.right_gt).string(), scene.gt_scale);
-    io::EvalMask nonocc{"nonocc", std::vector<std::uint8_t>(s.gt.pixels(), 0)};
-    io::EvalMask all{"all", std::vector<std::uint8_t>(s.gt.pixels(), 1)};
+    stereo::EvalMask nonocc{"nonocc", std::vector<std::uint8_t>(s.gt.pixels(), 0)};
+    stereo::EvalMask all{"all", std::vector<std::uint8_t>(s.gt.pixels(), 1)};
     for (int y = 0; y < s.gt.height; ++y)
       for (int x = 0; x < s.gt.width; ++x) {
         const float d = s.gt.at(x, y);
@@ -91,6 +91,6 @@ io::ImageF run_sgbm(const LoadedScene& s, int disparities, SgbmMode mode, double
 
 std::string opencv_version() { return CV_VERSION; }
 
-io::EvalOptions fair_columns(int width, int disparities) { return io::EvalOptions{disparities, width}; }
+stereo::EvalOptions fair_columns(int width, int disparities) { return stereo::EvalOptions{disparities, width}; }
 
 }  // namespace s3d::accuracy

@@ -27,7 +27,7 @@ const std::vector<Scene>& scenes();
 struct LoadedScene {
   io::ImageU8 left, right;
   io::ImageF gt;
-  std::vector<io::EvalMask> masks;  ///< Middlebury's nonocc/all/disc, or derived nonocc; empty = all GT
+  std::vector<stereo::EvalMask> masks;  ///< Middlebury's nonocc/all/disc, or derived nonocc; empty = all GT
 };
 
 /// Loads a scene from `data_dir`. @throws s3d::Error
@@ -48,6 +48,6 @@ std::string opencv_version();
 
 /// The columns where every disparity of [0, D) has a match inside the right image: x >= D. SGBM leaves
 /// x < D empty; evaluating both matchers over x >= D compares them on the range that exists.
-io::EvalOptions fair_columns(int width, int disparities);
+stereo::EvalOptions fair_columns(int width, int disparities);
 
 }  // namespace s3d::accuracy

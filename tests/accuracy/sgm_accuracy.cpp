@@ -38,7 +38,7 @@ struct Row {
   std::string scene, method;
   int d = 0;
   double seconds = 0.0;
-  io::EvalResult fair, full;
+  stereo::EvalResult fair, full;
 };
 
 }  // namespace
@@ -127,9 +127,13 @@ int main(int argc, char** argv) {
       runs.push_back({"SGBM HH", std::move(b), t});
     }
     for (Run& r : runs) {
-      Row row{sc.name, r.method, sc.disparities, r.seconds,
-              io::evaluate_disparity(r.disp, s.gt, s.masks, accuracy::fair_columns(s.gt.width, sc.disparities)),
-              io::evaluate_disparity(r.disp, s.gt, s.masks)};
+      Row row{sc.name,
+              r.method,
+              sc.disparities,
+              r.seconds,
+              stereo::evaluate_disparity(r.disp.cview(), s.gt.cview(), s.masks,
+                                         accuracy::fair_columns(s.gt.width, sc.disparities)),
+              stereo::evaluate_disparity(r.disp.cview(), s.gt.cview(), s.masks)};
       if (json_out) {
         json j{{"scene", sc.name}, {"method", r.method}, {"disparities", sc.disparities}, {"seconds", r.seconds},
                {"fair", io::to_json(row.fair)}, {"full", io::to_json(row.full)},
@@ -137,8 +141,8 @@ int main(int argc, char** argv) {
                            {"paths", p.paths}, {"fill", p.fill}}}};
         json_out << j.dump() << "\n";
       }
-      const io::RegionErrors* all = row.fair.find("all");
-      const io::RegionErrors* non = row.fair.find("nonocc");
+      const stereo::RegionErrors* all = row.fair.find("all");
+      const stereo::RegionErrors* non = row.fair.find("nonocc");
       std::fprintf(stderr, "%-26s %-11s D%-4d bad2(a) all %6s nonocc %6s | (b) all %6s nonocc %6s | dens %6s | %.2fs\n",
                    sc.name.c_str(), r.method.c_str(), sc.disparities, pct(all ? all->bad2_all : NAN).c_str(),
                    pct(non ? non->bad2_all : NAN).c_str(), pct(all ? all->bad2_est : NAN).c_str(),
@@ -167,13 +171,13 @@ int main(int argc, char** argv) {
     md << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
-      const io::EvalResult& ev = pass == 0 ? r.fair : r.full;
-      const io::RegionErrors* all = ev.find("all");
-      const io::RegionErrors* non = ev.find("nonocc");
+      const stereo::EvalResult& ev = pass == 0 ? r.fair : r.full;
+      const stereo::RegionErrors* all = ev.find("all");
+      const stereo::RegionErrors* non = ev.find("nonocc");
       const bool kitti = r.scene.rfind("kitti", 0) == 0;
       std::string ratio = "";
       if (r.method.rfind("s3d SGM", 0) == 0 && i + 1 < rows.size() && rows[i + 1].method == "SGBM 3-way") {
-        const io::EvalResult& sg = pass == 0 ? rows[i + 1].fair : rows[i + 1].full;
+        const stereo::EvalResult& sg = pass == 0 ? rows[i + 1].fair : rows[i + 1].full;
         const auto* sa = sg.find("all");
         const auto* sn = sg.find("nonocc");
         ratio = pct(all->bad2_all / sa->bad2_all);
@@ -197,11 +201,11 @@ int main(int argc, char** argv) {
       if (rows[i].method.rfind("s3d SGM", 0) != 0 || rows[i + 1].method != "SGBM 3-way" || rows[i + 2].method != "SGBM HH")
         continue;
       const bool kitti = rows[i].scene.rfind("kitti", 0) == 0;
-      auto ev = [&](std::size_t k) -> const io::EvalResult& { return pass == 0 ? rows[k].fair : rows[k].full; };
+      auto ev = [&](std::size_t k) -> const stereo::EvalResult& { return pass == 0 ? rows[k].fair : rows[k].full; };
       for (const char* region : {"all", "nonocc"}) {
-        const io::RegionErrors* o = ev(i).find(region);
-        const io::RegionErrors* s3 = ev(i + 1).find(region);
-        const io::RegionErrors* hh = ev(i + 2).find(region);
+        const stereo::RegionErrors* o = ev(i).find(region);
+        const stereo::RegionErrors* s3 = ev(i + 1).find(region);
+        const stereo::RegionErrors* hh = ev(i + 2).find(region);
         if (!o || !s3 || !hh) continue;
         const double oa = kitti ? o->d1_all : o->bad2_all, ob = kitti ? o->d1_est : o->bad2_est;
         const double sa = kitti ? s3->d1_all : s3->bad2_all, sb = kitti ? s3->d1_est : s3->bad2_est;

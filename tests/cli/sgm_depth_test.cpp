@@ -21,6 +21,7 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace s3d::io;
+using s3d::PointCloud;
 
 namespace {
 
@@ -117,7 +118,10 @@ TEST_F(SgmDepthCli, EveryEmitWithCalibrationIsConsistent) {
   std::size_t valid = 0;
   for (float v : d.data) valid += std::isfinite(v);
   EXPECT_EQ(cloud.size(), valid);
-  EXPECT_EQ(cloud.rgb.size(), cloud.xyz.size());
+  for (const char* colour : {"red", "green", "blue"}) {
+    ASSERT_NE(cloud.find(colour), nullptr) << colour;
+    EXPECT_EQ(cloud.find(colour)->bytes.size(), cloud.size()) << colour;
+  }
   EXPECT_EQ(r.records()[0]["outputs"].size(), 7u);
 }
 
@@ -199,6 +203,40 @@ TEST_F(SgmDepthCli, PngEncodingsAndStdout) {
   const Result r = run(pair() + " -D 48 -o - --format pfm");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, slurp(p("d.pfm")));
+}
+
+TEST_F(SgmDepthCli, DepthPngTakesAScaleAndRefusesDisparityEncodings) {
+  const std::string depth =
+      pair() + " -D 48 --calib f=500,b=0.1 --emit depth --emit depth -o " + p("z.pfm") + " -o " + p("z.png");
+  ASSERT_EQ(run(depth + " --depth-scale tum").code, 0);
+  const ImageF z = read_pfm(p("z.pfm"));
+  const ImageU16 tum = read_grey16(p("z.png"));
+  std::size_t checked = 0;
+  for (std::size_t i = 0; i < z.data.size(); i += 13) {
+    const double v = std::isfinite(z.data[i]) ? std::round(z.data[i] * 5000.0) : 0.0;
+    EXPECT_EQ(tum.data[i], v > 65535.0 ? 0 : v) << i;
+    checked += tum.data[i] != 0;
+  }
+  EXPECT_GT(checked, 100u);
+  // mm is the depth scale 1000 (and the default).
+  fs::remove(p("z.pfm"));
+  fs::remove(p("z.png"));
+  ASSERT_EQ(run(depth + " --png-encoding mm").code, 0);
+  const ImageU16 mm = read_grey16(p("z.png"));
+  EXPECT_EQ(mm.data, encode_depth_png16(z, kDepthScaleMm).data);
+  // Disparity encodings, or mm against another scale, are usage errors for a depth PNG: never ignored.
+  for (const std::string bad : {" --png-encoding kitti", " --png-encoding x16", " --png-encoding mm --depth-scale tum",
+                                " --depth-scale 0", " --depth-scale metres"}) {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    const Result r = run(depth + bad);
+    EXPECT_EQ(r.code, 2) << bad << "\n" << r.err;
+    ASSERT_EQ(r.err_lines().size(), 1u) << bad << "\n" << r.err;
+    EXPECT_NE(r.err_lines()[0].find(bad.find("encoding") != std::string::npos ? "--png-encoding" : "depth scale"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(files(), 0u) << bad;
+  }
 }
 
 TEST_F(SgmDepthCli, DatasetFoldersAndManifest) {

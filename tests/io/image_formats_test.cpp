@@ -146,7 +146,7 @@ TEST(DisparityPng, KittiRoundTripQuantisesToOne256th) {
     }
 }
 
-TEST(DisparityPng, X16AndMillimetreEncodings) {
+TEST(DisparityPng, X16Encoding) {
   ImageF d(4, 1);
   d.data = {1.0f, 12.3125f, kInvalid, 4095.0f};
   const ImageU16 x16 = encode_png16(d, PngEncoding::kX16);
@@ -154,11 +154,31 @@ TEST(DisparityPng, X16AndMillimetreEncodings) {
   const ImageF back = decode_png16(x16, PngEncoding::kX16);
   EXPECT_EQ(back.data[1], 12.3125f);
   EXPECT_TRUE(std::isinf(back.data[2]));
-  ImageF z(3, 1);
-  z.data = {38.4383f, 70.0f, 0.0004f};  // metres; 70 m does not fit 16-bit mm, 0.4 mm rounds to 0
-  EXPECT_EQ(encode_png16(z, PngEncoding::kMm).data, (std::vector<std::uint16_t>{38438, 0, 0}));
   EXPECT_EQ(parse_png_encoding("x16"), PngEncoding::kX16);
   EXPECT_THROW(parse_png_encoding("kitty"), s3d::InvalidArgument);
+  EXPECT_THROW(parse_png_encoding("mm"), s3d::InvalidArgument);  // depth takes a scale, not an encoding
+}
+
+TEST(DepthPng, AnyPositiveScale) {
+  ImageF z(4, 1);
+  z.data = {38.4383f, 70.0f, 0.0004f, kInvalid};  // metres; 70 m does not fit 16-bit mm, 0.4 mm rounds to 0
+  EXPECT_EQ(encode_depth_png16(z, kDepthScaleMm).data, (std::vector<std::uint16_t>{38438, 0, 0, 0}));
+  // TUM RGB-D: 5000 per metre, so 13.107 m is the farthest depth.
+  ImageF t(3, 1);
+  t.data = {1.0f, 13.107f, 13.2f};
+  const ImageU16 tum = encode_depth_png16(t, kDepthScaleTum);
+  EXPECT_EQ(tum.data, (std::vector<std::uint16_t>{5000, 65535, 0}));
+  const ImageF back = decode_depth_png16(tum, kDepthScaleTum);
+  EXPECT_EQ(back.data[0], 1.0f);
+  EXPECT_TRUE(std::isinf(back.data[2]));
+  EXPECT_EQ(encode_depth_png16(t, 256.5).data[0], 257);  // round(256.5)
+  EXPECT_EQ(parse_depth_scale("tum"), 5000.0);
+  EXPECT_EQ(parse_depth_scale("mm"), 1000.0);
+  EXPECT_EQ(parse_depth_scale("4000"), 4000.0);
+  for (const char* bad : {"0", "-5", "abc", "5000x", "nan", ""})
+    EXPECT_THROW(parse_depth_scale(bad), s3d::InvalidArgument) << bad;
+  EXPECT_THROW(encode_depth_png16(t, 0.0), s3d::InvalidArgument);
+  EXPECT_THROW(decode_depth_png16(tum, -1.0), s3d::InvalidArgument);
 }
 
 TEST(Grey, ColourUsesBt601AndSixteenBitKeepsHighByte) {

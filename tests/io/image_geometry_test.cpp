@@ -1,4 +1,4 @@
-// Calibration readers, disparity -> depth, PLY writer/reader, and the disparity evaluation.
+// Calibration readers, and what sgm-depth builds on them: depth, the coloured PLY cloud, the evaluation masks.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -7,9 +7,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "s3d/core/errors.hpp"
+#include "s3d/geometry/disparity_geometry.hpp"
 #include "s3d/io/calib.hpp"
 #include "s3d/io/image.hpp"
 #include "s3d/io/ply.hpp"
@@ -18,6 +20,8 @@
 
 namespace fs = std::filesystem;
 using namespace s3d::io;
+using s3d::PointCloud;
+using s3d::geometry::cloud_from_disparity;
 
 namespace {
 
@@ -124,22 +128,28 @@ TEST(Calibration, DepthAndCloudMatchAHandComputedPoint) {
   ImageF disp(800, 300, 1, kInvalid);
   disp.at(700, 200) = 10.0f;
   disp.at(10, 10) = 0.0f;  // zero disparity: infinitely far, no point
-  const ImageF depth = depth_from_disparity(disp, c);
+  ImageF depth(disp.width, disp.height);
+  s3d::geometry::depth_from_disparity(disp.cview(), c, depth.view());
   EXPECT_NEAR(depth.at(700, 200), Z, 1e-4);
   EXPECT_TRUE(std::isinf(depth.at(10, 10)));
   EXPECT_TRUE(std::isinf(depth.at(0, 0)));
-  EXPECT_EQ(encode_png16(depth, PngEncoding::kMm).at(700, 200), 38438);
+  EXPECT_EQ(encode_depth_png16(depth, kDepthScaleMm).at(700, 200), 38438);
+  EXPECT_EQ(encode_depth_png16(depth, kDepthScaleTum).at(700, 200), 0);  // 38.4 m * 5000 > 65535: invalid
 
   ImageU8 colour(800, 300, 3, 0);
   colour.at(700, 200, 0) = 10;
   colour.at(700, 200, 1) = 20;
   colour.at(700, 200, 2) = 30;
-  const PointCloud cloud = cloud_from_disparity(disp, c, &colour);
+  const s3d::geometry::ColourView colour_view{colour.data.data(), colour.width, colour.height, colour.channels};
+  const PointCloud cloud = cloud_from_disparity(disp.cview(), c, &colour_view);
   ASSERT_EQ(cloud.size(), 1u);
   EXPECT_NEAR(cloud.xyz[0], X, 1e-4);
   EXPECT_NEAR(cloud.xyz[1], Y, 1e-4);
   EXPECT_NEAR(cloud.xyz[2], Z, 1e-4);
-  EXPECT_EQ(cloud.rgb, (std::vector<std::uint8_t>{10, 20, 30}));
+  ASSERT_EQ(cloud.attributes.size(), 3u);
+  EXPECT_EQ(cloud.find("red")->bytes, (std::vector<std::uint8_t>{10}));
+  EXPECT_EQ(cloud.find("green")->bytes, (std::vector<std::uint8_t>{20}));
+  EXPECT_EQ(cloud.find("blue")->bytes, (std::vector<std::uint8_t>{30}));
 
   // Binary PLY: exact header, then 15-byte records (3 float LE + 3 uchar).
   const std::string ply = dir.file("c.ply");
@@ -161,18 +171,18 @@ TEST(Calibration, DepthAndCloudMatchAHandComputedPoint) {
   EXPECT_EQ(static_cast<unsigned char>(bytes[header.size() + 14]), 30);
   const PointCloud back = read_ply(ply);
   EXPECT_EQ(back.xyz, cloud.xyz);
-  EXPECT_EQ(back.rgb, cloud.rgb);
+  EXPECT_EQ(back.find("blue")->bytes, cloud.find("blue")->bytes);
   write_ply(dir.file("a.ply"), cloud, PlyFormat::kAscii);
   const PointCloud ascii = read_ply(dir.file("a.ply"));
   EXPECT_EQ(ascii.xyz, cloud.xyz);  // 9 significant digits round-trip float exactly
-  EXPECT_EQ(ascii.rgb, cloud.rgb);
+  EXPECT_EQ(ascii.find("red")->bytes, cloud.find("red")->bytes);
 }
 
 TEST(Calibration, FocalBaselineOnlyUsesTheImageCentre) {
   const StereoCalibration c = read_calibration("f=100,b=1");
   ImageF disp(5, 3, 1, kInvalid);
   disp.at(4, 2) = 50.0f;  // Z = 2; centre (2, 1): X = 2 * 2 / 100, Y = 1 * 2 / 100
-  const PointCloud cloud = cloud_from_disparity(disp, c);
+  const PointCloud cloud = cloud_from_disparity(disp.cview(), c);
   ASSERT_EQ(cloud.size(), 1u);
   EXPECT_FLOAT_EQ(cloud.xyz[0], 0.04f);
   EXPECT_FLOAT_EQ(cloud.xyz[1], 0.02f);
@@ -190,39 +200,6 @@ TEST(RealData, KittiCalibTxtAndQDatAgree) {
   EXPECT_NEAR(a.cy, b.cy, 1e-9);
 }
 
-TEST(Eval, CountsBothConventionsOverMasksAndColumns) {
-  // 4x2 image: GT row 0 = 10 everywhere, row 1 = 20 except an unknown (0) pixel.
-  ImageF gt(4, 2);
-  gt.data = {10, 10, 10, 10, 20, 20, 20, 0};
-  ImageF est(4, 2);
-  est.data = {10.5f, 11.5f, 13.0f, kInvalid,   // errors 0.5, 1.5, 3.0, invalid
-              20.0f, 24.0f, kInvalid, 5.0f};   // 0, 4 (> 3 and > 5% of 20), invalid, (no GT)
-  const EvalResult r = evaluate_disparity(est, gt, {});
-  ASSERT_EQ(r.regions.size(), 1u);
-  const RegionErrors& e = r.regions[0];
-  EXPECT_EQ(e.region, "all");
-  EXPECT_EQ(e.gt_pixels, 7u);
-  EXPECT_EQ(e.estimated, 5u);
-  EXPECT_DOUBLE_EQ(e.bad1_est, 100.0 * 3 / 5);   // 1.5, 3, 4
-  EXPECT_DOUBLE_EQ(e.bad2_est, 100.0 * 2 / 5);   // 3, 4
-  EXPECT_DOUBLE_EQ(e.d1_est, 100.0 * 1 / 5);     // 4 (3.0 is not > 3)
-  EXPECT_DOUBLE_EQ(e.bad2_all, 100.0 * 4 / 7);
-  EXPECT_DOUBLE_EQ(e.d1_all, 100.0 * 3 / 7);
-  EXPECT_DOUBLE_EQ(e.avg_err_est, (0.5 + 1.5 + 3.0 + 0.0 + 4.0) / 5);
-  EXPECT_DOUBLE_EQ(r.density, 100.0 * 6 / 8);
-  // Masks and a column range.
-  EvalMask top{"top", {1, 1, 1, 1, 0, 0, 0, 0}};
-  const EvalResult m = evaluate_disparity(est, gt, {top}, EvalOptions{1, 3});
-  ASSERT_NE(m.find("top"), nullptr);
-  EXPECT_EQ(m.find("top")->gt_pixels, 2u);
-  EXPECT_DOUBLE_EQ(m.find("top")->bad2_all, 50.0);
-  EXPECT_EQ(m.find("nonocc"), nullptr);
-  const auto j = to_json(r);
-  EXPECT_DOUBLE_EQ(j["regions"]["all"]["bad2_all"].get<double>(), 100.0 * 4 / 7);
-  ImageF small(3, 2);
-  EXPECT_THROW(evaluate_disparity(small, gt, {}), s3d::DataError);
-}
-
 TEST(RealData, FindsTheMiddleburyMasks) {
   S3D_REQUIRE_DATA(gt, "stereo/middlebury2003/cones/groundtruth.png");
   const auto masks = find_masks(gt.string(), 450, 375);
@@ -233,4 +210,83 @@ TEST(RealData, FindsTheMiddleburyMasks) {
   EXPECT_GT(nonocc, 100000u);
   EXPECT_GT(all, nonocc);
   EXPECT_THROW(find_masks(gt.string(), 10, 10), s3d::DataError);
+}
+
+TEST(Eval, ReportJsonWritesNanAsNull) {
+  s3d::stereo::EvalResult r;
+  r.density = 75.0;
+  s3d::stereo::RegionErrors e;
+  e.region = "all";
+  e.gt_pixels = 7;
+  e.bad2_all = 100.0 * 4 / 7;
+  e.avg_err_est = std::numeric_limits<double>::quiet_NaN();
+  r.regions.push_back(e);
+  const auto j = to_json(r);
+  EXPECT_DOUBLE_EQ(j["density"].get<double>(), 75.0);
+  EXPECT_DOUBLE_EQ(j["regions"]["all"]["bad2_all"].get<double>(), 100.0 * 4 / 7);
+  EXPECT_TRUE(j["regions"]["all"]["avg_err_est"].is_null());
+}
+
+TEST(Intrinsics, TumLinePairsAndStereoCalibration) {
+  TempDir dir;
+  const PinholeIntrinsics tum =
+      read_intrinsics(dir.write("cam.txt", "# fx fy cx cy\n525.0 525.0 319.5 239.5\n"), 640, 480);
+  EXPECT_DOUBLE_EQ(tum.fx, 525.0);
+  EXPECT_DOUBLE_EQ(tum.fy, 525.0);
+  EXPECT_DOUBLE_EQ(tum.cx, 319.5);
+  EXPECT_DOUBLE_EQ(tum.cy, 239.5);
+  EXPECT_EQ(tum.width, 640);
+  const PinholeIntrinsics inl = read_intrinsics("fx=481.2,fy=480,cx=319.5,cy=239.5,width=640,height=480");
+  EXPECT_DOUBLE_EQ(inl.fx, 481.2);
+  EXPECT_DOUBLE_EQ(inl.fy, 480.0);
+  EXPECT_EQ(inl.height, 480);
+  const PinholeIntrinsics kitti = read_intrinsics(dir.write("calib.txt", kKittiCalib), 1242, 375);
+  EXPECT_DOUBLE_EQ(kitti.fx, 721.5377);
+  EXPECT_DOUBLE_EQ(kitti.fy, 721.5377);
+  EXPECT_DOUBLE_EQ(kitti.cx, 609.5593);
+  EXPECT_DOUBLE_EQ(kitti.cy, 172.854);
+  EXPECT_THROW(read_intrinsics("fx=0,fy=1,cx=0,cy=0"), s3d::DataError);
+  EXPECT_THROW(read_intrinsics(dir.write("junk.txt", "hello\n")), s3d::DataError);
+  EXPECT_THROW(read_intrinsics(dir.file("absent.txt")), s3d::IoError);
+  // A bare focal + baseline has no principal point: the image size must be known.
+  EXPECT_THROW(read_intrinsics(dir.write("fb.txt", "focal_px: 700\nbaseline_m: 0.12\n")), s3d::DataError);
+  EXPECT_DOUBLE_EQ(read_intrinsics(dir.file("fb.txt"), 101, 51).cx, 50.0);
+}
+
+TEST(RealData, SevenScenesIntrinsicsAndKittiObjectCalibration) {
+  S3D_REQUIRE_DATA(k, "rgbd/7scenes_redkitchen_f000-299/camera-intrinsics.txt");
+  const PinholeIntrinsics seven = read_intrinsics(k.string(), 640, 480);
+  EXPECT_EQ(seven.fx, 585.0);
+  EXPECT_EQ(seven.fy, 585.0);
+  EXPECT_EQ(seven.cx, 320.0);
+  EXPECT_EQ(seven.cy, 240.0);
+  S3D_REQUIRE_DATA(kitti, "pointclouds/kitti_velodyne/000000_calib.txt");
+  const PinholeIntrinsics p2 = read_intrinsics(kitti.string(), 1242, 375);
+  EXPECT_DOUBLE_EQ(p2.fx, 707.0493);
+  EXPECT_DOUBLE_EQ(p2.cx, 604.0814);
+  TempDir dir;
+  EXPECT_THROW(read_intrinsics(dir.write("skew.txt", "585 1 320\n0 585 240\n0 0 1\n")), s3d::DataError);
+}
+
+TEST(RealData, SevenScenesDepthPngIsMillimetresWithSaturatedInvalid) {
+  S3D_REQUIRE_DATA(png, "rgbd/7scenes_redkitchen_f000-299/frame-000000.depth.png");
+  const ImageU16 raw = read_grey16(png.string());
+  ASSERT_EQ(raw.width, 640);
+  const ImageF z = decode_depth_png16(raw, kDepthScaleMm, true);
+  std::size_t valid = 0, saturated = 0;
+  for (std::size_t i = 0; i < z.data.size(); ++i) {
+    saturated += raw.data[i] == 65535;
+    if (!std::isfinite(z.data[i])) continue;
+    ++valid;
+    EXPECT_GE(z.data[i], 0.801f);
+    EXPECT_LE(z.data[i], 3.602f);
+  }
+  EXPECT_GT(valid, z.data.size() / 2);
+  // Without the flag, 65535 reads as 65.535 m.
+  if (saturated > 0) {
+    const ImageF plain = decode_depth_png16(raw, kDepthScaleMm);
+    std::size_t far = 0;
+    for (float v : plain.data) far += v == 65.535f;
+    EXPECT_EQ(far, saturated);
+  }
 }

@@ -158,19 +158,6 @@ StereoCalibration from_filestorage(const std::string& path) {
 
 }  // namespace
 
-void StereoCalibration::validate() const {
-  if (!(std::isfinite(focal_px) && focal_px > 0.0))
-    throw DataError(source + ": focal length must be positive (got " + std::to_string(focal_px) + ")");
-  if (!(std::isfinite(baseline_m) && baseline_m > 0.0))
-    throw DataError(source + ": baseline must be positive (got " + std::to_string(baseline_m) + ")");
-}
-
-float StereoCalibration::depth(float d) const {
-  const double den = static_cast<double>(d) + doffs;
-  if (!std::isfinite(d) || !(den > 0.0)) return kInvalid;
-  return static_cast<float>(focal_px * baseline_m / den);
-}
-
 StereoCalibration read_calibration(const std::string& spec) {
   StereoCalibration c;
   if (!std::filesystem::exists(spec)) {
@@ -234,10 +221,55 @@ StereoCalibration read_calibration(const std::string& spec) {
   return c;
 }
 
-ImageF depth_from_disparity(const ImageF& disparity, const StereoCalibration& calib) {
-  ImageF out(disparity.width, disparity.height, 1, kInvalid);
-  for (std::size_t i = 0; i < disparity.pixels(); ++i) out.data[i] = calib.depth(disparity.data[i * disparity.channels]);
-  return out;
+PinholeIntrinsics read_intrinsics(const std::string& spec, int width, int height) {
+  PinholeIntrinsics k;
+  k.source = spec;
+  k.width = width;
+  k.height = height;
+  const bool is_file = std::filesystem::exists(spec);
+  const std::string text = is_file ? read_text(spec) : spec;
+  // "fx fy cx cy" after optional '#' comment lines (TUM/ICL give them this way).
+  std::string numbers_only;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find('#') != 0) numbers_only += line + "\n";
+  bool only_numbers = false;
+  const std::vector<double> v = all_numbers(numbers_only, &only_numbers);
+  std::map<std::string, double> kv;
+  if (only_numbers && v.size() == 4) {
+    k.fx = v[0];
+    k.fy = v[1];
+    k.cx = v[2];
+    k.cy = v[3];
+  } else if (only_numbers && v.size() == 9 && v[6] == 0.0 && v[7] == 0.0 && v[8] == 1.0) {
+    // A 3x3 camera matrix K = [fx 0 cx; 0 fy cy; 0 0 1] (7-Scenes camera-intrinsics.txt).
+    if (v[1] != 0.0 || v[3] != 0.0) throw DataError(spec + ": camera matrix with skew (not a pinhole model)");
+    k.fx = v[0];
+    k.fy = v[4];
+    k.cx = v[2];
+    k.cy = v[5];
+  } else if (parse_pairs(text, &kv) && kv.count("fx") && kv.count("fy") && kv.count("cx") && kv.count("cy")) {
+    k.fx = kv["fx"];
+    k.fy = kv["fy"];
+    k.cx = kv["cx"];
+    k.cy = kv["cy"];
+    if (kv.count("width") && width == 0) k.width = static_cast<int>(kv["width"]);
+    if (kv.count("height") && height == 0) k.height = static_cast<int>(kv["height"]);
+  } else if (is_file) {
+    StereoCalibration stereo;
+    try {
+      stereo = read_calibration(spec);
+    } catch (const DataError&) {
+      throw DataError(spec + ": no intrinsics (expected \"fx fy cx cy\", fx=/fy=/cx=/cy=, or a stereo calibration)");
+    }
+    if (!stereo.has_principal_point && (width <= 0 || height <= 0))
+      throw DataError(spec + ": calibration has no principal point and the image size is not known");
+    k = geometry::left_intrinsics(stereo, width, height);
+  } else {
+    throw IoError(spec + ": no such intrinsics file");
+  }
+  k.validate();
+  return k;
 }
 
 }  // namespace s3d::io

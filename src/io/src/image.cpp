@@ -144,37 +144,28 @@ void write_image(const std::string& path, const ImageU16& image) {
 PngEncoding parse_png_encoding(const std::string& text) {
   if (text == "kitti") return PngEncoding::kKitti;
   if (text == "x16") return PngEncoding::kX16;
-  if (text == "mm") return PngEncoding::kMm;
-  throw InvalidArgument("unknown PNG encoding '" + text + "' (expected kitti, x16 or mm)");
+  throw InvalidArgument("unknown disparity PNG encoding '" + text + "' (expected kitti or x16)");
 }
 
 const char* to_string(PngEncoding encoding) {
   switch (encoding) {
     case PngEncoding::kKitti: return "kitti";
-    case PngEncoding::kX16: return "x16";
-    case PngEncoding::kMm: return "mm";
+    case PngEncoding::kX16:
+      return "x16";
   }
   return "?";
 }
 
 namespace {
-double scale_of(PngEncoding e) {
-  switch (e) {
-    case PngEncoding::kKitti: return 256.0;
-    case PngEncoding::kX16: return 16.0;
-    case PngEncoding::kMm: return 1000.0;
-  }
-  return 1.0;
-}
-}  // namespace
 
-ImageU16 encode_png16(const ImageF& values, PngEncoding encoding) {
-  const double s = scale_of(encoding);
+double scale_of(PngEncoding e) { return e == PngEncoding::kKitti ? 256.0 : 16.0; }
+
+ImageU16 encode_scaled(const ImageF& values, double scale) {
   ImageU16 out(values.width, values.height, 1, 0);
   for (std::size_t i = 0; i < values.pixels(); ++i) {
     const float v = values.data[i * values.channels];
     if (!std::isfinite(v) || v <= 0.0f) continue;
-    const double q = std::round(static_cast<double>(v) * s);
+    const double q = std::round(static_cast<double>(v) * scale);
     // Values that would round to 0 or overflow 16 bits cannot be stored: they read back as invalid.
     if (q < 1.0 || q > 65535.0) continue;
     out.data[i] = static_cast<std::uint16_t>(q);
@@ -182,14 +173,49 @@ ImageU16 encode_png16(const ImageF& values, PngEncoding encoding) {
   return out;
 }
 
-ImageF decode_png16(const ImageU16& values, PngEncoding encoding) {
-  const double s = scale_of(encoding);
+ImageF decode_scaled(const ImageU16& values, double scale, bool saturated_is_invalid = false) {
   ImageF out(values.width, values.height, 1, kInvalid);
   for (std::size_t i = 0; i < values.pixels(); ++i) {
     const std::uint16_t v = values.data[i * values.channels];
-    if (v != 0) out.data[i] = static_cast<float>(v / s);
+    if (v != 0 && !(saturated_is_invalid && v == 65535)) out.data[i] = static_cast<float>(v / scale);
   }
   return out;
+}
+
+void check_depth_scale(double scale) {
+  if (!(std::isfinite(scale) && scale > 0.0))
+    throw InvalidArgument("depth scale must be a positive number (got " + std::to_string(scale) + ")");
+}
+
+}  // namespace
+
+ImageU16 encode_png16(const ImageF& values, PngEncoding encoding) { return encode_scaled(values, scale_of(encoding)); }
+
+ImageF decode_png16(const ImageU16& values, PngEncoding encoding) { return decode_scaled(values, scale_of(encoding)); }
+
+double parse_depth_scale(const std::string& text) {
+  if (text == "mm") return kDepthScaleMm;
+  if (text == "tum") return kDepthScaleTum;
+  std::size_t used = 0;
+  double v = 0.0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::logic_error&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !(std::isfinite(v) && v > 0.0))
+    throw InvalidArgument("depth scale '" + text + "': expected mm (1000), tum (5000) or a positive number");
+  return v;
+}
+
+ImageU16 encode_depth_png16(const ImageF& depth_m, double scale) {
+  check_depth_scale(scale);
+  return encode_scaled(depth_m, scale);
+}
+
+ImageF decode_depth_png16(const ImageU16& values, double scale, bool saturated_is_invalid) {
+  check_depth_scale(scale);
+  return decode_scaled(values, scale, saturated_is_invalid);
 }
 
 ImageF read_disparity(const std::string& path, double scale) {

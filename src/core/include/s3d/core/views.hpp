@@ -40,4 +40,14 @@ struct Span {
   S3D_HOST_DEVICE T& operator[](std::size_t i) const { return data[i]; }
 };
 
+/// `size` points of 3 interleaved coordinates (x y z, 12 bytes apart for float) at `xyz`, host or device
+/// as the taker documents. What point kernels take; `PointCloud::view()` makes one.
+template <typename T>
+struct PointsView {
+  T* xyz = nullptr;
+  std::size_t size = 0;
+  S3D_HOST_DEVICE T* point(std::size_t i) const { return xyz + 3 * i; }
+  S3D_HOST_DEVICE bool empty() const { return size == 0; }
+};
+
 }  // namespace s3d

@@ -1,35 +1,16 @@
 #pragma once
 // Stereo calibration for disparity -> depth / 3-D points, from the files rectified stereo rigs ship with.
 //
-// Every source is reduced to one pinhole model of the rectified LEFT camera (OpenCV camera axes: x right,
-// y down, z forward) and a baseline:
-//     Z = focal_px * baseline / (d + doffs),   X = (x - cx) * Z / focal_px,   Y = (y - cy) * Z / focal_px
-// with d the left-view disparity in pixels and doffs = cx_right - cx_left (0 for most rigs; Middlebury's
-// `doffs`). Depth is in the unit of the baseline: metres for KITTI files and `baseline_m`; Middlebury's
-// millimetre baselines are converted to metres. This is the same as OpenCV's reprojectImageTo3D with
-//     Q = [1 0 0 -cx; 0 1 0 -cy; 0 0 0 f; 0 0 1/B doffs/B].
+// Every source is reduced to geometry::StereoCalibration (s3d/geometry/camera.hpp): the pinhole model of the
+// rectified LEFT camera and a baseline. Single-camera intrinsics (depth images) are PinholeIntrinsics.
 #include <string>
 
-#include "s3d/io/image.hpp"
+#include "s3d/geometry/camera.hpp"
 
 namespace s3d::io {
 
-struct StereoCalibration {
-  double focal_px = 0.0;    ///< focal length of the rectified pair, pixels (> 0)
-  double baseline_m = 0.0;  ///< distance between the optical centres, metres (> 0)
-  double cx = 0.0;          ///< principal point of the left camera, pixels (when `has_principal_point`)
-  double cy = 0.0;
-  double doffs = 0.0;       ///< cx_right - cx_left, pixels
-  /// False for a bare focal + baseline: the image centre ((W-1)/2, (H-1)/2) is then used.
-  bool has_principal_point = false;
-  std::string source;       ///< the file (or inline text) it was read from
-  std::string format;       ///< kitti, Q, yaml, middlebury, pairs, inline (for reports)
-
-  /// Checks focal_px > 0 and baseline_m > 0 (finite). @throws DataError naming `source`.
-  void validate() const;
-  /// Depth (metres) of disparity `d` (pixels); +inf when d is not finite or d + doffs <= 0.
-  float depth(float d) const;
-};
+using geometry::PinholeIntrinsics;
+using geometry::StereoCalibration;
 
 /// Reads a calibration, detecting the format from the content:
 /// - KITTI rectified projections: `P_rect_02:` and `P_rect_03:` (calib_cam_to_cam.txt, or this project's
@@ -46,7 +27,12 @@ struct StereoCalibration {
 /// inline. @throws IoError (unreadable), DataError (no known format, or focal/baseline not positive).
 StereoCalibration read_calibration(const std::string& spec);
 
-/// Depth map (metres) of a disparity map (pixels). Invalid disparities -> kInvalid.
-ImageF depth_from_disparity(const ImageF& disparity, const StereoCalibration& calib);
+/// Reads pinhole intrinsics of one camera for a `width` x `height` image (0 = unknown), from:
+/// - "fx fy cx cy" as four numbers of text, alone or on the line after a `#` comment (TUM RGB-D / ICL-NUIM);
+/// - a 3x3 camera matrix K as nine numbers, no skew, last row 0 0 1 (7-Scenes `camera-intrinsics.txt`);
+/// - key=value pairs (`fx=525 fy=525 cx=319.5 cy=239.5`, optional `width`, `height`), inline or in a file;
+/// - any stereo calibration `read_calibration` accepts (its left camera, fx = fy = focal_px).
+/// @throws IoError (unreadable), DataError (no known form, skew, or non-positive focal lengths).
+PinholeIntrinsics read_intrinsics(const std::string& spec, int width = 0, int height = 0);
 
 }  // namespace s3d::io

@@ -1,7 +1,7 @@
 #pragma once
 // Host images and the raster formats of the stereo tools: 8/16-bit PNG (and anything else OpenCV's
 // imgcodecs reads), the disparity PNG encodings (KITTI d*256, OpenCV fixed point d*16), 16-bit
-// millimetre depth, and evaluation masks. PFM lives in pfm.hpp, colour maps in colormap.hpp.
+// depth with any scale (mm 1000, TUM 5000), and evaluation masks. PFM lives in pfm.hpp, colour maps in colormap.hpp.
 //
 // Conventions shared by every function here:
 // - Images are dense, row-major, top row first, channels interleaved (RGB order, never OpenCV's BGR).
@@ -68,24 +68,37 @@ void write_image(const std::string& path, const ImageU8& image);
 /// Writes a 16-bit single-channel PNG. @throws IoError
 void write_image(const std::string& path, const ImageU16& image);
 
-/// Integer PNG encodings of disparity and depth maps (16-bit single channel in every case).
+/// Integer PNG encodings of disparity maps (16-bit single channel). Depth maps take a scale instead
+/// (encode_depth_png16).
 enum class PngEncoding {
   kKitti,  ///< disparity * 256 rounded, 0 = invalid (KITTI devkit); range (0, 255.996]
   kX16,    ///< disparity * 16 rounded, 0 = invalid (OpenCV StereoSGBM fixed point); range (0, 4095.94]
-  kMm,     ///< depth in millimetres rounded, 0 = invalid or beyond 65.535 m (depth maps only)
 };
 
-/// Parses `kitti`, `x16` or `mm`. @throws InvalidArgument
+/// Parses `kitti` or `x16`. @throws InvalidArgument
 PngEncoding parse_png_encoding(const std::string& text);
 /// The name `parse_png_encoding` accepts.
 const char* to_string(PngEncoding encoding);
 
-/// Encodes a disparity map (pixels) or depth map (metres, for kMm) to 16 bits. Invalid (non-finite),
-/// non-positive, and values beyond the encoding's range become 0 (so a 0 always reads back as invalid;
-/// a disparity of exactly 0 cannot be stored in these formats: use PFM for that).
+/// Encodes a disparity map (pixels) to 16 bits. Invalid (non-finite), non-positive, and values beyond the
+/// encoding's range become 0 (so a 0 always reads back as invalid; a disparity of exactly 0 cannot be
+/// stored in these formats: use PFM for that).
 ImageU16 encode_png16(const ImageF& values, PngEncoding encoding);
-/// The inverse of `encode_png16`: 0 -> kInvalid, else v / 256, v / 16, or v / 1000 (metres).
+/// The inverse of `encode_png16`: 0 -> kInvalid, else v / 256 or v / 16.
 ImageF decode_png16(const ImageU16& values, PngEncoding encoding);
+
+/// Units per metre of common 16-bit depth PNGs.
+inline constexpr double kDepthScaleMm = 1000.0;   ///< millimetres (Kinect-style datasets, sgm-depth's default)
+inline constexpr double kDepthScaleTum = 5000.0;  ///< TUM RGB-D and ICL-NUIM: 5000 per metre
+
+/// Parses a depth scale: `mm` (1000), `tum` (5000), or a positive finite number. @throws InvalidArgument
+double parse_depth_scale(const std::string& text);
+/// Encodes a depth map (metres) as 16-bit PNG values round(depth * scale); invalid, non-positive, and
+/// depths that round to 0 or beyond 65535 become 0 (= invalid). @throws InvalidArgument unless scale > 0.
+ImageU16 encode_depth_png16(const ImageF& depth_m, double scale);
+/// The inverse: 0 -> kInvalid, else v / scale metres; with `saturated_is_invalid` also 65535 -> kInvalid
+/// (Microsoft 7-Scenes marks invalid depth that way). @throws InvalidArgument unless scale > 0.
+ImageF decode_depth_png16(const ImageU16& values, double scale, bool saturated_is_invalid = false);
 
 /// Reads a ground-truth or previously written disparity map, choosing the decoding by the file:
 /// - `.pfm`: float as stored (non-finite values mean invalid, as in Middlebury's files).

@@ -1,38 +1,37 @@
 #pragma once
-// Coloured point clouds and the PLY format (Stanford polygon file, vertex element only).
-// Writers produce `x y z` (float32) + `red green blue` (uchar), binary little endian by default.
-#include <cstdint>
+// PLY (Stanford polygon file) for s3d::PointCloud: every element and property is kept, so a mesh, a range
+// scan or a coloured cloud is written back as it was read.
+//
+// Reading: ascii, binary_little_endian and binary_big_endian; every scalar type under both spellings
+// (char/uchar/short/ushort/int/uint/float/double and int8/uint8/int16/uint16/int32/uint32/float32/float64);
+// `property list` in any element (list lengths of an integer type); `comment` and `obj_info` lines. The
+// `vertex` element becomes the points (x, y, z -> positions, the other properties -> attributes); every
+// other element is kept in PointCloud::elements, in file order.
+//
+// Writing: the layout of meta.property_order and meta.points_element_index (the source's layout when the
+// cloud was read from a PLY), PLY 1.0 type names (char ... double), numbers in ascii as the shortest
+// text that reads back to the same value. A fixed attribute with components > 1 (from PCD COUNT) is written
+// as properties NAME_0, NAME_1, ...
 #include <string>
-#include <vector>
 
-#include "s3d/io/calib.hpp"
-#include "s3d/io/image.hpp"
+#include "s3d/core/point_cloud.hpp"
 
 namespace s3d::io {
 
-/// Points with an RGB colour each. Coordinates in the camera frame of calib.hpp (metres, y down).
-struct PointCloud {
-  std::vector<float> xyz;          ///< 3 per point
-  std::vector<std::uint8_t> rgb;   ///< 3 per point, or empty (no colour)
-  std::size_t size() const { return xyz.size() / 3; }
-};
+/// PLY data encodings.
+enum class PlyFormat { kBinaryLittleEndian, kAscii, kBinaryBigEndian };
 
-enum class PlyFormat { kBinaryLittleEndian, kAscii };
-
-/// One point per valid disparity pixel (finite, d + doffs > 0, depth <= max_depth_m), in raster order,
-/// coloured from `colour` (1 or 3 channels of the same size, e.g. the left image) or grey 255 when null.
-/// @throws DataError when `colour` has another size.
-PointCloud cloud_from_disparity(const ImageF& disparity, const StereoCalibration& calib,
-                                const ImageU8* colour = nullptr, float max_depth_m = kInvalid);
-
-/// Writes `cloud` to exactly `path` (header: `element vertex N`, `property float x|y|z`, and when
-/// coloured `property uchar red|green|blue`). @throws IoError
-void write_ply(const std::string& path, const PointCloud& cloud,
-               PlyFormat format = PlyFormat::kBinaryLittleEndian);
-
-/// Reads the vertex element of an ASCII or binary (either endianness) PLY: x, y, z (any numeric type)
-/// and red, green, blue when present; other properties and elements are skipped.
-/// @throws IoError (cannot open, truncated, list properties in the vertex element), DataError (no x/y/z).
+/// Reads `path`. Every count in the header is checked against the file's size before anything is
+/// allocated. @throws IoError (cannot open, not a PLY, bad header, truncated or unparsable data) and
+/// DataError (no vertex element, or no x/y/z in it); what() is one line starting with `path`.
 PointCloud read_ply(const std::string& path);
+
+/// Writes `cloud` to exactly `path` (callers that need atomic outputs pass a temporary path).
+/// @throws IoError (cannot write), InvalidArgument (a list longer than its length type can hold),
+/// DataError (inconsistent cloud, see PointCloud::validate).
+void write_ply(const std::string& path, const PointCloud& cloud, PlyFormat format = PlyFormat::kBinaryLittleEndian);
+
+/// `ascii`, `binary` (= little endian), `binary_little_endian`, `binary_big_endian`. @throws InvalidArgument
+PlyFormat parse_ply_format(const std::string& text);
 
 }  // namespace s3d::io

@@ -1,61 +1,22 @@
 #pragma once
-// Disparity accuracy against ground truth, with the metrics the stereo benchmarks report:
-// Middlebury bad-1.0 / bad-2.0 (% of evaluated pixels with |d - d_gt| > 1 / 2 px) and average absolute
-// error, KITTI D1 (% with error > 3 px AND > 5 % of d_gt), and density. Each error rate is given two ways:
-//   - "*_all"  : over every evaluated GT pixel, an invalid estimate counted as wrong (KITTI/Middlebury
-//                "with invalid", the number that cannot be gamed by dropping hard pixels);
-//   - "*_est"  : over evaluated GT pixels that have a valid estimate only.
-// Evaluated pixels = finite GT with d_gt > 0, inside the region's mask (if any), inside the column range
-// [x_min, x_max). Estimates: finite = valid (+inf / NaN = invalid, as in s3d::io).
-#include <cstddef>
-#include <cstdint>
+// Files and reports around the disparity metrics of s3d::stereo (metrics.hpp): the Middlebury masks that
+// sit beside a ground-truth file, and the metrics as JSON.
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "s3d/io/image.hpp"
+#include "s3d/stereo/metrics.hpp"
 
 namespace s3d::io {
-
-/// A named evaluation region (Middlebury `nonocc`, `all`, `disc`), true = evaluated.
-struct EvalMask {
-  std::string name;
-  std::vector<std::uint8_t> mask;  ///< width * height, non-zero = evaluated
-};
 
 /// The masks that exist beside a ground-truth file: `nonocc.png`, `all.png`, `disc.png` in its folder
 /// (255 = evaluated; for disc, 255 = near a discontinuity). Missing files are simply left out; a mask of
 /// another size than `width` x `height` is a DataError naming it.
-std::vector<EvalMask> find_masks(const std::string& gt_path, int width, int height);
-
-struct EvalOptions {
-  int x_min = 0;   ///< first evaluated column
-  int x_max = -1;  ///< one past the last evaluated column; <= 0 = width
-};
-
-/// Errors over one region. Percentages are in [0, 100]; avg_err in pixels. NaN when gt_pixels == 0.
-struct RegionErrors {
-  std::string region;             ///< mask name, or "all" for every valid GT pixel when there is no mask
-  std::size_t gt_pixels = 0;      ///< evaluated GT pixels
-  std::size_t estimated = 0;      ///< of which the estimate is valid
-  double density = 0.0;           ///< 100 * estimated / gt_pixels
-  double bad1_all = 0.0, bad2_all = 0.0, d1_all = 0.0;                       ///< invalid counted as wrong
-  double bad1_est = 0.0, bad2_est = 0.0, d1_est = 0.0, avg_err_est = 0.0;    ///< estimated pixels only
-};
-
-struct EvalResult {
-  std::vector<RegionErrors> regions;  ///< one per mask (or one "all"), in the masks' order
-  double density = 0.0;               ///< % of all image pixels (in the column range) with a valid estimate
-  /// The region named `name`, or nullptr.
-  const RegionErrors* find(const std::string& name) const;
-};
-
-/// Compares `estimate` with `gt` (same size). @throws DataError when the sizes differ (one line, sizes).
-EvalResult evaluate_disparity(const ImageF& estimate, const ImageF& gt, const std::vector<EvalMask>& masks,
-                              const EvalOptions& options = {});
+std::vector<stereo::EvalMask> find_masks(const std::string& gt_path, int width, int height);
 
 /// {"density": .., "regions": {"nonocc": {"bad1_all":..,...}, ...}} (NaN written as null).
-nlohmann::json to_json(const EvalResult& result);
+nlohmann::json to_json(const stereo::EvalResult& result);
 
 }  // namespace s3d::io

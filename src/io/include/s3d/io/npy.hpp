@@ -1,0 +1,24 @@
+#pragma once
+// NumPy `.npy` arrays of points: shape (N, K) with K >= 3, columns x y z then K - 3 more.
+//
+// Reading: format versions 1.0, 2.0 and 3.0; little or big endian (`<`, `>`, `|`); C or Fortran order;
+// dtypes i1 u1 i2 u2 i4 u4 f4 f8 (kept as their type), i8 u8 (converted to float64, exact below 2^53).
+// Columns 0..2 are the positions (non-float32 ones are also kept as attributes x, y, z); column k >= 3
+// becomes the attribute `col<k>` (npy has no column names). Structured dtypes are not supported.
+//
+// Writing: float32, C order, shape (N, 3 + the attributes' components), version 1.0.
+#include <string>
+
+#include "s3d/core/point_cloud.hpp"
+
+namespace s3d::io {
+
+/// Reads `path`. @throws IoError (cannot open, bad magic/header, truncated), DataError (unsupported dtype
+/// or shape).
+PointCloud read_npy(const std::string& path);
+
+/// Writes `cloud` to exactly `path` as float32 (N, 3 + columns): positions, then every fixed attribute's
+/// components in the cloud's order. Elements are not written. @throws IoError, InvalidArgument (lists).
+void write_npy(const std::string& path, const PointCloud& cloud);
+
+}  // namespace s3d::io

@@ -1,0 +1,242 @@
+#include "cloud_codec.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <type_traits>
+
+#include "s3d/core/errors.hpp"
+
+namespace s3d::io::detail {
+namespace {
+
+template <typename T>
+bool parse_integer(std::string_view token, std::uint8_t* out) {
+  if (!token.empty() && token.front() == '+') token.remove_prefix(1);
+  T v{};
+  const auto r = std::from_chars(token.data(), token.data() + token.size(), v);
+  if (r.ec == std::errc() && r.ptr == token.data() + token.size()) {
+    std::memcpy(out, &v, sizeof(T));
+    return true;
+  }
+  // Some writers print integers as floats ("3.0"): accept those that are integral and in range.
+  const std::string copy(token);
+  char* stop = nullptr;
+  const double d = std::strtod(copy.c_str(), &stop);
+  if (copy.empty() || *stop != '\0' || !std::isfinite(d) || d != std::floor(d) ||
+      d < static_cast<double>(std::numeric_limits<T>::lowest()) ||
+      d > static_cast<double>(std::numeric_limits<T>::max()))
+    return false;
+  v = static_cast<T>(d);
+  std::memcpy(out, &v, sizeof(T));
+  return true;
+}
+
+template <typename T>
+bool parse_floating(std::string_view token, std::uint8_t* out) {
+  if (!token.empty() && token.front() == '+') token.remove_prefix(1);
+  T v{};
+  const auto r = std::from_chars(token.data(), token.data() + token.size(), v);
+  if (r.ptr != token.data() + token.size() || token.empty()) return false;
+  if (r.ec == std::errc::result_out_of_range) {
+    // from_chars refuses subnormals and overflow; strtod gives the nearest value (0, denormal or inf).
+    const std::string copy(token);
+    v = static_cast<T>(std::strtod(copy.c_str(), nullptr));
+  } else if (r.ec != std::errc()) {
+    return false;
+  }
+  std::memcpy(out, &v, sizeof(T));
+  return true;
+}
+
+template <typename T>
+void append_text(const std::uint8_t* value, std::string* out) {
+  T v;
+  std::memcpy(&v, value, sizeof(T));
+  char buf[64];
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(v)) {
+      out->append("nan");
+      return;
+    }
+  }
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  out->append(buf, r.ptr);
+}
+
+bool is_position(const std::string& name) { return name == "x" || name == "y" || name == "z"; }
+
+}  // namespace
+
+std::string read_file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError(path + ": cannot open");
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  if (size < 0) throw IoError(path + ": cannot read (not a regular file?)");
+  in.seekg(0, std::ios::beg);
+  std::string bytes(static_cast<std::size_t>(size), '\0');
+  if (!in.read(bytes.data(), size)) throw IoError(path + ": read failed");
+  return bytes;
+}
+
+void write_file_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw IoError(path + ": cannot open for writing");
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.flush();
+  if (!out) throw IoError(path + ": write failed");
+}
+
+bool TextCursor::next(std::string_view* token) {
+  while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == '\v')) ++p;
+  if (p == end) return false;
+  const char* start = p;
+  while (p < end && !(*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == '\v')) ++p;
+  *token = std::string_view(start, static_cast<std::size_t>(p - start));
+  return true;
+}
+
+bool parse_scalar(std::string_view token, ScalarType type, std::uint8_t* out) {
+  switch (type) {
+    case ScalarType::kInt8:
+      return parse_integer<std::int8_t>(token, out);
+    case ScalarType::kUint8:
+      return parse_integer<std::uint8_t>(token, out);
+    case ScalarType::kInt16:
+      return parse_integer<std::int16_t>(token, out);
+    case ScalarType::kUint16:
+      return parse_integer<std::uint16_t>(token, out);
+    case ScalarType::kInt32:
+      return parse_integer<std::int32_t>(token, out);
+    case ScalarType::kUint32:
+      return parse_integer<std::uint32_t>(token, out);
+    case ScalarType::kFloat32:
+      return parse_floating<float>(token, out);
+    case ScalarType::kFloat64:
+      return parse_floating<double>(token, out);
+  }
+  return false;
+}
+
+void append_scalar_text(ScalarType type, const std::uint8_t* value, std::string* out) {
+  switch (type) {
+    case ScalarType::kInt8:
+      return append_text<std::int8_t>(value, out);
+    case ScalarType::kUint8:
+      return append_text<std::uint8_t>(value, out);
+    case ScalarType::kInt16:
+      return append_text<std::int16_t>(value, out);
+    case ScalarType::kUint16:
+      return append_text<std::uint16_t>(value, out);
+    case ScalarType::kInt32:
+      return append_text<std::int32_t>(value, out);
+    case ScalarType::kUint32:
+      return append_text<std::uint32_t>(value, out);
+    case ScalarType::kFloat32:
+      return append_text<float>(value, out);
+    case ScalarType::kFloat64:
+      return append_text<double>(value, out);
+  }
+}
+
+double scalar_to_double(ScalarType type, const std::uint8_t* value) {
+  AttributeColumn one;
+  one.type = type;
+  one.bytes.assign(value, value + scalar_size(type));
+  return one.value(0);
+}
+
+PointCloud cloud_from_columns(std::vector<AttributeColumn> columns, std::size_t count, const std::string& source) {
+  const AttributeColumn* axes[3] = {nullptr, nullptr, nullptr};
+  for (const auto& c : columns)
+    for (int a = 0; a < 3; ++a)
+      if (!c.is_list && c.components == 1 && c.name == std::string(1, static_cast<char>('x' + a)) && !axes[a])
+        axes[a] = &c;
+  if (!axes[0] || !axes[1] || !axes[2]) throw DataError(source + ": no x, y, z point properties");
+  PointCloud cloud;
+  cloud.meta.source = source;
+  cloud.xyz.resize(3 * count);
+  for (int a = 0; a < 3; ++a) {
+    const AttributeColumn& c = *axes[a];
+    if (c.type == ScalarType::kFloat32) {
+      const float* v = c.values<float>();
+      for (std::size_t i = 0; i < count; ++i) cloud.xyz[3 * i + a] = v[i];
+    } else {
+      for (std::size_t i = 0; i < count; ++i) cloud.xyz[3 * i + a] = static_cast<float>(c.value(i));
+    }
+  }
+  for (auto& c : columns) {
+    cloud.meta.property_order.push_back(c.name);
+    const bool float_axis = (&c == axes[0] || &c == axes[1] || &c == axes[2]) && c.type == ScalarType::kFloat32;
+    if (!float_axis) cloud.attributes.push_back(std::move(c));
+  }
+  return cloud;
+}
+
+ColumnsToWrite columns_for_writing(const PointCloud& cloud) {
+  ColumnsToWrite out;
+  out.owned.reserve(3);
+  const std::size_t n = cloud.size();
+  const AttributeColumn* axis_columns[3] = {nullptr, nullptr, nullptr};
+  for (int a = 0; a < 3; ++a) {
+    const std::string name(1, static_cast<char>('x' + a));
+    const AttributeColumn* original = cloud.find(name);
+    bool still_valid = original && !original->is_list && original->components == 1 &&
+                       original->bytes.size() == n * scalar_size(original->type);
+    for (std::size_t i = 0; still_valid && i < n; ++i) {
+      const float now = cloud.xyz[3 * i + a];
+      const float then = static_cast<float>(original->value(i));
+      still_valid = now == then || (std::isnan(now) && std::isnan(then));
+    }
+    if (still_valid) {
+      axis_columns[a] = original;
+      continue;
+    }
+    AttributeColumn c;
+    c.name = name;
+    c.type = ScalarType::kFloat32;
+    c.bytes.resize(n * 4);
+    float* v = c.values<float>();
+    for (std::size_t i = 0; i < n; ++i) v[i] = cloud.xyz[3 * i + a];
+    out.owned.push_back(std::move(c));
+    axis_columns[a] = &out.owned.back();
+  }
+  std::vector<bool> used(cloud.attributes.size(), false);
+  for (std::size_t k = 0; k < cloud.attributes.size(); ++k)
+    if (is_position(cloud.attributes[k].name)) used[k] = true;  // written through axis_columns, or stale
+  bool axis_written[3] = {false, false, false};
+  auto take = [&](const std::string& name) {
+    if (is_position(name)) {
+      const int a = name[0] - 'x';
+      if (!axis_written[a]) out.columns.push_back(axis_columns[a]);
+      axis_written[a] = true;
+      return;
+    }
+    for (std::size_t k = 0; k < cloud.attributes.size(); ++k)
+      if (!used[k] && cloud.attributes[k].name == name) {
+        used[k] = true;
+        out.columns.push_back(&cloud.attributes[k]);
+        return;
+      }
+  };
+  for (const auto& name : cloud.meta.property_order) take(name);
+  // A cloud made in memory (or whose order misses some columns): positions first, then the rest in order.
+  std::vector<const AttributeColumn*> missing_axes;
+  for (int a = 0; a < 3; ++a)
+    if (!axis_written[a]) missing_axes.push_back(axis_columns[a]);
+  out.columns.insert(out.columns.begin(), missing_axes.begin(), missing_axes.end());
+  for (std::size_t k = 0; k < cloud.attributes.size(); ++k)
+    if (!used[k]) out.columns.push_back(&cloud.attributes[k]);
+  return out;
+}
+
+void require_no_lists(const PointCloud& cloud, const std::string& path, const char* format) {
+  for (const auto& a : cloud.attributes)
+    if (a.is_list) throw InvalidArgument(path + ": " + format + " cannot hold list attribute '" + a.name + "'");
+}
+
+}  // namespace s3d::io::detail

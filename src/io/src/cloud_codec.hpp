@@ -1,0 +1,63 @@
+#pragma once
+// Pieces every point-cloud reader and writer shares: whole-file reads with size checks, byte swapping,
+// locale-free text numbers that round-trip exactly, and the mapping between a file's per-point columns
+// and PointCloud (positions out of x/y/z, the rest as attributes, in file order).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "s3d/core/point_cloud.hpp"
+
+namespace s3d::io::detail {
+
+/// The whole file. @throws IoError "path: cannot open" / "read failed".
+std::string read_file_bytes(const std::string& path);
+/// Writes `bytes` to exactly `path`. @throws IoError
+void write_file_bytes(const std::string& path, const std::string& bytes);
+
+/// Reverses the `n` bytes at `p` in place.
+inline void reverse_bytes(std::uint8_t* p, std::size_t n) {
+  for (std::size_t i = 0; i < n / 2; ++i) {
+    const std::uint8_t t = p[i];
+    p[i] = p[n - 1 - i];
+    p[n - 1 - i] = t;
+  }
+}
+
+/// Whitespace-separated tokens of text data.
+struct TextCursor {
+  const char* p = nullptr;
+  const char* end = nullptr;
+  /// The next token, or false at the end of the text.
+  bool next(std::string_view* token);
+  std::size_t remaining() const { return static_cast<std::size_t>(end - p); }
+};
+
+/// Parses `token` as a value of `type` into `out` (host order). Integers must fit the type (an integral
+/// float such as `3.0` is accepted); floats accept nan/inf. False when it does not parse or fit.
+bool parse_scalar(std::string_view token, ScalarType type, std::uint8_t* out);
+/// Appends the shortest text that parses back to the same value (std::to_chars).
+void append_scalar_text(ScalarType type, const std::uint8_t* value, std::string* out);
+/// Converts the value at `value` to double.
+double scalar_to_double(ScalarType type, const std::uint8_t* value);
+
+/// A PointCloud from a file's point columns (each holding `count` items): float32 x/y/z become the
+/// positions; other-typed x/y/z are converted and also kept as attributes; the rest become attributes.
+/// property_order records every column's name. @throws DataError "source: no x, y, z ..."
+PointCloud cloud_from_columns(std::vector<AttributeColumn> columns, std::size_t count, const std::string& source);
+
+/// The point columns a writer emits, in meta.property_order (then any others). Positions are written from
+/// an original non-float32 x/y/z column when every position still equals its float conversion, else as
+/// float32 columns made here (held in `owned`).
+struct ColumnsToWrite {
+  std::vector<AttributeColumn> owned;
+  std::vector<const AttributeColumn*> columns;
+};
+ColumnsToWrite columns_for_writing(const PointCloud& cloud);
+
+/// Throws InvalidArgument "`path`: FORMAT cannot hold list attribute NAME" when the cloud has one.
+void require_no_lists(const PointCloud& cloud, const std::string& path, const char* format);
+
+}  // namespace s3d::io::detail

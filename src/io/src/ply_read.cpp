@@ -1,0 +1,296 @@
+// PLY reader: header, then each element's items as typed columns.
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <sstream>
+
+#include "byte_order.hpp"
+#include "cloud_codec.hpp"
+#include "s3d/core/errors.hpp"
+#include "s3d/io/ply.hpp"
+
+namespace s3d::io {
+namespace {
+
+using detail::TextCursor;
+
+struct PlyProperty {
+  std::string name;
+  bool is_list = false;
+  ScalarType type = ScalarType::kFloat32;
+  ScalarType count_type = ScalarType::kUint8;
+};
+
+struct PlyElementHeader {
+  std::string name;
+  std::uint64_t count = 0;
+  std::vector<PlyProperty> properties;
+};
+
+struct PlyHeader {
+  std::string encoding;
+  std::vector<std::string> comments, obj_info;
+  std::vector<PlyElementHeader> elements;
+  std::size_t data_offset = 0;
+};
+
+bool parse_type(const std::string& t, ScalarType* out) {
+  static const std::pair<const char*, ScalarType> kNames[] = {
+      {"char", ScalarType::kInt8},      {"int8", ScalarType::kInt8},       {"uchar", ScalarType::kUint8},
+      {"uint8", ScalarType::kUint8},    {"short", ScalarType::kInt16},     {"int16", ScalarType::kInt16},
+      {"ushort", ScalarType::kUint16},  {"uint16", ScalarType::kUint16},   {"int", ScalarType::kInt32},
+      {"int32", ScalarType::kInt32},    {"uint", ScalarType::kUint32},     {"uint32", ScalarType::kUint32},
+      {"float", ScalarType::kFloat32},  {"float32", ScalarType::kFloat32}, {"double", ScalarType::kFloat64},
+      {"float64", ScalarType::kFloat64}};
+  for (const auto& [name, type] : kNames)
+    if (t == name) {
+      *out = type;
+      return true;
+    }
+  return false;
+}
+
+// The text after the keyword and one separator, as the file has it.
+std::string rest_of(const std::string& line, const std::string& keyword) {
+  return line.size() > keyword.size() ? line.substr(keyword.size() + 1) : std::string();
+}
+
+PlyHeader parse_header(const std::string& bytes, const std::string& path) {
+  PlyHeader h;
+  std::size_t pos = 0;
+  auto next_line = [&](std::string* line) {
+    if (pos >= bytes.size()) return false;
+    std::size_t nl = bytes.find('\n', pos);
+    if (nl == std::string::npos) nl = bytes.size();
+    *line = bytes.substr(pos, nl - pos);
+    if (!line->empty() && line->back() == '\r') line->pop_back();
+    pos = nl + 1;
+    return true;
+  };
+  std::string line;
+  if (!next_line(&line) || line != "ply") throw IoError(path + ": not a PLY file (no 'ply' magic line)");
+  while (true) {
+    if (!next_line(&line)) throw IoError(path + ": PLY header without end_header");
+    std::istringstream ls(line);
+    std::string kw;
+    ls >> kw;
+    if (kw.empty()) continue;
+    if (kw == "end_header") break;
+    if (kw == "comment") {
+      h.comments.push_back(rest_of(line, kw));
+    } else if (kw == "obj_info") {
+      h.obj_info.push_back(rest_of(line, kw));
+    } else if (kw == "format") {
+      std::string version;
+      ls >> h.encoding >> version;
+      if (h.encoding != "ascii" && h.encoding != "binary_little_endian" && h.encoding != "binary_big_endian")
+        throw IoError(path + ": unknown PLY format '" + h.encoding + "'");
+    } else if (kw == "element") {
+      PlyElementHeader e;
+      std::string count;
+      ls >> e.name >> count;
+      const auto r = std::from_chars(count.data(), count.data() + count.size(), e.count);
+      if (e.name.empty() || count.empty() || r.ec != std::errc() || r.ptr != count.data() + count.size())
+        throw IoError(path + ": bad PLY element line '" + line + "'");
+      h.elements.push_back(std::move(e));
+    } else if (kw == "property") {
+      if (h.elements.empty()) throw IoError(path + ": PLY property before any element");
+      PlyProperty p;
+      std::string t;
+      ls >> t;
+      if (t == "list") {
+        std::string ct, it;
+        ls >> ct >> it >> p.name;
+        p.is_list = true;
+        if (!parse_type(ct, &p.count_type) || is_floating(p.count_type) || !parse_type(it, &p.type))
+          throw IoError(path + ": bad PLY list property '" + line + "'");
+      } else {
+        ls >> p.name;
+        if (!parse_type(t, &p.type)) throw IoError(path + ": unknown PLY type '" + t + "'");
+      }
+      if (p.name.empty()) throw IoError(path + ": PLY property without a name");
+      h.elements.back().properties.push_back(std::move(p));
+    } else {
+      throw IoError(path + ": unknown PLY header line '" + line + "'");
+    }
+  }
+  if (h.encoding.empty()) throw IoError(path + ": PLY header without a format line");
+  h.data_offset = std::min(pos, bytes.size());  // a file may end right after `end_header`
+  return h;
+}
+
+std::vector<AttributeColumn> make_columns(const PlyElementHeader& e) {
+  std::vector<AttributeColumn> columns;
+  for (const auto& p : e.properties) {
+    AttributeColumn c;
+    c.name = p.name;
+    c.type = p.type;
+    c.is_list = p.is_list;
+    c.count_type = p.count_type;
+    if (p.is_list) {
+      c.offsets.reserve(e.count + 1);
+      c.offsets.push_back(0);
+    } else {
+      c.bytes.reserve(e.count * scalar_size(p.type));
+    }
+    columns.push_back(std::move(c));
+  }
+  return columns;
+}
+
+// Lower bound of an element's size in the file, so a header count can be checked before allocating.
+std::uint64_t min_item_size(const PlyElementHeader& e, bool ascii) {
+  std::uint64_t s = 0;
+  for (const auto& p : e.properties) s += ascii ? 1 : scalar_size(p.is_list ? p.count_type : p.type);
+  return s;
+}
+
+void check_count(const PlyElementHeader& e, bool ascii, std::size_t remaining, const std::string& path) {
+  const std::uint64_t per_item = min_item_size(e, ascii);
+  // ascii: each value takes at least one character and one separator (the last one may lack it).
+  const std::uint64_t available = ascii ? (remaining + 1) / 2 : remaining;
+  if (per_item > 0 && e.count > available / per_item)
+    throw IoError(path + ": header says " + std::to_string(e.count) + " " + e.name + " items but only " +
+                  std::to_string(remaining) + " bytes of data follow (truncated?)");
+}
+
+void read_binary_element(const PlyElementHeader& e, bool swap, const std::string& bytes, std::size_t* pos,
+                         std::vector<AttributeColumn>* columns, const std::string& path) {
+  auto truncated = [&](std::uint64_t item) {
+    return IoError(path + ": truncated PLY data in element '" + e.name + "' at item " + std::to_string(item));
+  };
+  const auto* data = reinterpret_cast<const std::uint8_t*>(bytes.data());
+  const bool fixed_size =
+      std::none_of(e.properties.begin(), e.properties.end(), [](const PlyProperty& p) { return p.is_list; });
+  if (fixed_size) {
+    // Records of one size (check_count saw that they fit): scatter them into the columns directly.
+    const std::uint64_t record = min_item_size(e, false);
+    if (e.count > (bytes.size() - *pos) / record) throw truncated((bytes.size() - *pos) / record);
+    for (auto& c : *columns) c.bytes.resize(e.count * scalar_size(c.type));
+    const std::uint8_t* in = data + *pos;
+    for (std::uint64_t i = 0; i < e.count; ++i)
+      for (auto& c : *columns) {
+        const std::size_t n = scalar_size(c.type);
+        std::uint8_t* out = c.bytes.data() + i * n;
+        std::memcpy(out, in, n);
+        if (swap) detail::reverse_bytes(out, n);
+        in += n;
+      }
+    *pos += e.count * record;
+    return;
+  }
+  for (std::uint64_t i = 0; i < e.count; ++i)
+    for (std::size_t k = 0; k < e.properties.size(); ++k) {
+      const PlyProperty& p = e.properties[k];
+      AttributeColumn& c = (*columns)[k];
+      if (!p.is_list) {
+        const std::size_t n = scalar_size(p.type);
+        if (bytes.size() - *pos < n) throw truncated(i);
+        const std::size_t at = c.bytes.size();
+        c.bytes.insert(c.bytes.end(), data + *pos, data + *pos + n);
+        if (swap) detail::reverse_bytes(c.bytes.data() + at, n);
+        *pos += n;
+        continue;
+      }
+      const std::size_t cn = scalar_size(p.count_type);
+      if (bytes.size() - *pos < cn) throw truncated(i);
+      std::uint8_t count_bytes[8];
+      std::memcpy(count_bytes, data + *pos, cn);
+      if (swap) detail::reverse_bytes(count_bytes, cn);
+      *pos += cn;
+      const double length = detail::scalar_to_double(p.count_type, count_bytes);
+      if (length < 0) throw IoError(path + ": negative list length in element '" + e.name + "'");
+      const std::size_t n = scalar_size(p.type);
+      const auto items = static_cast<std::uint64_t>(length);
+      if (items > (bytes.size() - *pos) / n) throw truncated(i);
+      const std::size_t at = c.bytes.size();
+      c.bytes.insert(c.bytes.end(), data + *pos, data + *pos + items * n);
+      if (swap)
+        for (std::uint64_t j = 0; j < items; ++j) detail::reverse_bytes(c.bytes.data() + at + j * n, n);
+      *pos += items * n;
+      c.offsets.push_back(c.offsets.back() + items);
+    }
+}
+
+void read_ascii_element(const PlyElementHeader& e, TextCursor* text, std::vector<AttributeColumn>* columns,
+                        const std::string& path) {
+  std::string_view tok;
+  auto fail = [&](std::uint64_t item, const char* what) {
+    return IoError(path + ": " + what + " in PLY element '" + e.name + "' at item " + std::to_string(item) +
+                   (what[0] == 'b' ? " ('" + std::string(tok) + "')" : std::string()));
+  };
+  std::uint8_t value[8];
+  for (std::uint64_t i = 0; i < e.count; ++i)
+    for (std::size_t k = 0; k < e.properties.size(); ++k) {
+      const PlyProperty& p = e.properties[k];
+      AttributeColumn& c = (*columns)[k];
+      std::uint64_t items = 1;
+      if (p.is_list) {
+        if (!text->next(&tok)) throw fail(i, "truncated data");
+        // The length must fit the declared count type, or the file could not be written back as it was.
+        if (!detail::parse_scalar(tok, p.count_type, value)) throw fail(i, "bad list length");
+        const double length = detail::scalar_to_double(p.count_type, value);
+        if (length < 0) throw fail(i, "bad list length");
+        items = static_cast<std::uint64_t>(length);
+        if (items > text->remaining()) throw fail(i, "truncated data");
+      }
+      const std::size_t n = scalar_size(p.type);
+      for (std::uint64_t j = 0; j < items; ++j) {
+        if (!text->next(&tok)) throw fail(i, "truncated data");
+        if (!detail::parse_scalar(tok, p.type, value)) throw fail(i, "bad value");
+        c.bytes.insert(c.bytes.end(), value, value + n);
+      }
+      if (p.is_list) c.offsets.push_back(c.offsets.back() + items);
+    }
+}
+
+}  // namespace
+
+PointCloud read_ply(const std::string& path) {
+  const std::string bytes = detail::read_file_bytes(path);
+  const PlyHeader h = parse_header(bytes, path);
+  const bool ascii = h.encoding == "ascii";
+  const bool swap = (h.encoding == "binary_big_endian") == detail::host_is_little_endian();
+  std::size_t pos = h.data_offset;
+  TextCursor text{bytes.data() + pos, bytes.data() + bytes.size()};
+  std::vector<CloudElement> elements;
+  std::vector<AttributeColumn> points;
+  std::size_t points_index = 0, point_count = 0;
+  bool have_points = false;
+  for (const PlyElementHeader& e : h.elements) {
+    check_count(e, ascii, ascii ? text.remaining() : bytes.size() - pos, path);
+    std::vector<AttributeColumn> columns = make_columns(e);
+    if (!e.properties.empty()) {
+      if (ascii)
+        read_ascii_element(e, &text, &columns, path);
+      else
+        read_binary_element(e, swap, bytes, &pos, &columns, path);
+    }
+    if (e.name == "vertex" && !have_points) {
+      have_points = true;
+      points = std::move(columns);
+      points_index = elements.size();
+      point_count = static_cast<std::size_t>(e.count);
+    } else {
+      elements.push_back(CloudElement{e.name, static_cast<std::size_t>(e.count), std::move(columns)});
+    }
+  }
+  if (!have_points) throw DataError(path + ": PLY file without a vertex element");
+  PointCloud cloud = detail::cloud_from_columns(std::move(points), point_count, path);
+  cloud.elements = std::move(elements);
+  cloud.meta.format = "ply";
+  cloud.meta.encoding = h.encoding;
+  cloud.meta.comments = h.comments;
+  cloud.meta.obj_info = h.obj_info;
+  cloud.meta.points_element_index = points_index;
+  return cloud;
+}
+
+PlyFormat parse_ply_format(const std::string& text) {
+  if (text == "ascii") return PlyFormat::kAscii;
+  if (text == "binary" || text == "binary_little_endian") return PlyFormat::kBinaryLittleEndian;
+  if (text == "binary_big_endian") return PlyFormat::kBinaryBigEndian;
+  throw InvalidArgument("unknown PLY format '" + text + "' (expected ascii, binary, binary_big_endian)");
+}
+
+}  // namespace s3d::io

@@ -1,0 +1,184 @@
+// Hostile input: truncated, corrupted and lying files fail with one line naming the file (IoError or
+// DataError), and header counts are never trusted for allocation.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "cloud_test_util.hpp"
+#include "s3d/core/errors.hpp"
+#include "s3d/io/point_cloud_io.hpp"
+
+using namespace s3d;
+using namespace s3d::io;
+using s3d::test::CloudTempDir;
+
+namespace {
+
+// Reads `path` as `format`; a failure must be IoError or DataError, one line, starting with the path.
+// Returns true when it failed.
+bool fails_cleanly(const std::string& path, CloudFormat format) {
+  try {
+    read_point_cloud(path, format);
+  } catch (const IoError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind(path + ": ", 0), 0u) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    return true;
+  } catch (const DataError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind(path + ": ", 0), 0u) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    return true;
+  }
+  return false;
+}
+
+// Small valid files of every format (written by our writers from one cloud with lists and faces).
+std::vector<std::pair<std::string, CloudFormat>> valid_files(const CloudTempDir& dir) {
+  PointCloud c;
+  c.resize(5);
+  for (std::size_t i = 0; i < c.xyz.size(); ++i) c.xyz[i] = 0.5f * static_cast<float>(i) - 1.0f;
+  c.add_attribute("intensity", ScalarType::kFloat32).set_value(3, 0, 0.75);
+  c.add_attribute("label", ScalarType::kUint16).set_value(4, 0, 9);
+  PointCloud meshed = c;
+  AttributeColumn faces;
+  faces.name = "vertex_indices";
+  faces.is_list = true;
+  faces.type = ScalarType::kInt32;
+  faces.offsets = {0, 3, 6};
+  faces.bytes.resize(6 * 4);
+  meshed.elements.push_back(CloudElement{"face", 2, {faces}});
+  std::vector<std::pair<std::string, CloudFormat>> files;
+  write_ply(dir.file("a.ply"), meshed, PlyFormat::kAscii);
+  write_ply(dir.file("le.ply"), meshed, PlyFormat::kBinaryLittleEndian);
+  write_ply(dir.file("be.ply"), meshed, PlyFormat::kBinaryBigEndian);
+  write_pcd(dir.file("a.pcd"), c, PcdData::kAscii);
+  write_pcd(dir.file("b.pcd"), c, PcdData::kBinary);
+  write_pcd(dir.file("c.pcd"), c, PcdData::kBinaryCompressed);
+  write_kitti_bin(dir.file("k.bin"), c);
+  write_npy(dir.file("n.npy"), c);
+  for (const char* n : {"a.ply", "le.ply", "be.ply"}) files.emplace_back(dir.file(n), CloudFormat::kPly);
+  for (const char* n : {"a.pcd", "b.pcd", "c.pcd"}) files.emplace_back(dir.file(n), CloudFormat::kPcd);
+  files.emplace_back(dir.file("k.bin"), CloudFormat::kKittiBin);
+  files.emplace_back(dir.file("n.npy"), CloudFormat::kNpy);
+  return files;
+}
+
+}  // namespace
+
+TEST(HostileClouds, EveryTruncationFailsCleanly) {
+  CloudTempDir dir;
+  for (const auto& [path, format] : valid_files(dir)) {
+    const std::string bytes = s3d::test::file_bytes(path);
+    ASSERT_NO_THROW(read_point_cloud(path, format)) << path;
+    const std::string cut = dir.file("cut");
+    std::size_t failures = 0;
+    for (std::size_t n = 0; n < bytes.size(); ++n) {
+      dir.write("cut", bytes.substr(0, n));
+      // An ascii file cut inside its last number may still parse (as a shorter number): not an error.
+      failures += fails_cleanly(cut, format);
+    }
+    const bool ascii = path.find("/a.") != std::string::npos;
+    if (format == CloudFormat::kKittiBin)
+      EXPECT_EQ(failures, bytes.size() - bytes.size() / 16)
+          << path;  // no header: whole points are a valid shorter scan
+    else if (!ascii)
+      EXPECT_EQ(failures, bytes.size()) << path;
+    else
+      EXPECT_GE(failures, bytes.size() - 3) << path;
+  }
+}
+
+TEST(HostileClouds, FlippedBytesNeverCrash) {
+  CloudTempDir dir;
+  std::uint32_t state = 99;
+  for (const auto& [path, format] : valid_files(dir)) {
+    const std::string bytes = s3d::test::file_bytes(path);
+    for (int trial = 0; trial < 300; ++trial) {
+      std::string bad = bytes;
+      for (int k = 0; k < 3; ++k) {
+        state = state * 1664525u + 1013904223u;
+        bad[(state >> 8) % bad.size()] = static_cast<char>(state >> 24);
+      }
+      dir.write("flip", bad);
+      fails_cleanly(dir.file("flip"), format);  // parses or fails cleanly; must not crash or throw otherwise
+    }
+  }
+}
+
+TEST(HostileClouds, HeaderCountsAreCheckedAgainstTheFileSize) {
+  CloudTempDir dir;
+  const std::string xyz = "property float x\nproperty float y\nproperty float z\n";
+  struct Case {
+    const char* name;
+    std::string bytes;
+    CloudFormat format;
+    const char* needle;
+  };
+  std::string lzf_bomb =
+      "VERSION 0.7\nFIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nWIDTH 1000000\nHEIGHT 1000\nPOINTS 1000000000\n"
+      "DATA binary_compressed\n";
+  const std::uint32_t sizes[2] = {4, 3000000000u};
+  lzf_bomb.append(reinterpret_cast<const char*>(sizes), 8);
+  lzf_bomb += "abcd";
+  std::string bad_ref =
+      "VERSION 0.7\nFIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nWIDTH 1\nHEIGHT 1\nPOINTS 1\n"
+      "DATA binary_compressed\n";
+  const std::uint32_t ref_sizes[2] = {2, 12};
+  bad_ref.append(reinterpret_cast<const char*>(ref_sizes), 8);
+  bad_ref += std::string("\xe0\x10", 2);  // a back reference with nothing before it
+  const std::string npy_dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000000, 3), }\n";
+  const std::string huge_npy = std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(npy_dict.size()) + '\0' +
+                               npy_dict + std::string(24, '\0');
+  const Case cases[] = {
+      {"huge.ply",
+       "ply\nformat binary_little_endian 1.0\nelement vertex 99999999999999\n" + xyz + "end_header\n" +
+           std::string(24, '\0'),
+       CloudFormat::kPly, "header says"},
+      {"huge_ascii.ply", "ply\nformat ascii 1.0\nelement vertex 4000000000\n" + xyz + "end_header\n0 0 0\n",
+       CloudFormat::kPly, "header says"},
+      {"overflow.ply", "ply\nformat ascii 1.0\nelement vertex 99999999999999999999999\n" + xyz + "end_header\n",
+       CloudFormat::kPly, "element"},
+      {"long_list.ply",
+       "ply\nformat ascii 1.0\nelement vertex 1\n" + xyz +
+           "property list uint uint n\nend_header\n0 0 0 4000000000 1 2\n",
+       CloudFormat::kPly, "truncated"},
+      {"no_end.ply", "ply\nformat ascii 1.0\nelement vertex 1\n" + xyz, CloudFormat::kPly, "end_header"},
+      {"no_xyz.ply", "ply\nformat ascii 1.0\nelement vertex 1\nproperty float q\nend_header\n1\n", CloudFormat::kPly,
+       "no x, y, z"},
+      {"bad_type.ply", "ply\nformat ascii 1.0\nelement vertex 1\nproperty float128 x\nend_header\n", CloudFormat::kPly,
+       "unknown PLY type"},
+      {"garbage.ply",
+       "\x7f"
+       "ELF\x02\x01\x01",
+       CloudFormat::kPly, "not a PLY"},
+      {"huge.pcd",
+       "VERSION 0.7\nFIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nWIDTH 1000000\nHEIGHT 1000000\nDATA binary\n" +
+           std::string(12, '\0'),
+       CloudFormat::kPcd, "header says"},
+      {"bomb.pcd", lzf_bomb, CloudFormat::kPcd, "uncompressed size"},
+      {"bad_ref.pcd", bad_ref, CloudFormat::kPcd, "corrupt LZF"},
+      {"mismatch.pcd", "VERSION 0.7\nFIELDS x y z\nSIZE 4 4\nTYPE F F F\nWIDTH 1\nDATA ascii\n0 0 0\n",
+       CloudFormat::kPcd, "different lengths"},
+      {"int64.pcd", "VERSION 0.7\nFIELDS x y z t\nSIZE 4 4 4 8\nTYPE F F F U\nWIDTH 1\nDATA ascii\n0 0 0 0\n",
+       CloudFormat::kPcd, "unsupported PCD field"},
+      {"points.pcd", "VERSION 0.7\nFIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nWIDTH 2\nHEIGHT 1\nPOINTS 3\nDATA ascii\n",
+       CloudFormat::kPcd, "WIDTH x HEIGHT"},
+      {"odd.bin", std::string(17, '\0'), CloudFormat::kKittiBin, "not a whole number"},
+      {"huge.npy", huge_npy, CloudFormat::kNpy, "truncated"},
+      {"not.npy", "NUMPY", CloudFormat::kNpy, "not an .npy"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = dir.write(c.name, c.bytes);
+    try {
+      read_point_cloud(path, c.format);
+      ADD_FAILURE() << c.name << " was accepted";
+    } catch (const s3d::Error& e) {
+      const std::string m = e.what();
+      EXPECT_TRUE(dynamic_cast<const IoError*>(&e) || dynamic_cast<const DataError*>(&e)) << c.name << ": " << m;
+      EXPECT_EQ(m.rfind(path + ": ", 0), 0u) << m;
+      EXPECT_NE(m.find(c.needle), std::string::npos) << c.name << ": " << m;
+    }
+  }
+  EXPECT_THROW(read_point_cloud(dir.file("absent.ply")), IoError);
+}
