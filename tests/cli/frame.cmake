@@ -29,3 +29,7 @@ if(Python3_Interpreter_FOUND)
 else()
   message(WARNING "s3d: python3 not found, the CLI frame's end-to-end tests are not registered")
 endif()
+
+# The frame's staged items (load / handle / write) with fake stages; it reaches the scheduler's private header.
+s3d_add_test(cli_frame_stages SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/frame_stages_test.cpp LIBS s3d::cli LABELS "cli")
+target_include_directories(cli_frame_stages PRIVATE ${PROJECT_SOURCE_DIR}/src/cli/src)

@@ -11,22 +11,27 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "completion.hpp"
+#include "ordered_stages.hpp"
 #include "progress.hpp"
 #include "report.hpp"
+#include "s3d/cli/atomic_file.hpp"
 #include "s3d/cli/inputs.hpp"
 #include "s3d/cli/output_template.hpp"
 #include "s3d/cli/shard.hpp"
 #include "s3d/core/config.hpp"
 #include "s3d/core/errors.hpp"
 #include "s3d/core/parallel.hpp"
-#include "s3d/io/atomic_file.hpp"
 #include "signals.hpp"
 #include "versions.hpp"
+#include "worker_pool.hpp"
 
 namespace fs = std::filesystem;
 
@@ -160,8 +165,7 @@ class ConfigReader final : public CLI::ConfigBase {
     const CLI::Option* opt = app->get_option_no_throw("--" + item.name);
     if (!opt && item.name.size() == 1) opt = app->get_option_no_throw("-" + item.name);
     if (!opt) opt = app->get_option_no_throw(item.name);
-    if (!opt || !opt->get_configurable() || opt->get_expected_min() != 0 || opt->get_expected_max() != 0)
-      return false;
+    if (!opt || !opt->get_configurable() || opt->get_expected_min() != 0 || opt->get_expected_max() != 0) return false;
     return flag_value(item.inputs.front()) <= 0;
   }
 
@@ -190,6 +194,7 @@ struct Tool::Impl {
   std::size_t total_items = 0;  // before --shard
   std::string stdin_copy;       // temp file holding stdin, once
   bool stdin_used = false;
+  std::mutex stdin_mutex;  // loads of several items may ask for stdin at once
   std::shared_ptr<spdlog::logger> log;
   std::unique_ptr<detail::Progress> progress;
 
@@ -219,7 +224,7 @@ struct Tool::Impl {
   void validate_outputs(std::size_t item_count) const;
   std::string copy_stdin();
   void remove_temps();
-  int run(int argc, char** argv, const ItemHandler& handler);
+  int run(int argc, char** argv, const detail::ErasedStages& stages);
 
   class Context;
 };
@@ -260,48 +265,74 @@ class Tool::Impl::Context final : public ItemContext {
       const fs::path parent = fs::path(path).parent_path();
       if (!parent.empty() && !fs::exists(parent, ec)) {
         fs::create_directories(parent, ec);
-        if (ec) throw IoError(parent.string() + ": cannot create the output folder: " + ec.message());
+        if (ec && !fs::is_directory(parent)) {  // another item's writer may have just created it
+          throw IoError(parent.string() + ": cannot create the output folder: " + ec.message());
+        }
       }
     }
     // `-`: a temp file (named with --format's extension, for writers that choose by extension), copied to
-    // stdout once complete.
+    // stdout by the frame once the item is complete, in input order.
     const std::string fmt = format_of(path, tool_.s);
     const std::string target =
         to_stdout ? (fs::temp_directory_path() / ("s3d-stdout" + (fmt.empty() ? "" : "." + fmt))).string() : path;
-    const std::string tmp = io::temp_path_for(target);
+    const std::string tmp = temp_path_for(target);
     detail::register_temp(tmp);
-    struct Unregister {
-      const std::string& p;
-      ~Unregister() {
-        std::error_code ec;
-        fs::remove(p, ec);
-        detail::unregister_temp(p);
+    try {
+      write(tmp);
+      std::error_code ec;
+      if (!fs::exists(tmp, ec)) throw IoError(path + ": the writer produced no file");
+      if (to_stdout) {
+        stdout_parts_.push_back(tmp);
+        written_.push_back(path);
+        return;
       }
-    } cleanup{tmp};
-    write(tmp);
-    std::error_code ec;
-    if (!fs::exists(tmp, ec)) throw IoError(path + ": the writer produced no file");
-    if (to_stdout) {
-      std::ifstream in(tmp, std::ios::binary);
-      if (!in) throw IoError(tmp + ": cannot reopen the temporary output");
+      try {
+        commit_file(tmp, path, allow_overwrite_);
+      } catch (const IoError&) {
+        // Another item of this batch wrote the same path first.
+        if (!allow_overwrite_ && tool_.s.skip_existing && fs::exists(path, ec)) throw SkipItem{};
+        throw;
+      }
+    } catch (...) {
+      remove_temp(tmp);
+      throw;
+    }
+    detail::unregister_temp(tmp);
+    written_.push_back(path);
+  }
+
+  ~Context() override { discard_stdout(); }
+
+  /// Copies the item's `-` outputs to stdout, in the order written. @throws BrokenPipe, IoError.
+  void flush_stdout() {
+    for (std::size_t i = 0; i < stdout_parts_.size(); ++i) {
+      std::ifstream in(stdout_parts_[i], std::ios::binary);
+      if (!in) throw IoError(stdout_parts_[i] + ": cannot reopen the temporary output");
       std::fflush(stdout);
       char buf[1 << 16];
       while (in) {
         in.read(buf, sizeof buf);
         if (in.gcount() > 0) detail::write_stdout(buf, static_cast<std::size_t>(in.gcount()));
       }
-    } else {
-      fs::rename(tmp, path, ec);
-      if (ec) throw IoError(path + ": cannot write: " + ec.message());
     }
-    written_.push_back(path);
+    discard_stdout();
   }
+
+  /// Drops the item's `-` outputs (the item failed after writing them, or was dropped).
+  void discard_stdout() {
+    for (const auto& tmp : stdout_parts_) remove_temp(tmp);
+    stdout_parts_.clear();
+  }
+
+  void add_stage_seconds(const std::string& stage, double seconds) override { stage_seconds_[stage] += seconds; }
+  const std::map<std::string, double>& stage_seconds() const { return stage_seconds_; }
 
   std::string readable_path(const std::string& input) override { return input == "-" ? tool_.copy_stdin() : input; }
 
   const Device& device() const override { return tool_.device; }
 
   const std::vector<std::string>& written() const { return written_; }
+  void allow_overwrite(bool allow) { allow_overwrite_ = allow; }
 
  private:
   const std::string& first_input() const {
@@ -309,10 +340,18 @@ class Tool::Impl::Context final : public ItemContext {
     return item_.inputs.empty() ? kNone : item_.inputs.front();
   }
 
+  static void remove_temp(const std::string& tmp) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    detail::unregister_temp(tmp);
+  }
+
   Tool::Impl& tool_;
   const Item& item_;
   bool allow_overwrite_;
   std::vector<std::string> written_;
+  std::vector<std::string> stdout_parts_;  // complete `-` outputs waiting for their turn on stdout
+  std::map<std::string, double> stage_seconds_;
 };
 
 // ---------------------------------------------------------------------------------------------------------
@@ -341,9 +380,7 @@ void Tool::Impl::add_common_options() {
   app.add_option("--manifest", st.manifest, "read items from a JSON Lines manifest (`-` = stdin)")
       ->type_name("FILE")
       ->group(io_group);
-  app.add_option("--format", st.format, format_description)
-      ->type_name("FMT")
-      ->group(io_group);
+  app.add_option("--format", st.format, format_description)->type_name("FMT")->group(io_group);
   auto* overwrite = app.add_flag("--overwrite", st.overwrite, "replace existing outputs")->group(io_group);
   app.add_flag("--skip-existing", st.skip_existing, "skip items whose outputs exist (resume a batch)")
       ->excludes(overwrite)
@@ -362,6 +399,13 @@ void Tool::Impl::add_common_options() {
       ->capture_default_str()
       ->group(common);
   app.add_option("--threads", st.threads, "CPU threads (0 = all cores)")
+      ->type_name("N")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str()
+      ->group(common);
+  app.add_option("--prefetch", st.prefetch,
+                 "items in flight at most: read ahead, being processed or written (0 = twice the worker threads, "
+                 "which are --threads)")
       ->type_name("N")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str()
@@ -581,10 +625,11 @@ void Tool::Impl::validate_outputs(std::size_t item_count) const {
 }
 
 std::string Tool::Impl::copy_stdin() {
+  std::lock_guard<std::mutex> lock(stdin_mutex);
   if (!stdin_copy.empty()) return stdin_copy;
   if (stdin_used) throw InvalidArgument("`-` (stdin) was already read as a list or manifest");
   const std::string target = (fs::temp_directory_path() / "s3d-stdin").string();
-  const std::string tmp = io::temp_path_for(target);
+  const std::string tmp = temp_path_for(target);
   detail::register_temp(tmp);
   std::ofstream out(tmp, std::ios::binary);
   if (!out) throw IoError(tmp + ": cannot create a temporary file for stdin");
@@ -604,7 +649,7 @@ void Tool::Impl::remove_temps() {
   }
 }
 
-int Tool::Impl::run(int argc, char** argv, const ItemHandler& handler) {
+int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
   using Clock = std::chrono::steady_clock;
   const auto batch_start = Clock::now();
   detail::install_signal_handlers();
@@ -668,6 +713,20 @@ int Tool::Impl::run(int argc, char** argv, const ItemHandler& handler) {
   log->set_level(spdlog::default_logger()->level());
   spdlog::set_default_logger(log);
 
+  // Per item: its state from load to emit. Each stage runs alone on the item (see ordered_stages.hpp).
+  struct ItemRun {
+    std::unique_ptr<Context> ctx;
+    nlohmann::json record = nlohmann::json::object();
+    detail::Erased input, output;
+    std::optional<Failure> failure;
+    bool skipped = false;
+    Clock::time_point start;
+  };
+  std::vector<ItemRun> runs(items.size());
+  std::map<std::string, double> stage_totals;
+  double handle_seconds = 0.0;
+  bool stop = false;  // --fail-fast or a transient error: handle no more items
+
   auto base_record = [&](const Item& item) {
     nlohmann::json r = nlohmann::json::object();
     r["type"] = "item";
@@ -676,20 +735,31 @@ int Tool::Impl::run(int argc, char** argv, const ItemHandler& handler) {
     if (item.inputs.size() > 1) r["inputs"] = item.inputs;
     return r;
   };
-
-  for (const Item& item : items) {
-    if (detail::pending_signal()) break;
-    const auto t0 = Clock::now();
-    log->debug("item {}: {}", item.index + 1, item.name());
-    nlohmann::json record = base_record(item);
-    bool allow_overwrite = s.overwrite;
-    std::string status = "ok";
-    std::optional<Failure> failure;
+  // Runs one stage of an item, turning what it throws into the item's outcome.
+  auto guarded = [&](ItemRun& run, const std::function<void()>& stage) {
     try {
+      stage();
+    } catch (const SkipItem&) {
+      run.skipped = true;
+    } catch (const detail::BrokenPipe&) {
+      run.failure = Failure{Outcome::kItem, "<stdout>: broken pipe"};  // the emit of this item stops the batch
+    } catch (...) {
+      run.failure = classify(std::current_exception());
+    }
+  };
+  auto settled = [](const ItemRun& run) { return run.skipped || run.failure.has_value(); };
+
+  detail::OrderedStageCallbacks cb;
+  cb.load = [&](std::size_t k) {
+    ItemRun& run = runs[k];
+    const Item& item = items[k];
+    run.start = Clock::now();
+    run.record = base_record(item);
+    run.ctx = std::make_unique<Context>(*this, item, s.overwrite);
+    guarded(run, [&] {
       // Existing outputs are decided before any work when the tool says what it will write.
       if (outputs_fn) {
-        Context probe(*this, item, s.overwrite);
-        const std::vector<std::string> outs = outputs_fn(item, probe);
+        const std::vector<std::string> outs = outputs_fn(item, *run.ctx);
         std::size_t existing = 0;
         std::string first_existing;
         for (const auto& o : outs) {
@@ -701,49 +771,102 @@ int Tool::Impl::run(int argc, char** argv, const ItemHandler& handler) {
         if (existing > 0 && !s.overwrite) {
           if (!s.skip_existing) throw IoError(first_existing + ": exists (use --overwrite or --skip-existing)");
           if (existing == outs.size()) throw SkipItem{};
-          allow_overwrite = true;  // a partial earlier run: redo the item
+          run.ctx->allow_overwrite(true);  // a partial earlier run: redo the item
         }
-        if (!outs.empty() && !record.contains("output")) record["output"] = outs.front();
+        if (!outs.empty()) run.record["output"] = outs.front();
       }
-      Context ctx(*this, item, allow_overwrite);
-      nlohmann::json fields = handler(item, ctx);
-      if (fields.is_object())
-        for (auto it = fields.begin(); it != fields.end(); ++it) record[it.key()] = it.value();
-      if (!ctx.written().empty()) {
-        if (!fields.is_object() || !fields.contains("output")) record["output"] = ctx.written().front();
-        if (ctx.written().size() > 1 && (!fields.is_object() || !fields.contains("outputs")))
-          record["outputs"] = ctx.written();
+      if (stages.load) run.input = stages.load(item, *run.ctx);
+    });
+  };
+  cb.handle = [&](std::size_t k, bool next_loaded) {
+    ItemRun& run = runs[k];
+    const Item& item = items[k];
+    if (!settled(run)) {
+      log->debug("item {}: {}", item.index + 1, item.name());
+      const Item* next = nullptr;
+      detail::Erased* next_input = nullptr;
+      if (next_loaded && !settled(runs[k + 1])) {
+        next = &items[k + 1];
+        next_input = &runs[k + 1].input;
       }
-    } catch (const SkipItem&) {
-      status = "skipped";
-    } catch (const detail::BrokenPipe&) {
-      throw;
-    } catch (...) {
-      failure = classify(std::current_exception());
+      const auto t0 = Clock::now();
+      guarded(run, [&] { run.output = stages.handle(item, run.input, *run.ctx, next, next_input); });
+      handle_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
     }
-    if (failure && detail::pending_signal()) break;  // dropped by the interrupt: no record
-    record["seconds"] = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (failure) {
+    run.input.reset();
+    // Known here: a failure of this item's load or handle. A failure of its write stops the batch at emit.
+    if (run.failure && (run.failure->outcome == Outcome::kTransient || s.fail_fast)) stop = true;
+    return !stop;
+  };
+  // The write stage, and the record fields it and the tool give.
+  auto write_item = [&](ItemRun& run, const Item& item) {
+    guarded(run, [&] {
+      nlohmann::json fields =
+          stages.write ? stages.write(item, run.output, *run.ctx) : *static_cast<nlohmann::json*>(run.output.get());
+      if (fields.is_object())
+        for (auto it = fields.begin(); it != fields.end(); ++it) run.record[it.key()] = it.value();
+      const auto& written = run.ctx->written();
+      if (!written.empty()) {
+        if (!fields.is_object() || !fields.contains("output")) run.record["output"] = written.front();
+        if (written.size() > 1 && (!fields.is_object() || !fields.contains("outputs"))) run.record["outputs"] = written;
+      }
+    });
+  };
+  cb.finish = [&](std::size_t k) {
+    ItemRun& run = runs[k];
+    if (!settled(run)) write_item(run, items[k]);
+    run.output.reset();
+    run.record["seconds"] = std::chrono::duration<double>(Clock::now() - run.start).count();
+  };
+  cb.emit = [&](std::size_t k) {
+    ItemRun& run = runs[k];
+    const Item& item = items[k];
+    std::unique_ptr<Context> ctx = std::move(run.ctx);    // its `-` outputs go now or never
+    if (run.failure && detail::pending_signal()) return;  // dropped by the interrupt: no record
+    std::string status = run.skipped ? "skipped" : "ok";
+    if (!run.failure) {
+      try {
+        ctx->flush_stdout();
+      } catch (const detail::BrokenPipe&) {
+        throw;
+      } catch (...) {
+        run.failure = classify(std::current_exception());
+      }
+    }
+    if (run.failure) {
       status = "failed";
-      record["error"] = one_line(failure->message);
+      run.record["error"] = one_line(run.failure->message);
       // One line naming the file, unless the message already starts with one of the item's paths or with
       // its display name (`<stdin>` for `-`).
-      bool named = failure->message.rfind(item.name() + ":", 0) == 0;
-      for (const auto& in : item.inputs) named = named || failure->message.rfind(in + ":", 0) == 0;
-      print_error(named ? failure->message : item.name() + ": " + failure->message);
+      const std::string& m = run.failure->message;
+      bool named = m.rfind(item.name() + ":", 0) == 0;
+      for (const auto& in : item.inputs) named = named || m.rfind(in + ":", 0) == 0;
+      print_error(named ? m : item.name() + ": " + m);
     }
-    record["status"] = status;
+    if (!ctx->stage_seconds().empty() && status == "ok") {
+      run.record["stage_seconds"] = ctx->stage_seconds();
+      for (const auto& [stage, secs] : ctx->stage_seconds()) stage_totals[stage] += secs;
+    }
+    run.record["status"] = status;
     if (status == "ok") ++ok;
     if (status == "skipped") ++skipped;
     if (status == "failed") ++failed;
-    records->write(record);
+    records->write(run.record);
+    run.record = nlohmann::json();
     progress->update(++done, item.name());
-    if (failure && failure->outcome == Outcome::kTransient) {
-      exit_code = kExitTransient;
-      break;
-    }
-    if (failure && s.fail_fast) break;
+    if (run.failure && run.failure->outcome == Outcome::kTransient) exit_code = kExitTransient;
+    if (run.failure && (run.failure->outcome == Outcome::kTransient || s.fail_fast)) stop = true;
+  };
+  cb.stop_requested = [&] { return stop || detail::pending_signal() != 0; };
+
+  const int workers = s.threads > 0 ? s.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::size_t window =
+      s.prefetch > 0 ? static_cast<std::size_t>(s.prefetch) : 2 * static_cast<std::size_t>(workers);
+  {
+    detail::WorkerPool pool(workers);
+    detail::run_ordered_stages(items.size(), window, pool, cb);
   }
+  runs.clear();  // drops the `-` outputs of items never emitted
   progress->finish();
   remove_temps();
 
@@ -768,6 +891,10 @@ int Tool::Impl::run(int argc, char** argv, const ItemHandler& handler) {
   summary["not_run"] = items.size() - done;
   summary["seconds"] = std::chrono::duration<double>(Clock::now() - batch_start).count();
   summary["exit_code"] = exit_code;
+  summary["workers"] = workers;
+  summary["prefetch"] = window;
+  summary["handle_seconds"] = handle_seconds;
+  if (!stage_totals.empty()) summary["stage_seconds"] = stage_totals;
   if (sig) summary["interrupted"] = sig == SIGTERM ? "SIGTERM" : "SIGINT";
   summary["settings"] = effective_settings();
   try {
@@ -778,6 +905,11 @@ int Tool::Impl::run(int argc, char** argv, const ItemHandler& handler) {
   }
   records->write(summary);
   log->info("{} ok, {} failed, {} skipped of {} items", ok, failed, skipped, items.size());
+  if (!stage_totals.empty() && ok > 0) {
+    std::ostringstream os;
+    for (const auto& [stage, secs] : stage_totals) os << " " << stage << " " << 1e3 * secs / static_cast<double>(ok);
+    log->info("ms per item by stage (summed over {} workers and the main thread):{}", workers, os.str());
+  }
   return exit_code;
 }
 
@@ -814,8 +946,17 @@ void Tool::outputs_of(OutputsOf fn) { impl_->outputs_fn = std::move(fn); }
 void Tool::expand_arguments(ExpandArgument fn) { impl_->expand_fn = std::move(fn); }
 
 int Tool::run(int argc, char** argv, ItemHandler handler) {
+  detail::ErasedStages stages;
+  stages.handle = [handler = std::move(handler)](const Item& item, detail::Erased&, ItemContext& ctx, const Item*,
+                                                 detail::Erased*) -> detail::Erased {
+    return std::make_shared<nlohmann::json>(handler(item, ctx));
+  };
+  return run_stages(argc, argv, std::move(stages));
+}
+
+int Tool::run_stages(int argc, char** argv, detail::ErasedStages stages) {
   try {
-    return impl_->run(argc, argv, handler);
+    return impl_->run(argc, argv, stages);
   } catch (const detail::BrokenPipe&) {
     // The consumer stopped reading: not an error (docs/CLI.md).
     impl_->remove_temps();
