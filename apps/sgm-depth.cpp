@@ -220,8 +220,7 @@ class App {
     if (s.outputs.size() < opt_.emits.size() && s.output_dir.empty())
       throw InvalidArgument("--emit " + opt_.emit_names[s.outputs.size()] +
                             " has no -o (give one -o per --emit, or --output-dir)");
-    const bool needs_calib = std::any_of(opt_.emits.begin(), opt_.emits.end(),
-                                         [](Emit e) { return e == Emit::kDepth || e == Emit::kCloud; });
+    const bool needs_calib = std::any_of(opt_.emits.begin(), opt_.emits.end(), needs_calibration);
     if (!opt_.calib.empty()) {
       sources_.calib = std::make_shared<const io::StereoCalibration>(io::read_calibration(opt_.calib));
     } else if (needs_calib && s.manifest.empty()) {
