@@ -1,2 +1,8 @@
 # sgm-depth: rectified stereo pairs -> disparity / depth / point cloud (docs/SGM-DEPTH.md)
-s3d_add_tool(sgm-depth SOURCES sgm-depth.cpp sgm_depth/datasets.cpp LIBS s3d::stereo s3d::geometry s3d::io)
+s3d_add_tool(sgm-depth
+  SOURCES sgm-depth.cpp
+          sgm_depth/pair_input.cpp    # load stage: images, calibration, ground truth
+          sgm_depth/matcher.cpp       # handle stage: SgmPipeline in input order
+          sgm_depth/outputs.cpp       # write stage: encodings and formats of each --emit
+          sgm_depth/eval_totals.cpp   # the summary's accuracy means
+  LIBS s3d::stereo s3d::geometry s3d::io)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # sgm-depth end to end on the GPU machine, which has no OpenCV/PCL: pack the executable with its shared
 # libraries here, carry the bundle and a few real pairs, run there.
-#   Here:   scripts/gpu-cli-check.sh pack [BUILD_DIR]   -> .carry/cli (bundle + data), BUILD_DIR with CUDA and IO
+#   Here:   scripts/gpu-cli-check.sh pack [BUILD_DIR]   -> .carry/cli (bundle + data): scripts/pack-gpu-cli.sh
 #   There:  bash scripts/gpu-cli-check.sh run           (device tool, carry [".carry/cli"]; logs in $OUT)
 # "run": a mixed-size batch on cuda and on cpu, outputs compared byte for byte, then 30 KITTI pairs end to
 # end (PNG in, PFM out) per device, wall clock.
@@ -9,20 +9,7 @@ set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 carry="$root/.carry/cli"
 case "${1:-}" in
-  pack)
-    build="${2:-$root/build/default}"
-    data="${S3D_DATA_DIR:-$root/../shared/data}/stereo"
-    cmake --build "$build" --target sgm-depth || exit 1
-    rm -rf "$carry" && mkdir -p "$carry/data"
-    "$root/../shared/scripts/device-bundle" "$carry" "$build/apps/sgm-depth" || exit 1
-    cp "$data/kitti2015/000005_10/stereo_left.png" "$data/kitti2015/000005_10/stereo_right.png" \
-       "$data/kitti2015/000005_10/Calib.txt" "$carry/data/"
-    for s in cones teddy; do
-      cp "$data/middlebury2003/$s/imL.png" "$carry/data/${s}_l.png"
-      cp "$data/middlebury2003/$s/imR.png" "$carry/data/${s}_r.png"
-    done
-    du -sh "$carry"
-    ;;
+  pack) exec "$root/scripts/pack-gpu-cli.sh" "${@:2}" ;;
   run)
     out="${OUT:-$PWD/gpu-cli-out}"
     mkdir -p "$out" /tmp/rt && tar xJf "$carry/bundle.tar.xz" -C /tmp/rt || exit 1

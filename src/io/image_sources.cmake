@@ -1,8 +1,9 @@
 # Rasters (PNG 8/16 via OpenCV, PFM, KITTI/x16/mm disparity and depth PNGs), colour maps, stereo
-# calibration (KITTI, Q, YAML, Middlebury), disparity evaluation masks and reports.
+# calibration (KITTI, Q, YAML, Middlebury), disparity evaluation masks and reports, stereo dataset naming.
 list(APPEND S3D_IO_SOURCES
   src/image.cpp
   src/pfm.cpp
   src/calib.cpp
   src/colormap.cpp
-  src/stereo_eval.cpp)
+  src/stereo_eval.cpp
+  src/stereo_datasets.cpp)  # dataset naming: KITTI / Middlebury folders, gt scale, masks

@@ -9,3 +9,7 @@ s3d_add_test(cli_frame_unit SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/frame_unit_test.
 set_property(DIRECTORY APPEND PROPERTY S3D_PYTHON_TEST_ENVIRONMENT
              "S3D_FRAME_DEMO=$<TARGET_FILE:s3d-frame-demo>"
              "S3D_FRAME_DEMO_DOC_DIR=${CMAKE_CURRENT_BINARY_DIR}/s3d-frame-demo-doc")
+
+# The frame's staged items (load / handle / write) with fake stages; it reaches the scheduler's private header.
+s3d_add_test(cli_frame_stages SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/frame_stages_test.cpp LIBS s3d::cli LABELS "cli")
+target_include_directories(cli_frame_stages PRIVATE ${PROJECT_SOURCE_DIR}/src/cli/src)

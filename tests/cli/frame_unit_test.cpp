@@ -9,11 +9,11 @@
 #include <set>
 #include <sstream>
 
+#include "s3d/cli/atomic_file.hpp"
 #include "s3d/cli/inputs.hpp"
 #include "s3d/cli/output_template.hpp"
 #include "s3d/cli/shard.hpp"
 #include "s3d/core/errors.hpp"
-#include "s3d/io/atomic_file.hpp"
 
 namespace s3d::cli {
 namespace {
@@ -216,7 +216,7 @@ TEST(Inputs, ManifestChainsAnotherToolsRecords) {
   EXPECT_EQ(items[1].index, 1u);  // positions in this manifest's order (what --shard partitions)
 }
 
-// s3d::io::write_atomically, the primitive under ItemContext::write_atomically.
+// s3d::cli::write_atomically, the primitive under ItemContext::write_atomically.
 class AtomicFile : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -235,7 +235,7 @@ class AtomicFile : public ::testing::Test {
 
 TEST_F(AtomicFile, TempIsNextToTargetAndKeepsTheExtension) {
   const std::string target = (dir_ / "disp.pfm").string();
-  const std::string a = io::temp_path_for(target), b = io::temp_path_for(target);
+  const std::string a = cli::temp_path_for(target), b = cli::temp_path_for(target);
   EXPECT_NE(a, b);
   EXPECT_EQ(std::filesystem::path(a).parent_path(), dir_);
   EXPECT_EQ(std::filesystem::path(a).extension(), ".pfm");
@@ -245,7 +245,7 @@ TEST_F(AtomicFile, TempIsNextToTargetAndKeepsTheExtension) {
 TEST_F(AtomicFile, RenamesOnSuccess) {
   const std::string target = (dir_ / "out.txt").string();
   std::string seen_tmp;
-  io::write_atomically(target, [&](const std::string& tmp) {
+  cli::write_atomically(target, [&](const std::string& tmp) {
     seen_tmp = tmp;
     EXPECT_FALSE(std::filesystem::exists(target));  // nothing visible before the rename
     std::ofstream(tmp) << "done";
@@ -261,11 +261,11 @@ TEST_F(AtomicFile, RenamesOnSuccess) {
 TEST_F(AtomicFile, ExceptionLeavesNothingAndKeepsAnOldTarget) {
   const std::string target = (dir_ / "out.txt").string();
   std::ofstream(target) << "old";
-  EXPECT_THROW(io::write_atomically(target,
-                                    [](const std::string& tmp) {
-                                      std::ofstream(tmp) << "half";
-                                      throw DataError("boom");
-                                    }),
+  EXPECT_THROW(cli::write_atomically(target,
+                                     [](const std::string& tmp) {
+                                       std::ofstream(tmp) << "half";
+                                       throw DataError("boom");
+                                     }),
                DataError);
   EXPECT_EQ(files(), 1u);  // the temp file is gone
   std::ifstream in(target);
@@ -276,7 +276,7 @@ TEST_F(AtomicFile, ExceptionLeavesNothingAndKeepsAnOldTarget) {
 
 TEST_F(AtomicFile, MissingFolderIsAnIoError) {
   const std::string target = (dir_ / "no" / "such" / "out.txt").string();
-  EXPECT_THROW(io::write_atomically(target, [](const std::string& tmp) { std::ofstream(tmp) << "x"; }), IoError);
+  EXPECT_THROW(cli::write_atomically(target, [](const std::string& tmp) { std::ofstream(tmp) << "x"; }), IoError);
 }
 
 }  // namespace

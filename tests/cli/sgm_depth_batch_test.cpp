@@ -1,8 +1,9 @@
-// sgm-depth over a batch (read-ahead thread; on a GPU, SgmPipeline overlapping the next upload with the
-// current compute): every output equals the one-pair run of the same pair byte for byte, records come in
-// input order, bad items in the middle (size mismatch, unreadable file) fail alone with one line and no
-// output, size changes and 8/16-bit pairs mix, and --shard, --manifest and --skip-existing keep their
-// meaning. Runs on `--device auto` (the GPU pipeline where there is a GPU). Label `cli`.
+// sgm-depth over a batch (decode and write on the frame's worker threads; on a GPU, SgmPipeline
+// overlapping the next upload with the current compute): every output equals the one-pair run of the same
+// pair byte for byte, records come in input order, bad items in the middle (size mismatch, unreadable file)
+// fail alone with one line and no output, size changes and 8/16-bit pairs mix, and --shard, --manifest and
+// --skip-existing keep their meaning. Runs on `--device auto` (the GPU pipeline where there is a GPU).
+// Label `cli`.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -11,21 +11,25 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "completion.hpp"
 #include "progress.hpp"
 #include "report.hpp"
+#include "s3d/cli/atomic_file.hpp"
 #include "s3d/cli/inputs.hpp"
 #include "s3d/cli/output_template.hpp"
 #include "s3d/cli/shard.hpp"
 #include "s3d/core/config.hpp"
 #include "s3d/core/errors.hpp"
 #include "s3d/core/parallel.hpp"
-#include "s3d/io/atomic_file.hpp"
 #include "signals.hpp"
+#include "tool_impl.hpp"
 #include "versions.hpp"
 
 namespace fs = std::filesystem;
@@ -40,59 +44,9 @@ std::string format_of(const std::string& path, const CommonSettings& settings) {
   return f;
 }
 
+using detail::one_line;
+
 namespace {
-
-/// An existing output under --skip-existing found while writing: the item is recorded as skipped.
-struct SkipItem {};
-
-/// Where an exception lands: the ONE mapping from s3d's exception types to outcomes (docs/CLI.md).
-enum class Outcome {
-  kUsage,      ///< InvalidArgument and parse errors: exit 2 (before items); during an item, the item fails
-  kItem,       ///< IoError, DataError, anything else: the item fails, the batch goes on
-  kTransient,  ///< DeviceUnavailable, OutOfMemory, CudaError, bad_alloc: exit 75, stop the batch
-};
-
-struct Failure {
-  Outcome outcome;
-  std::string message;
-};
-
-/// Classifies the exception in flight. Frame-internal control types (BrokenPipe, SkipItem) are rethrown.
-Failure classify(std::exception_ptr error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const detail::BrokenPipe&) {
-    throw;
-  } catch (const SkipItem&) {
-    throw;
-  } catch (const DeviceUnavailable& e) {
-    return {Outcome::kTransient, e.what()};
-  } catch (const OutOfMemory& e) {
-    return {Outcome::kTransient, e.what()};
-  } catch (const CudaError& e) {
-    return {Outcome::kTransient, e.what()};
-  } catch (const std::bad_alloc&) {
-    return {Outcome::kTransient, "out of memory"};
-  } catch (const InvalidArgument& e) {
-    return {Outcome::kUsage, e.what()};
-  } catch (const CLI::Error& e) {
-    return {Outcome::kUsage, e.what()};
-  } catch (const IoError& e) {
-    return {Outcome::kItem, e.what()};
-  } catch (const DataError& e) {
-    return {Outcome::kItem, e.what()};
-  } catch (const std::exception& e) {
-    return {Outcome::kItem, e.what()};
-  } catch (...) {
-    return {Outcome::kItem, "unknown error"};
-  }
-}
-
-std::string one_line(std::string s) {
-  std::replace(s.begin(), s.end(), '\n', ' ');
-  while (!s.empty() && s.back() == ' ') s.pop_back();
-  return s;
-}
 
 // `on (runtime R, archs A)` or `off`, whichever way s3d::cuda_build_info() words it.
 std::string cuda_line() {
@@ -160,8 +114,7 @@ class ConfigReader final : public CLI::ConfigBase {
     const CLI::Option* opt = app->get_option_no_throw("--" + item.name);
     if (!opt && item.name.size() == 1) opt = app->get_option_no_throw("-" + item.name);
     if (!opt) opt = app->get_option_no_throw(item.name);
-    if (!opt || !opt->get_configurable() || opt->get_expected_min() != 0 || opt->get_expected_max() != 0)
-      return false;
+    if (!opt || !opt->get_configurable() || opt->get_expected_min() != 0 || opt->get_expected_max() != 0) return false;
     return flag_value(item.inputs.front()) <= 0;
   }
 
@@ -169,151 +122,6 @@ class ConfigReader final : public CLI::ConfigBase {
 };
 
 }  // namespace
-
-struct Tool::Impl {
-  std::string name;
-  std::string summary;
-  ItemSpec spec;
-  CLI::App app;
-  std::vector<std::pair<std::string, std::string>> examples;
-  std::string format_description = "output format, overriding the extension (needed with `-o -`)";
-  CommonSettings s;
-  std::vector<std::function<void(const Device&)>> start_fns;
-  std::vector<std::function<void(nlohmann::json&)>> summary_fns;
-  OutputsOf outputs_fn;
-  ExpandArgument expand_fn;
-
-  // Run state.
-  bool quiet_flag = false;
-  int verbose_count = 0;
-  Device device;
-  std::size_t total_items = 0;  // before --shard
-  std::string stdin_copy;       // temp file holding stdin, once
-  bool stdin_used = false;
-  std::shared_ptr<spdlog::logger> log;
-  std::unique_ptr<detail::Progress> progress;
-
-  Impl(std::string n, std::string sum, ItemSpec sp)
-      : name(std::move(n)), summary(std::move(sum)), spec(std::move(sp)), app(summary, name) {}
-
-  void print_error(const std::string& message) {
-    if (progress) progress->clear();
-    std::fprintf(stderr, "%s: %s\n", name.c_str(), one_line(message).c_str());
-    std::fflush(stderr);
-  }
-
-  // --help: CLI11 versions differ on how the text ends (2.1: one newline, subcommands two; 2.4+ formats the
-  // footer as a paragraph with none): print it with exactly one final newline.
-  static void print_help(std::string text) {
-    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-    std::cout << text << '\n' << std::flush;
-  }
-
-  void add_common_options();
-  std::string footer() const;
-  nlohmann::json effective_settings() const;
-  std::string config_text() const;
-  void setup_logging();
-  bool show_progress = false;
-  std::vector<Item> collect_items();
-  void validate_outputs(std::size_t item_count) const;
-  std::string copy_stdin();
-  void remove_temps();
-  int run(int argc, char** argv, const ItemHandler& handler);
-
-  class Context;
-};
-
-// ---------------------------------------------------------------------------------------------------------
-// Per-item services.
-
-class Tool::Impl::Context final : public ItemContext {
- public:
-  Context(Tool::Impl& tool, const Item& item, bool allow_overwrite)
-      : tool_(tool), item_(item), allow_overwrite_(allow_overwrite) {}
-
-  std::string output_path(std::size_t slot, const std::string& default_ext) const override {
-    const CommonSettings& s = tool_.s;
-    std::string path;
-    if (slot < s.outputs.size()) {
-      const std::string& o = s.outputs[slot];
-      if (o == "-") return o;
-      path = has_placeholder(o) ? expand_template(o, first_input(), item_.index + 1) : o;
-    } else if (!s.output_dir.empty()) {
-      path = expand_template("{/.}", first_input(), item_.index + 1) + default_ext;
-    } else {
-      return "";  // this slot was not asked for
-    }
-    if (!s.output_dir.empty() && fs::path(path).is_relative()) path = (fs::path(s.output_dir) / path).string();
-    return path;
-  }
-
-  void write_atomically(const std::string& path, const std::function<void(const std::string& tmp)>& write) override {
-    if (path.empty()) throw InvalidArgument("no output path: give -o PATH|TEMPLATE or --output-dir DIR");
-    const bool to_stdout = path == "-";
-    if (!to_stdout) {
-      std::error_code ec;
-      if (fs::exists(path, ec) && !allow_overwrite_) {
-        if (tool_.s.skip_existing) throw SkipItem{};
-        throw IoError(path + ": exists (use --overwrite or --skip-existing)");
-      }
-      const fs::path parent = fs::path(path).parent_path();
-      if (!parent.empty() && !fs::exists(parent, ec)) {
-        fs::create_directories(parent, ec);
-        if (ec) throw IoError(parent.string() + ": cannot create the output folder: " + ec.message());
-      }
-    }
-    // `-`: a temp file (named with --format's extension, for writers that choose by extension), copied to
-    // stdout once complete.
-    const std::string fmt = format_of(path, tool_.s);
-    const std::string target =
-        to_stdout ? (fs::temp_directory_path() / ("s3d-stdout" + (fmt.empty() ? "" : "." + fmt))).string() : path;
-    const std::string tmp = io::temp_path_for(target);
-    detail::register_temp(tmp);
-    struct Unregister {
-      const std::string& p;
-      ~Unregister() {
-        std::error_code ec;
-        fs::remove(p, ec);
-        detail::unregister_temp(p);
-      }
-    } cleanup{tmp};
-    write(tmp);
-    std::error_code ec;
-    if (!fs::exists(tmp, ec)) throw IoError(path + ": the writer produced no file");
-    if (to_stdout) {
-      std::ifstream in(tmp, std::ios::binary);
-      if (!in) throw IoError(tmp + ": cannot reopen the temporary output");
-      std::fflush(stdout);
-      char buf[1 << 16];
-      while (in) {
-        in.read(buf, sizeof buf);
-        if (in.gcount() > 0) detail::write_stdout(buf, static_cast<std::size_t>(in.gcount()));
-      }
-    } else {
-      fs::rename(tmp, path, ec);
-      if (ec) throw IoError(path + ": cannot write: " + ec.message());
-    }
-    written_.push_back(path);
-  }
-
-  std::string readable_path(const std::string& input) override { return input == "-" ? tool_.copy_stdin() : input; }
-
-  const Device& device() const override { return tool_.device; }
-
-  const std::vector<std::string>& written() const { return written_; }
-
- private:
-  const std::string& first_input() const {
-    static const std::string kNone;
-    return item_.inputs.empty() ? kNone : item_.inputs.front();
-  }
-
-  Tool::Impl& tool_;
-  const Item& item_;
-  bool allow_overwrite_;
-  std::vector<std::string> written_;
-};
 
 // ---------------------------------------------------------------------------------------------------------
 
@@ -341,9 +149,7 @@ void Tool::Impl::add_common_options() {
   app.add_option("--manifest", st.manifest, "read items from a JSON Lines manifest (`-` = stdin)")
       ->type_name("FILE")
       ->group(io_group);
-  app.add_option("--format", st.format, format_description)
-      ->type_name("FMT")
-      ->group(io_group);
+  app.add_option("--format", st.format, format_description)->type_name("FMT")->group(io_group);
   auto* overwrite = app.add_flag("--overwrite", st.overwrite, "replace existing outputs")->group(io_group);
   app.add_flag("--skip-existing", st.skip_existing, "skip items whose outputs exist (resume a batch)")
       ->excludes(overwrite)
@@ -362,6 +168,13 @@ void Tool::Impl::add_common_options() {
       ->capture_default_str()
       ->group(common);
   app.add_option("--threads", st.threads, "CPU threads (0 = all cores)")
+      ->type_name("N")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str()
+      ->group(common);
+  app.add_option("--prefetch", st.prefetch,
+                 "items in flight at most: read ahead, being processed or written (0 = twice the worker threads, "
+                 "which are --threads)")
       ->type_name("N")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str()
@@ -581,10 +394,11 @@ void Tool::Impl::validate_outputs(std::size_t item_count) const {
 }
 
 std::string Tool::Impl::copy_stdin() {
+  std::lock_guard<std::mutex> lock(stdin_mutex);
   if (!stdin_copy.empty()) return stdin_copy;
   if (stdin_used) throw InvalidArgument("`-` (stdin) was already read as a list or manifest");
   const std::string target = (fs::temp_directory_path() / "s3d-stdin").string();
-  const std::string tmp = io::temp_path_for(target);
+  const std::string tmp = temp_path_for(target);
   detail::register_temp(tmp);
   std::ofstream out(tmp, std::ios::binary);
   if (!out) throw IoError(tmp + ": cannot create a temporary file for stdin");
@@ -602,183 +416,6 @@ void Tool::Impl::remove_temps() {
     detail::unregister_temp(stdin_copy);
     stdin_copy.clear();
   }
-}
-
-int Tool::Impl::run(int argc, char** argv, const ItemHandler& handler) {
-  using Clock = std::chrono::steady_clock;
-  const auto batch_start = Clock::now();
-  detail::install_signal_handlers();
-  add_common_options();
-
-  // 1. Parse. Help/--version/--print-config/--generate-completion exit 0 from here.
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    print_help(app.help());
-    return kExitOk;
-  } catch (const CLI::CallForAllHelp&) {
-    print_help(app.help("", CLI::AppFormatMode::All));
-    return kExitOk;
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e, std::cout, std::cerr);
-    print_error("error: " + std::string(e.what()) + " (see --help)");
-    return kExitUsage;
-  }
-  setup_logging();
-  if (s.report_path == "-") {  // `--report -` is --json
-    s.report_path.clear();
-    s.json = true;
-  }
-
-  // 2. Everything before the first item: a failure here is a usage error (2) or transient (75).
-  std::vector<Item> items;
-  std::optional<detail::Records> records;
-  try {
-    const Shard shard = parse_shard(s.shard, s.shard_count);
-    const Device requested = Device::parse(s.device);
-    std::vector<Item> all = collect_items();
-    total_items = all.size();
-    validate_outputs(all.size());
-    items = select_shard(all, shard);
-    bool fell_back = false;
-    device = resolve_device(requested, &fell_back);
-    if (fell_back)
-      log->warn(cuda_built() ? "no CUDA device visible: running on the CPU"
-                             : "this build has no CUDA support: running on the CPU");
-    log->info("device: {}", describe_device(device));
-    set_cpu_threads(s.threads);
-    for (auto& fn : start_fns) fn(device);
-    const bool data_on_stdout = std::find(s.outputs.begin(), s.outputs.end(), "-") != s.outputs.end();
-    records.emplace(s.json && !data_on_stdout, s.report_path);
-    if (shard.count > 1) log->info("shard {}/{}: {} of {} items", shard.index, shard.count, items.size(), all.size());
-  } catch (const detail::BrokenPipe&) {
-    throw;
-  } catch (...) {
-    const Failure f = classify(std::current_exception());
-    print_error("error: " + f.message);
-    remove_temps();
-    return f.outcome == Outcome::kTransient ? kExitTransient : kExitUsage;
-  }
-
-  // 3. The items. Per-item failures are recorded and the batch goes on (unless --fail-fast).
-  std::size_t ok = 0, failed = 0, skipped = 0, done = 0;
-  int exit_code = kExitOk;
-  progress = std::make_unique<detail::Progress>(show_progress, items.size());
-  log = detail::make_stderr_logger(name, detail::stderr_wants_color(), progress.get());
-  log->set_level(spdlog::default_logger()->level());
-  spdlog::set_default_logger(log);
-
-  auto base_record = [&](const Item& item) {
-    nlohmann::json r = nlohmann::json::object();
-    r["type"] = "item";
-    r["index"] = item.index;
-    r["input"] = item.inputs.empty() ? std::string() : item.inputs.front();
-    if (item.inputs.size() > 1) r["inputs"] = item.inputs;
-    return r;
-  };
-
-  for (const Item& item : items) {
-    if (detail::pending_signal()) break;
-    const auto t0 = Clock::now();
-    log->debug("item {}: {}", item.index + 1, item.name());
-    nlohmann::json record = base_record(item);
-    bool allow_overwrite = s.overwrite;
-    std::string status = "ok";
-    std::optional<Failure> failure;
-    try {
-      // Existing outputs are decided before any work when the tool says what it will write.
-      if (outputs_fn) {
-        Context probe(*this, item, s.overwrite);
-        const std::vector<std::string> outs = outputs_fn(item, probe);
-        std::size_t existing = 0;
-        std::string first_existing;
-        for (const auto& o : outs) {
-          std::error_code ec;
-          if (o != "-" && !o.empty() && fs::exists(o, ec)) {
-            if (existing++ == 0) first_existing = o;
-          }
-        }
-        if (existing > 0 && !s.overwrite) {
-          if (!s.skip_existing) throw IoError(first_existing + ": exists (use --overwrite or --skip-existing)");
-          if (existing == outs.size()) throw SkipItem{};
-          allow_overwrite = true;  // a partial earlier run: redo the item
-        }
-        if (!outs.empty() && !record.contains("output")) record["output"] = outs.front();
-      }
-      Context ctx(*this, item, allow_overwrite);
-      nlohmann::json fields = handler(item, ctx);
-      if (fields.is_object())
-        for (auto it = fields.begin(); it != fields.end(); ++it) record[it.key()] = it.value();
-      if (!ctx.written().empty()) {
-        if (!fields.is_object() || !fields.contains("output")) record["output"] = ctx.written().front();
-        if (ctx.written().size() > 1 && (!fields.is_object() || !fields.contains("outputs")))
-          record["outputs"] = ctx.written();
-      }
-    } catch (const SkipItem&) {
-      status = "skipped";
-    } catch (const detail::BrokenPipe&) {
-      throw;
-    } catch (...) {
-      failure = classify(std::current_exception());
-    }
-    if (failure && detail::pending_signal()) break;  // dropped by the interrupt: no record
-    record["seconds"] = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (failure) {
-      status = "failed";
-      record["error"] = one_line(failure->message);
-      // One line naming the file, unless the message already starts with one of the item's paths or with
-      // its display name (`<stdin>` for `-`).
-      bool named = failure->message.rfind(item.name() + ":", 0) == 0;
-      for (const auto& in : item.inputs) named = named || failure->message.rfind(in + ":", 0) == 0;
-      print_error(named ? failure->message : item.name() + ": " + failure->message);
-    }
-    record["status"] = status;
-    if (status == "ok") ++ok;
-    if (status == "skipped") ++skipped;
-    if (status == "failed") ++failed;
-    records->write(record);
-    progress->update(++done, item.name());
-    if (failure && failure->outcome == Outcome::kTransient) {
-      exit_code = kExitTransient;
-      break;
-    }
-    if (failure && s.fail_fast) break;
-  }
-  progress->finish();
-  remove_temps();
-
-  const int sig = detail::pending_signal();
-  if (exit_code == kExitOk && failed > 0) exit_code = kExitItemFailed;
-  if (sig) exit_code = sig == SIGTERM ? kExitTerminated : kExitInterrupted;
-  if (sig)
-    log->warn("{}: stopped after {} of {} items", sig == SIGTERM ? "terminated" : "interrupted", done, items.size());
-
-  // 4. The summary.
-  nlohmann::json summary = nlohmann::json::object();
-  summary["type"] = "summary";
-  summary["tool"] = name;
-  summary["version"] = S3D_VERSION;
-  summary["git"] = S3D_GIT_SHA;
-  summary["device"] = device.to_string();
-  summary["items"] = items.size();
-  summary["total_items"] = total_items;
-  summary["ok"] = ok;
-  summary["failed"] = failed;
-  summary["skipped"] = skipped;
-  summary["not_run"] = items.size() - done;
-  summary["seconds"] = std::chrono::duration<double>(Clock::now() - batch_start).count();
-  summary["exit_code"] = exit_code;
-  if (sig) summary["interrupted"] = sig == SIGTERM ? "SIGTERM" : "SIGINT";
-  summary["settings"] = effective_settings();
-  try {
-    for (auto& fn : summary_fns) fn(summary);
-  } catch (...) {
-    const Failure f = classify(std::current_exception());
-    print_error("error: summary: " + f.message);
-  }
-  records->write(summary);
-  log->info("{} ok, {} failed, {} skipped of {} items", ok, failed, skipped, items.size());
-  return exit_code;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -814,8 +451,17 @@ void Tool::outputs_of(OutputsOf fn) { impl_->outputs_fn = std::move(fn); }
 void Tool::expand_arguments(ExpandArgument fn) { impl_->expand_fn = std::move(fn); }
 
 int Tool::run(int argc, char** argv, ItemHandler handler) {
+  detail::ErasedStages stages;
+  stages.handle = [handler = std::move(handler)](const Item& item, detail::Erased&, ItemContext& ctx, const Item*,
+                                                 detail::Erased*) -> detail::Erased {
+    return std::make_shared<nlohmann::json>(handler(item, ctx));
+  };
+  return run_stages(argc, argv, std::move(stages));
+}
+
+int Tool::run_stages(int argc, char** argv, detail::ErasedStages stages) {
   try {
-    return impl_->run(argc, argv, handler);
+    return impl_->run(argc, argv, stages);
   } catch (const detail::BrokenPipe&) {
     // The consumer stopped reading: not an error (docs/CLI.md).
     impl_->remove_temps();

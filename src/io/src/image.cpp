@@ -5,18 +5,27 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include "s3d/core/errors.hpp"
 #include "s3d/io/pfm.hpp"
+#include "s3d/io/stereo_datasets.hpp"
 
 namespace s3d::io {
 namespace {
 
 // IMREAD_UNCHANGED keeps 16 bits; palette PNGs come back as BGR. We convert colour ourselves so the
 // BT.601 weights are those of cvtColor, whatever the codec would do under IMREAD_GRAYSCALE.
+cv::Mat checked(const cv::Mat& m, const std::string& path) {
+  if (m.empty()) throw IoError(path + ": cannot read image (unreadable or not an image format OpenCV knows)");
+  if (m.depth() != CV_8U && m.depth() != CV_16U)
+    throw IoError(path + ": unsupported sample type (only 8- and 16-bit integer images)");
+  return m;
+}
+
 cv::Mat load(const std::string& path) {
   if (!std::filesystem::exists(path)) throw IoError(path + ": no such file");
   cv::Mat m;
@@ -25,10 +34,19 @@ cv::Mat load(const std::string& path) {
   } catch (const cv::Exception& e) {
     throw IoError(path + ": cannot decode image: " + e.msg);
   }
-  if (m.empty()) throw IoError(path + ": cannot read image (unreadable or not an image format OpenCV knows)");
-  if (m.depth() != CV_8U && m.depth() != CV_16U)
-    throw IoError(path + ": unsupported sample type (only 8- and 16-bit integer images)");
-  return m;
+  return checked(m, path);
+}
+
+cv::Mat decode(const std::vector<std::uint8_t>& bytes, const std::string& name) {
+  cv::Mat m;
+  try {
+    if (!bytes.empty())
+      m = cv::imdecode(cv::Mat(1, static_cast<int>(bytes.size()), CV_8U, const_cast<std::uint8_t*>(bytes.data())),
+                       cv::IMREAD_UNCHANGED);
+  } catch (const cv::Exception& e) {
+    throw IoError(name + ": cannot decode image: " + e.msg);
+  }
+  return checked(m, name);
 }
 
 cv::Mat to_grey(const cv::Mat& m) {
@@ -89,6 +107,23 @@ ImageU8 read_grey8(const std::string& path) {
 ImageU16 read_grey16(const std::string& path, int* bit_depth) {
   cv::Mat g = to_grey(load(path));
   if (g.empty()) throw IoError(path + ": unsupported channel count");
+  if (bit_depth) *bit_depth = g.depth() == CV_16U ? 16 : 8;
+  if (g.depth() == CV_8U) g.convertTo(g, CV_16U);
+  return from_mat<std::uint16_t>(g);
+}
+
+std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
+  if (!std::filesystem::exists(path)) throw IoError(path + ": no such file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError(path + ": cannot open");
+  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw IoError(path + ": read failed");
+  return bytes;
+}
+
+ImageU16 decode_grey16(const std::vector<std::uint8_t>& bytes, const std::string& name, int* bit_depth) {
+  cv::Mat g = to_grey(decode(bytes, name));
+  if (g.empty()) throw IoError(name + ": unsupported channel count");
   if (bit_depth) *bit_depth = g.depth() == CV_16U ? 16 : 8;
   if (g.depth() == CV_8U) g.convertTo(g, CV_16U);
   return from_mat<std::uint16_t>(g);
@@ -231,9 +266,8 @@ ImageF read_disparity(const std::string& path, double scale) {
     if (g.depth() == CV_16U) {
       scale = 256.0;
     } else {
-      const auto info = std::filesystem::path(path).parent_path() / "info.txt";
-      std::ifstream in(info);
-      if (!(in >> scale) || scale <= 0.0)
+      scale = middlebury_gt_scale(path);
+      if (scale <= 0.0)
         throw DataError(path + ": 8-bit disparity needs a scale (d = value / scale): give one, or an info.txt beside it");
     }
   }

@@ -5,19 +5,17 @@
 #include <limits>
 
 #include "s3d/core/errors.hpp"
+#include "s3d/io/stereo_datasets.hpp"
 
 namespace s3d::io {
 
 std::vector<stereo::EvalMask> find_masks(const std::string& gt_path, int width, int height) {
   std::vector<stereo::EvalMask> masks;
-  const auto dir = std::filesystem::path(gt_path).parent_path();
-  for (const char* name : {"nonocc", "all", "disc"}) {
-    const auto p = dir / (std::string(name) + ".png");
-    if (!std::filesystem::exists(p)) continue;
+  for (const auto& [region, path] : middlebury_mask_files(gt_path)) {
     int w = 0, h = 0;
-    stereo::EvalMask m{name, read_mask(p.string(), &w, &h, 255)};
+    stereo::EvalMask m{region, read_mask(path, &w, &h, 255)};
     if (w != width || h != height)
-      throw DataError(p.string() + ": mask is " + std::to_string(w) + "x" + std::to_string(h) + " but the image is " +
+      throw DataError(path + ": mask is " + std::to_string(w) + "x" + std::to_string(h) + " but the image is " +
                       std::to_string(width) + "x" + std::to_string(height));
     masks.push_back(std::move(m));
   }

@@ -2,10 +2,13 @@
 // The frame every s3d tool is built on (docs/CLI.md): common flags, logging, batch inputs (positional
 // files, --input-list, --manifest JSON Lines), --shard, output templates, atomic outputs, --json
 // records, progress, exit codes, signal handling. A tool registers its own options on `app()`,
-// describes its items, and hands the frame one callback per item; `run()` does the rest.
+// describes its items, and hands the frame either one callback per item, or three stages (load on worker
+// threads, handle in input order on the main thread, write on worker threads; see Stages); `run()` does
+// the rest.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -67,6 +70,30 @@ class ItemContext {
   virtual std::string readable_path(const std::string& input) = 0;
   /// The concrete device for this run (auto already resolved).
   virtual const Device& device() const = 0;
+  /// Adds `seconds` to the item's time in `stage` (e.g. "decode", "encode"). The item's record gets them
+  /// as "stage_seconds", the summary their sums over the batch (and `-v` one line of means per item).
+  virtual void add_stage_seconds(const std::string& stage, double seconds) = 0;
+};
+
+/// Times a scope into ItemContext::add_stage_seconds (wall clock, from construction to stop() or the end
+/// of the scope).
+class StageTimer {
+ public:
+  StageTimer(ItemContext& ctx, std::string stage)
+      : ctx_(&ctx), stage_(std::move(stage)), start_(std::chrono::steady_clock::now()) {}
+  ~StageTimer() { stop(); }
+  StageTimer(const StageTimer&) = delete;
+  StageTimer& operator=(const StageTimer&) = delete;
+  void stop() {
+    if (!ctx_) return;
+    ctx_->add_stage_seconds(stage_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+    ctx_ = nullptr;
+  }
+
+ private:
+  ItemContext* ctx_;
+  std::string stage_;
+  std::chrono::steady_clock::time_point start_;
 };
 
 /// The tool-side callback: process one item, return fields for its JSON record (the frame adds
@@ -74,6 +101,42 @@ class ItemContext {
 /// "error"). Throw s3d exceptions on failure: IoError/DataError/InvalidArgument fail the item (the batch
 /// goes on), DeviceUnavailable/OutOfMemory/CudaError stop the batch with exit 75.
 using ItemHandler = std::function<nlohmann::json(const Item&, ItemContext&)>;
+/// The item after the one being handled, for a handler that starts work early (queues the next pair on a
+/// GPU while this one computes): its Item and its loaded input, both null when there is no next item or
+/// its load is not finished (or failed). The frame's next handle call is for exactly this item and input,
+/// unless the batch stops first (--fail-fast, a transient error, a signal): early work must then be
+/// discardable.
+template <typename Input>
+struct NextItem {
+  const Item* item = nullptr;
+  Input* input = nullptr;
+};
+
+/// A tool's work on one item as three stages, so that decoding and encoding overlap the main work:
+///   load    (worker threads)  the item's files -> Input (read and decode). Up to --prefetch items ahead.
+///   handle  (the main thread, in input order)  Input -> Output (the compute; GPU calls belong here).
+///   write   (worker threads)  Output -> output files (encode, ItemContext::write_atomically) and the
+///           record's fields, as for ItemHandler.
+/// Records are emitted, and `-o -` data copied to stdout, in input order. A stage's exception fails the item
+/// exactly as an ItemHandler's would (the later stages do not run); a skipped item (--skip-existing, via
+/// outputs_of) is never loaded. Input and Output must be movable; each is freed as soon as its stage is done.
+template <typename Input, typename Output>
+struct Stages {
+  std::function<Input(const Item&, ItemContext&)> load;
+  std::function<Output(const Item&, Input&, ItemContext&, NextItem<Input> next)> handle;
+  std::function<nlohmann::json(const Item&, Output&, ItemContext&)> write;
+};
+
+namespace detail {
+/// Stages with their types erased (what Tool::run(argc, argv, Stages) hands the frame).
+using Erased = std::shared_ptr<void>;
+struct ErasedStages {
+  std::function<Erased(const Item&, ItemContext&)> load;  ///< empty: nothing to load
+  std::function<Erased(const Item&, Erased& input, ItemContext&, const Item* next, Erased* next_input)> handle;
+  std::function<nlohmann::json(const Item&, Erased& output, ItemContext&)> write;  ///< empty: output is the json
+};
+}  // namespace detail
+
 /// Optional: the outputs an item will produce (for --skip-existing / overwrite checks before work).
 using OutputsOf = std::function<std::vector<std::string>(const Item&, ItemContext&)>;
 
@@ -93,7 +156,8 @@ struct CommonSettings {
   std::string progress = "auto";  ///< auto|always|never
   bool overwrite = false;
   bool skip_existing = false;
-  int threads = 0;    ///< 0 = all cores
+  int threads = 0;    ///< 0 = all cores; also the number of worker threads of Stages
+  int prefetch = 0;   ///< --prefetch N: items in flight at most (loaded ahead, handled, being written); 0 = auto
   int verbosity = 0;  ///< -q = -1, -v = 1, -vv = 2
   bool fail_fast = false;
   std::string shard;                    ///< "i/n", "auto" or empty
@@ -142,8 +206,29 @@ class Tool {
   /// Parses argv, runs every item of this shard through `handler`, writes records, returns the exit code.
   /// Never throws.
   int run(int argc, char** argv, ItemHandler handler);
+  /// The same, with the item's work split into stages that overlap across items (see Stages).
+  template <typename Input, typename Output>
+  int run(int argc, char** argv, Stages<Input, Output> stages) {
+    detail::ErasedStages erased;
+    erased.load = [load = std::move(stages.load)](const Item& item, ItemContext& ctx) -> detail::Erased {
+      return std::make_shared<Input>(load(item, ctx));
+    };
+    erased.handle = [handle = std::move(stages.handle)](const Item& item, detail::Erased& input, ItemContext& ctx,
+                                                        const Item* next,
+                                                        detail::Erased* next_input) -> detail::Erased {
+      NextItem<Input> ahead;
+      if (next && next_input && *next_input) ahead = {next, static_cast<Input*>(next_input->get())};
+      return std::make_shared<Output>(handle(item, *static_cast<Input*>(input.get()), ctx, ahead));
+    };
+    erased.write = [write = std::move(stages.write)](const Item& item, detail::Erased& output, ItemContext& ctx) {
+      return write(item, *static_cast<Output*>(output.get()), ctx);
+    };
+    return run_stages(argc, argv, std::move(erased));
+  }
 
  private:
+  int run_stages(int argc, char** argv, detail::ErasedStages stages);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

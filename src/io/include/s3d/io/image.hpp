@@ -52,6 +52,12 @@ ImageU8 read_grey8(const std::string& path);
 /// file's depth, 8 or 16. @throws IoError
 ImageU16 read_grey16(const std::string& path, int* bit_depth = nullptr);
 
+/// The bytes of a file, for decoding apart from reading (decode_grey16). @throws IoError naming `path`
+std::vector<std::uint8_t> read_file_bytes(const std::string& path);
+/// `read_grey16` of an image file's bytes already in memory (the same pixels and checks); `name` starts
+/// the error messages. @throws IoError
+ImageU16 decode_grey16(const std::vector<std::uint8_t>& bytes, const std::string& name, int* bit_depth = nullptr);
+
 /// Reads an image as 8-bit RGB (grey is replicated; 16-bit keeps the high byte). For colouring clouds.
 /// @throws IoError
 ImageU8 read_rgb8(const std::string& path);

@@ -1,14 +1,14 @@
-#include "datasets.hpp"
-
+#include "s3d/io/stereo_datasets.hpp"
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "s3d/core/errors.hpp"
 
 namespace fs = std::filesystem;
 
-namespace s3d::sgm_depth {
+namespace s3d::io {
 namespace {
 
 bool is_image(const fs::path& p) {
@@ -31,8 +31,8 @@ nlohmann::json middlebury_scene(const fs::path& dir, double gt_scale) {
                             {"view1.png", "view5.png", {"disp1.png"}, true}};
   for (const Layout& l : layouts) {
     if (!fs::is_regular_file(dir / l.left) || !fs::is_regular_file(dir / l.right)) continue;
-    nlohmann::json r{{"left", (dir / l.left).string()}, {"right", (dir / l.right).string()},
-                     {"name", dir.filename().string()}};
+    nlohmann::json r{
+        {"left", (dir / l.left).string()}, {"right", (dir / l.right).string()}, {"name", dir.filename().string()}};
     for (const char* g : l.gts) {
       const fs::path gt = dir / g;
       if (!fs::is_regular_file(gt)) continue;
@@ -49,7 +49,7 @@ nlohmann::json middlebury_scene(const fs::path& dir, double gt_scale) {
 
 }  // namespace
 
-std::vector<nlohmann::json> dataset_items(const std::string& folder, double gt_scale) {
+std::vector<nlohmann::json> stereo_dataset_items(const std::string& folder, double gt_scale) {
   const fs::path dir(folder);
   std::vector<nlohmann::json> items;
   if (fs::is_directory(dir / "image_2") && fs::is_directory(dir / "image_3")) {
@@ -85,9 +85,28 @@ std::vector<nlohmann::json> dataset_items(const std::string& folder, double gt_s
       if (auto r = middlebury_scene(s, gt_scale); !r.is_null()) items.push_back(r);
   }
   if (items.empty())
-    throw DataError(folder + ": no stereo pairs found (expected image_2/ + image_3/, im0/im1, imL/imR or "
-                             "view1/view5, or subfolders holding them)");
+    throw DataError(folder +
+                    ": no stereo pairs found (expected image_2/ + image_3/, im0/im1, imL/imR or "
+                    "view1/view5, or subfolders holding them)");
   return items;
 }
 
-}  // namespace s3d::sgm_depth
+double middlebury_gt_scale(const std::string& gt_path) {
+  std::ifstream in(fs::path(gt_path).parent_path() / "info.txt");
+  double scale = 0.0;
+  if (!(in >> scale) || !(scale > 0.0)) return 0.0;
+  return scale;
+}
+
+std::vector<std::pair<std::string, std::string>> middlebury_mask_files(const std::string& gt_path) {
+  std::vector<std::pair<std::string, std::string>> found;
+  const fs::path dir = fs::path(gt_path).parent_path();
+  for (const char* region : {"nonocc", "all", "disc"}) {
+    const fs::path p = dir / (std::string(region) + ".png");
+    std::error_code ec;
+    if (fs::exists(p, ec)) found.emplace_back(region, p.string());
+  }
+  return found;
+}
+
+}  // namespace s3d::io

@@ -1,0 +1,144 @@
+#include "box_job.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "s3d/core/errors.hpp"
+
+namespace fs = std::filesystem;
+
+namespace s3d::nms_filter {
+namespace {
+
+void write_text(cli::ItemContext& ctx, const std::string& path, const std::string& content) {
+  ctx.write_atomically(path, [&](const std::string& tmp) {
+    std::ofstream out(tmp, std::ios::binary);
+    if (!out) throw IoError(path + ": cannot create");
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    out.close();
+    if (!out) throw IoError(path + ": write failed");
+  });
+}
+
+}  // namespace
+
+void Totals::add(std::size_t in, std::size_t kept, std::size_t dropped, std::size_t groups) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  boxes_in_ += in;
+  boxes_kept_ += kept;
+  dropped_invalid_ += dropped;
+  groups_ += groups;
+}
+
+void Totals::to_json(nlohmann::json& summary) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  summary["boxes_in"] = boxes_in_;
+  summary["boxes_kept"] = boxes_kept_;
+  summary["dropped_invalid"] = dropped_invalid_;
+  summary["groups"] = groups_;
+}
+
+/// Decides the output (before reading, so that a wrong output fails fast), then reads and groups the boxes.
+BoxJob load_job(const cli::Item& item, cli::ItemContext& ctx, const Plan& plan, bool per_class) {
+  BoxJob job;
+  job.input = item.inputs.front();
+  const bool from_stdin = job.input == "-";
+  const std::string path = ctx.readable_path(job.input);
+  io::BoxReadOptions read = plan.read;
+  read.format = input_format(path, plan);
+  read.display_name = from_stdin ? "<stdin>" : job.input;
+
+  job.folder = is_folder(path);
+  job.out = ctx.output_path(0, default_extension(*read.format, job.folder, plan.emit_indices));
+  if (!plan.emit_indices) {
+    if (job.folder && job.out == "-")
+      throw InvalidArgument(job.input +
+                            ": a voc folder is written as a folder: give -o DIR or --output-dir "
+                            "(or --emit indices)");
+    if (!job.folder && job.out != "-") {
+      auto ext_format = io::box_file_format_from_extension(job.out);
+      if (ext_format && *ext_format != *read.format)
+        throw InvalidArgument(job.out + ": nms-filter writes the input's format (" + io::to_string(*read.format) +
+                              "), not " + io::to_string(*ext_format));
+    }
+  }
+
+  // Its errors start with read.display_name (`<stdin>` for `-`), which the frame does not prefix again.
+  job.table = io::read_boxes(path, read);
+  const auto& table = job.table;
+  for (const auto& reason : table.dropped_reasons) spdlog::info("dropped: {}", reason);
+  if (table.dropped_invalid > table.dropped_reasons.size())
+    spdlog::info("dropped: ... {} more", table.dropped_invalid - table.dropped_reasons.size());
+
+  // Groups: explicit fields, else per image when the input names images; --per-class adds the class.
+  job.groups = plan.group_fields;
+  if (plan.group_default && !table.image_field.empty()) job.groups.push_back(table.image_field);
+  if (per_class) {
+    if (table.class_field.empty())
+      throw DataError(table.source +
+                      ": --per-class: no class field (category_id, class, class_id, label, "
+                      "category); name one with --group-by");
+    if (std::none_of(job.groups.begin(), job.groups.end(),
+                     [&](const std::string& g) { return g == table.class_field; }))
+      job.groups.push_back(table.class_field);
+  }
+  job.group_ids = table.group_ids(job.groups, &job.group_count);
+  if (!table.image_field.empty()) job.image_ids = table.group_ids({table.image_field});
+  job.boxes.assign(table.boxes.begin(), table.boxes.end());
+  job.scores.assign(table.scores.begin(), table.scores.end());
+  return job;
+}
+
+KeptBoxes run_nms(detection::NmsEngine& engine, BoxJob job, const detection::NmsParams& params) {
+  detection::NmsInput in;
+  in.boxes = job.boxes.data();
+  in.scores = job.scores.data();
+  in.group_ids = job.groups.empty() ? nullptr : job.group_ids.data();
+  in.image_ids = job.image_ids.empty() ? nullptr : job.image_ids.data();
+  in.count = static_cast<std::int64_t>(job.table.size());
+  KeptBoxes kept;
+  kept.result = engine.run(in, params);
+  kept.job = std::move(job);
+  return kept;
+}
+
+/// Writes the kept records (in input order, in the input's format) or their input positions.
+void write_kept(cli::ItemContext& ctx, const KeptBoxes& kept, bool emit_indices) {
+  const BoxJob& job = kept.job;
+  const auto& result = kept.result;
+  if (emit_indices) {
+    std::string text;
+    text.reserve(result.keep.size() * 7);
+    for (std::int64_t row : result.keep)
+      text += std::to_string(job.table.positions[static_cast<std::size_t>(row)]) + "\n";
+    write_text(ctx, job.out, text);
+    return;
+  }
+  // Records keep their input order (a filter: only deletions, and rewritten scores for soft-NMS).
+  std::vector<std::size_t> order(result.keep.size());
+  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return result.keep[a] < result.keep[b]; });
+  std::vector<std::size_t> rows(order.size());
+  // Soft-NMS rewrites the scores it decayed; an unchanged score keeps its original text (NaN = keep).
+  std::vector<double> new_scores(order.size(), std::numeric_limits<double>::quiet_NaN());
+  bool rescored = false;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    rows[k] = static_cast<std::size_t>(result.keep[order[k]]);
+    if (result.scores[order[k]] != job.scores[rows[k]]) {
+      new_scores[k] = result.scores[order[k]];
+      rescored = true;
+    }
+  }
+  auto files = io::render_boxes(job.table, rows, rescored ? &new_scores : nullptr);
+  if (job.folder) {
+    for (const auto& file : files) write_text(ctx, (fs::path(job.out) / file.name).string(), file.content);
+  } else {
+    write_text(ctx, job.out, files.front().content);
+  }
+}
+
+}  // namespace s3d::nms_filter

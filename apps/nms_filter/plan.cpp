@@ -1,0 +1,143 @@
+#include "plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "s3d/core/errors.hpp"
+
+namespace fs = std::filesystem;
+
+namespace s3d::nms_filter {
+namespace {
+
+using io::BoxFileFormat;
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    std::string item = text.substr(start, comma - start);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) out.push_back(item);
+    start = comma + 1;
+  }
+  return out;
+}
+
+/// The .txt names a voc folder will be written with (those of the input folder).
+std::vector<std::string> voc_files(const std::string& folder) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(folder, ec))
+    if (e.is_regular_file() && e.path().extension() == ".txt") names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace
+
+Plan make_plan(const Flags& f, const cli::CommonSettings& common) {
+  Plan p;
+  auto& np = p.params;
+  np.iou_threshold = f.iou;
+  np.suppress_at_equal = f.iou_ge;
+  np.pixel_offset = f.pixel_offset;
+  if (f.method == "hard")
+    np.method = detection::NmsMethod::kHard;
+  else if (f.method == "soft-linear")
+    np.method = detection::NmsMethod::kSoftLinear;
+  else if (f.method == "soft-gaussian")
+    np.method = detection::NmsMethod::kSoftGaussian;
+  else
+    throw InvalidArgument("--method: expected hard, soft-linear or soft-gaussian, got '" + f.method + "'");
+  np.sigma = f.sigma;
+  if (f.min_score_given) {
+    S3D_EXPECTS(!std::isnan(f.min_score), "--min-score must be a number");
+    np.min_score = f.min_score;
+    // Soft-NMS: a decayed score below --min-score is dropped too (the same floor before and after decay).
+    if (np.method != detection::NmsMethod::kHard && f.min_score >= 0.f) np.soft_min_score = f.min_score;
+  }
+  np.pre_top_k = f.pre_top_k;
+  np.max_dets = f.max_dets;
+  np.rotated = f.rotated;
+  S3D_EXPECTS(f.pre_top_k >= 0, "--pre-top-k must be >= 0 (0 = all)");
+  S3D_EXPECTS(f.max_dets >= 0, "--max-dets must be >= 0 (0 = unlimited)");
+  np.validate();
+
+  // --box-format ENC or ENC=c1,c2,c3,c4 (column/key names of the box numbers).
+  std::string enc = f.box_format;
+  if (auto eq = enc.find('='); eq != std::string::npos) {
+    p.read.box_fields = split_list(enc.substr(eq + 1));
+    enc = enc.substr(0, eq);
+    const std::size_t want = f.rotated ? 5 : 4;
+    S3D_EXPECTS(p.read.box_fields.size() == want, "--box-format: " + std::to_string(want) +
+                                                      " column names expected after '=', got " +
+                                                      std::to_string(p.read.box_fields.size()));
+  }
+  p.read.encoding = io::parse_box_encoding(enc.empty() ? "auto" : enc);
+  p.read.rotated = f.rotated;
+  p.read.drop_invalid = f.drop_invalid;
+
+  if (!f.group_by.empty()) {
+    p.group_default = false;
+    if (f.group_by != "none") p.group_fields = split_list(f.group_by);
+    S3D_EXPECTS(f.group_by == "none" || !p.group_fields.empty(), "--group-by: give field names or `none`");
+    p.read.key_fields = p.group_fields;
+  }
+  if (!common.format.empty()) p.format = io::parse_box_file_format(common.format);
+  if (f.emit == "indices")
+    p.emit_indices = true;
+  else
+    S3D_EXPECTS(f.emit == "records", "--emit: expected records or indices, got '" + f.emit + "'");
+  if (f.rotated && p.format)
+    S3D_EXPECTS(*p.format != BoxFileFormat::kMot && *p.format != BoxFileFormat::kVoc,
+                "--rotated needs coco, csv or jsonl input (" + io::to_string(*p.format) + " has no angle)");
+  return p;
+}
+
+/// The input's format (cheap: extension, folder, or the first line).
+BoxFileFormat input_format(const std::string& path, const Plan& plan) {
+  if (plan.format) return *plan.format;
+  return io::detect_box_file_format(path);
+}
+
+std::string default_extension(BoxFileFormat format, bool folder, bool indices) {
+  if (indices) return ".keep.txt";
+  switch (format) {
+    case BoxFileFormat::kCocoJson:
+      return ".json";
+    case BoxFileFormat::kCsv:
+      return ".csv";
+    case BoxFileFormat::kJsonLines:
+      return ".jsonl";
+    case BoxFileFormat::kMot:
+      return ".txt";
+    case BoxFileFormat::kVoc:
+      return folder ? "" : ".txt";
+  }
+  return "";
+}
+
+bool is_folder(const std::string& path) {
+  std::error_code ec;
+  return path != "-" && fs::is_directory(path, ec);
+}
+
+/// Output paths of one item: one file, or the files of a voc folder.
+std::vector<std::string> planned_outputs(const cli::Item& item, cli::ItemContext& ctx, const Plan& plan) {
+  const std::string& input = item.inputs.front();
+  const bool folder = is_folder(input);
+  BoxFileFormat format = plan.format.value_or(BoxFileFormat::kCsv);
+  if (!plan.emit_indices && input != "-") format = input_format(input, plan);
+  const std::string out = ctx.output_path(0, default_extension(format, folder, plan.emit_indices));
+  if (out.empty() || out == "-" || plan.emit_indices || !folder) return {out};
+  std::vector<std::string> files;
+  for (const auto& name : voc_files(input)) files.push_back((fs::path(out) / name).string());
+  return files;
+}
+
+}  // namespace s3d::nms_filter

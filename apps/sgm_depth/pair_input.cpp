@@ -1,0 +1,89 @@
+#include "pair_input.hpp"
+
+#include <algorithm>
+
+#include "s3d/core/errors.hpp"
+
+namespace s3d::sgm_depth {
+namespace {
+
+// io errors start with the path they were given (for `-`, a temp file): keep only what follows it.
+std::string strip_path(const std::string& message, const std::string& path) {
+  if (message.rfind(path + ": ", 0) == 0) return message.substr(path.size() + 2);
+  return message;
+}
+
+// Read and decoded apart, so that a record's stage_seconds tells the disk from the PNG decoder.
+io::ImageU16 read_named(const std::string& name, const std::string& path, int* bits, cli::ItemContext& ctx) {
+  try {
+    cli::StageTimer read(ctx, "read");
+    const std::vector<std::uint8_t> bytes = io::read_file_bytes(path);
+    read.stop();
+    cli::StageTimer decode(ctx, "decode");
+    return io::decode_grey16(bytes, path, bits);
+  } catch (const IoError& e) {
+    throw IoError(name + ": " + strip_path(e.what(), path));
+  }
+}
+
+LoadedPair load_pair(const std::string& left_name, const std::string& left_path, const std::string& right_name,
+                     const std::string& right_path, cli::ItemContext& ctx) {
+  LoadedPair p;
+  p.left16 = read_named(left_name, left_path, &p.left_bits, ctx);
+  p.right16 = read_named(right_name, right_path, &p.right_bits, ctx);
+  if (p.left16.width != p.right16.width || p.left16.height != p.right16.height)
+    throw DataError(left_name + ": " + size_text(p.left16) + " but " + right_name + " is " + size_text(p.right16));
+  if (!p.sixteen()) {
+    // The 8-bit matcher path reads half the bytes; the 16-bit copies are dropped.
+    auto narrow = [](const io::ImageU16& wide) {
+      io::ImageU8 img(wide.width, wide.height);
+      std::transform(wide.data.begin(), wide.data.end(), img.data.begin(),
+                     [](std::uint16_t v) { return std::uint8_t(v); });
+      return img;
+    };
+    p.left8 = narrow(p.left16);
+    p.right8 = narrow(p.right16);
+    p.left16.data = {};
+    p.right16.data = {};
+  }
+  return p;
+}
+
+std::string field(const cli::Item& item, const char* key) {
+  if (item.fields.is_object() && item.fields.contains(key) && item.fields[key].is_string())
+    return item.fields[key].get<std::string>();
+  return "";
+}
+
+}  // namespace
+
+PairInput load_pair_input(const cli::Item& item, cli::ItemContext& ctx, const PairSources& sources) {
+  const std::string& left_name = item.inputs.at(0);
+  const std::string& right_name = item.inputs.at(1);
+  PairInput in;
+  in.left_path = ctx.readable_path(left_name);
+  in.pair = load_pair(left_name, in.left_path, right_name, ctx.readable_path(right_name), ctx);
+  cli::StageTimer timer(ctx, "read_extra");
+  in.calib = sources.calib;
+  if (const std::string c = field(item, "calib"); !c.empty() && !sources.calib)
+    in.calib = std::make_shared<const io::StereoCalibration>(io::read_calibration(c));
+  if (sources.needs_calib && !in.calib)
+    throw DataError(left_name + ": --emit depth/cloud needs a calibration (--calib or `calib`)");
+
+  in.gt_path = sources.eval.empty() ? field(item, "gt") : sources.eval;
+  if (!in.gt_path.empty()) {
+    double scale = sources.gt_scale;
+    if (scale <= 0.0 && item.fields.is_object() && item.fields.contains("gt_scale") &&
+        item.fields["gt_scale"].is_number())
+      scale = item.fields["gt_scale"].get<double>();
+    in.gt = io::read_disparity(in.gt_path, scale);
+    const int w = in.pair.width(), h = in.pair.height();
+    if (in.gt.width != w || in.gt.height != h)
+      throw DataError(in.gt_path + ": ground truth is " + size_text(in.gt) + " but " + left_name + " is " +
+                      size_text(in.pair.left16));
+    in.masks = io::find_masks(in.gt_path, w, h);
+  }
+  return in;
+}
+
+}  // namespace s3d::sgm_depth

@@ -1,0 +1,25 @@
+#pragma once
+// Atomic output files: write to a temporary file in the target folder, then rename onto the target,
+// so a reader (or a resumed batch) sees a file complete or absent, never partial.
+#include <functional>
+#include <string>
+
+namespace s3d::cli {
+
+/// A unique temporary path next to `target` (same folder, so the final rename is atomic). The name is
+/// hidden (leading `.`), holds the process id and a counter, and keeps `target`'s extension last so that
+/// writers choosing the format by extension (OpenCV, PCL) still do. Thread-safe.
+std::string temp_path_for(const std::string& target);
+
+/// Moves the complete file `tmp` onto `target` in one step. With `replace` false an existing `target` is
+/// never replaced, even by a writer racing this one: the move fails instead (RENAME_NOREPLACE where the
+/// file system has it, else a check just before a plain rename).
+/// @throws IoError naming `target` (with "exists" when `replace` is false and it does); `tmp` is left in
+///         place for the caller to remove.
+void commit_file(const std::string& tmp, const std::string& target, bool replace);
+
+/// Calls `write(tmp)`, then moves tmp onto `target` (replacing it). On any exception the temp file is
+/// removed and the exception propagates; `target` is untouched. @throws IoError when the rename fails.
+void write_atomically(const std::string& target, const std::function<void(const std::string& tmp)>& write);
+
+}  // namespace s3d::cli

@@ -1,0 +1,61 @@
+#include "ordered_stages.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <future>
+#include <vector>
+
+namespace s3d::cli::detail {
+namespace {
+
+bool ready(const std::future<void>& f) { return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }
+
+}  // namespace
+
+std::size_t run_ordered_stages(std::size_t count, std::size_t window, WorkerPool& pool,
+                               const OrderedStageCallbacks& cb) {
+  window = std::max<std::size_t>(window, 1);
+  std::vector<std::future<void>> loaded(count), finished(count);
+  std::size_t launched = 0, handled = 0, emitted = 0;
+  bool stopped = false;
+
+  // Tasks refer to the callers' per-item state: none may outlive this call, even when emit throws.
+  auto join_all = [&] {
+    for (std::size_t k = 0; k < launched; ++k) {
+      if (loaded[k].valid()) loaded[k].wait();
+      if (finished[k].valid()) finished[k].wait();
+    }
+  };
+  try {
+    for (;;) {
+      while (!stopped && launched < count && launched - emitted < window) {
+        const std::size_t k = launched++;
+        loaded[k] = pool.submit([&cb, k] { cb.load(k); });
+      }
+      if (!stopped && cb.stop_requested()) stopped = true;
+      if (!stopped && handled < launched) {
+        const std::size_t k = handled++;
+        loaded[k].get();
+        const bool next_loaded = k + 1 < launched && ready(loaded[k + 1]);
+        if (!cb.handle(k, next_loaded)) stopped = true;
+        finished[k] = pool.submit([&cb, k] { cb.finish(k); });
+      } else if (emitted < handled) {
+        finished[emitted].get();  // nothing to handle now: the oldest item's output is what we wait for
+        cb.emit(emitted++);
+      } else {
+        break;  // everything handled was emitted, and nothing more will be handled
+      }
+      while (emitted < handled && ready(finished[emitted])) {
+        finished[emitted].get();
+        cb.emit(emitted++);
+      }
+    }
+  } catch (...) {
+    join_all();
+    throw;
+  }
+  join_all();
+  return handled;
+}
+
+}  // namespace s3d::cli::detail

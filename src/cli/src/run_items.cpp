@@ -1,0 +1,335 @@
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "ordered_stages.hpp"
+#include "report.hpp"
+#include "s3d/cli/inputs.hpp"
+#include "s3d/cli/shard.hpp"
+#include "s3d/core/config.hpp"
+#include "s3d/core/errors.hpp"
+#include "s3d/core/parallel.hpp"
+#include "signals.hpp"
+#include "tool_impl.hpp"
+#include "worker_pool.hpp"
+
+namespace fs = std::filesystem;
+
+namespace s3d::cli {
+namespace detail {
+
+Failure classify(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const detail::BrokenPipe&) {
+    throw;
+  } catch (const SkipItem&) {
+    throw;
+  } catch (const DeviceUnavailable& e) {
+    return {Outcome::kTransient, e.what()};
+  } catch (const OutOfMemory& e) {
+    return {Outcome::kTransient, e.what()};
+  } catch (const CudaError& e) {
+    return {Outcome::kTransient, e.what()};
+  } catch (const std::bad_alloc&) {
+    return {Outcome::kTransient, "out of memory"};
+  } catch (const InvalidArgument& e) {
+    return {Outcome::kUsage, e.what()};
+  } catch (const CLI::Error& e) {
+    return {Outcome::kUsage, e.what()};
+  } catch (const IoError& e) {
+    return {Outcome::kItem, e.what()};
+  } catch (const DataError& e) {
+    return {Outcome::kItem, e.what()};
+  } catch (const std::exception& e) {
+    return {Outcome::kItem, e.what()};
+  } catch (...) {
+    return {Outcome::kItem, "unknown error"};
+  }
+}
+
+std::string one_line(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+}  // namespace detail
+
+using detail::classify;
+using detail::Failure;
+using detail::one_line;
+using detail::Outcome;
+using detail::SkipItem;
+
+int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
+  using Clock = std::chrono::steady_clock;
+  const auto batch_start = Clock::now();
+  detail::install_signal_handlers();
+  add_common_options();
+
+  // 1. Parse. Help/--version/--print-config/--generate-completion exit 0 from here.
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    print_help(app.help());
+    return kExitOk;
+  } catch (const CLI::CallForAllHelp&) {
+    print_help(app.help("", CLI::AppFormatMode::All));
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e, std::cout, std::cerr);
+    print_error("error: " + std::string(e.what()) + " (see --help)");
+    return kExitUsage;
+  }
+  setup_logging();
+  if (s.report_path == "-") {  // `--report -` is --json
+    s.report_path.clear();
+    s.json = true;
+  }
+
+  // 2. Everything before the first item: a failure here is a usage error (2) or transient (75).
+  std::vector<Item> items;
+  std::optional<detail::Records> records;
+  try {
+    const Shard shard = parse_shard(s.shard, s.shard_count);
+    const Device requested = Device::parse(s.device);
+    std::vector<Item> all = collect_items();
+    total_items = all.size();
+    validate_outputs(all.size());
+    items = select_shard(all, shard);
+    bool fell_back = false;
+    device = resolve_device(requested, &fell_back);
+    if (fell_back)
+      log->warn(cuda_built() ? "no CUDA device visible: running on the CPU"
+                             : "this build has no CUDA support: running on the CPU");
+    log->info("device: {}", describe_device(device));
+    set_cpu_threads(s.threads);
+    for (auto& fn : start_fns) fn(device);
+    const bool data_on_stdout = std::find(s.outputs.begin(), s.outputs.end(), "-") != s.outputs.end();
+    records.emplace(s.json && !data_on_stdout, s.report_path);
+    if (shard.count > 1) log->info("shard {}/{}: {} of {} items", shard.index, shard.count, items.size(), all.size());
+  } catch (const detail::BrokenPipe&) {
+    throw;
+  } catch (...) {
+    const Failure f = classify(std::current_exception());
+    print_error("error: " + f.message);
+    remove_temps();
+    return f.outcome == Outcome::kTransient ? kExitTransient : kExitUsage;
+  }
+
+  // 3. The items. Per-item failures are recorded and the batch goes on (unless --fail-fast).
+  std::size_t ok = 0, failed = 0, skipped = 0, done = 0;
+  int exit_code = kExitOk;
+  progress = std::make_unique<detail::Progress>(show_progress, items.size());
+  log = detail::make_stderr_logger(name, detail::stderr_wants_color(), progress.get());
+  log->set_level(spdlog::default_logger()->level());
+  spdlog::set_default_logger(log);
+
+  // Per item: its state from load to emit. Each stage runs alone on the item (see ordered_stages.hpp).
+  struct ItemRun {
+    std::unique_ptr<Context> ctx;
+    nlohmann::json record = nlohmann::json::object();
+    detail::Erased input, output;
+    std::optional<Failure> failure;
+    bool skipped = false;
+    Clock::time_point start;
+  };
+  std::vector<ItemRun> runs(items.size());
+  std::map<std::string, double> stage_totals;
+  double handle_seconds = 0.0;
+  bool stop = false;  // --fail-fast or a transient error: handle no more items
+
+  auto base_record = [&](const Item& item) {
+    nlohmann::json r = nlohmann::json::object();
+    r["type"] = "item";
+    r["index"] = item.index;
+    r["input"] = item.inputs.empty() ? std::string() : item.inputs.front();
+    if (item.inputs.size() > 1) r["inputs"] = item.inputs;
+    return r;
+  };
+  // Runs one stage of an item, turning what it throws into the item's outcome.
+  auto guarded = [&](ItemRun& run, const std::function<void()>& stage) {
+    try {
+      stage();
+    } catch (const SkipItem&) {
+      run.skipped = true;
+    } catch (const detail::BrokenPipe&) {
+      run.failure = Failure{Outcome::kItem, "<stdout>: broken pipe"};  // the emit of this item stops the batch
+    } catch (...) {
+      run.failure = classify(std::current_exception());
+    }
+  };
+  auto settled = [](const ItemRun& run) { return run.skipped || run.failure.has_value(); };
+
+  detail::OrderedStageCallbacks cb;
+  cb.load = [&](std::size_t k) {
+    ItemRun& run = runs[k];
+    const Item& item = items[k];
+    run.start = Clock::now();
+    run.record = base_record(item);
+    run.ctx = std::make_unique<Context>(*this, item, s.overwrite);
+    guarded(run, [&] {
+      // Existing outputs are decided before any work when the tool says what it will write.
+      if (outputs_fn) {
+        const std::vector<std::string> outs = outputs_fn(item, *run.ctx);
+        std::size_t existing = 0;
+        std::string first_existing;
+        for (const auto& o : outs) {
+          std::error_code ec;
+          if (o != "-" && !o.empty() && fs::exists(o, ec)) {
+            if (existing++ == 0) first_existing = o;
+          }
+        }
+        if (existing > 0 && !s.overwrite) {
+          if (!s.skip_existing) throw IoError(first_existing + ": exists (use --overwrite or --skip-existing)");
+          if (existing == outs.size()) throw SkipItem{};
+          run.ctx->allow_overwrite(true);  // a partial earlier run: redo the item
+        }
+        if (!outs.empty()) run.record["output"] = outs.front();
+      }
+      if (stages.load) run.input = stages.load(item, *run.ctx);
+    });
+  };
+  cb.handle = [&](std::size_t k, bool next_loaded) {
+    ItemRun& run = runs[k];
+    const Item& item = items[k];
+    if (!settled(run)) {
+      log->debug("item {}: {}", item.index + 1, item.name());
+      const Item* next = nullptr;
+      detail::Erased* next_input = nullptr;
+      if (next_loaded && !settled(runs[k + 1])) {
+        next = &items[k + 1];
+        next_input = &runs[k + 1].input;
+      }
+      const auto t0 = Clock::now();
+      guarded(run, [&] { run.output = stages.handle(item, run.input, *run.ctx, next, next_input); });
+      handle_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+    }
+    run.input.reset();
+    // Known here: a failure of this item's load or handle. A failure of its write stops the batch at emit.
+    if (run.failure && (run.failure->outcome == Outcome::kTransient || s.fail_fast)) stop = true;
+    return !stop;
+  };
+  // The write stage, and the record fields it and the tool give.
+  auto write_item = [&](ItemRun& run, const Item& item) {
+    guarded(run, [&] {
+      nlohmann::json fields =
+          stages.write ? stages.write(item, run.output, *run.ctx) : *static_cast<nlohmann::json*>(run.output.get());
+      if (fields.is_object())
+        for (auto it = fields.begin(); it != fields.end(); ++it) run.record[it.key()] = it.value();
+      const auto& written = run.ctx->written();
+      if (!written.empty()) {
+        if (!fields.is_object() || !fields.contains("output")) run.record["output"] = written.front();
+        if (written.size() > 1 && (!fields.is_object() || !fields.contains("outputs"))) run.record["outputs"] = written;
+      }
+    });
+  };
+  cb.finish = [&](std::size_t k) {
+    ItemRun& run = runs[k];
+    if (!settled(run)) write_item(run, items[k]);
+    run.output.reset();
+    run.record["seconds"] = std::chrono::duration<double>(Clock::now() - run.start).count();
+  };
+  cb.emit = [&](std::size_t k) {
+    ItemRun& run = runs[k];
+    const Item& item = items[k];
+    std::unique_ptr<Context> ctx = std::move(run.ctx);    // its `-` outputs go now or never
+    if (run.failure && detail::pending_signal()) return;  // dropped by the interrupt: no record
+    std::string status = run.skipped ? "skipped" : "ok";
+    if (!run.failure) {
+      try {
+        ctx->flush_stdout();
+      } catch (const detail::BrokenPipe&) {
+        throw;
+      } catch (...) {
+        run.failure = classify(std::current_exception());
+      }
+    }
+    if (run.failure) {
+      status = "failed";
+      run.record["error"] = one_line(run.failure->message);
+      // One line naming the file, unless the message already starts with one of the item's paths or with
+      // its display name (`<stdin>` for `-`).
+      const std::string& m = run.failure->message;
+      bool named = m.rfind(item.name() + ":", 0) == 0;
+      for (const auto& in : item.inputs) named = named || m.rfind(in + ":", 0) == 0;
+      print_error(named ? m : item.name() + ": " + m);
+    }
+    if (!ctx->stage_seconds().empty() && status == "ok") {
+      run.record["stage_seconds"] = ctx->stage_seconds();
+      for (const auto& [stage, secs] : ctx->stage_seconds()) stage_totals[stage] += secs;
+    }
+    run.record["status"] = status;
+    if (status == "ok") ++ok;
+    if (status == "skipped") ++skipped;
+    if (status == "failed") ++failed;
+    records->write(run.record);
+    run.record = nlohmann::json();
+    progress->update(++done, item.name());
+    if (run.failure && run.failure->outcome == Outcome::kTransient) exit_code = kExitTransient;
+    if (run.failure && (run.failure->outcome == Outcome::kTransient || s.fail_fast)) stop = true;
+  };
+  cb.stop_requested = [&] { return stop || detail::pending_signal() != 0; };
+
+  const int workers = s.threads > 0 ? s.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::size_t window =
+      s.prefetch > 0 ? static_cast<std::size_t>(s.prefetch) : 2 * static_cast<std::size_t>(workers);
+  {
+    detail::WorkerPool pool(workers);
+    detail::run_ordered_stages(items.size(), window, pool, cb);
+  }
+  runs.clear();  // drops the `-` outputs of items never emitted
+  progress->finish();
+  remove_temps();
+
+  const int sig = detail::pending_signal();
+  if (exit_code == kExitOk && failed > 0) exit_code = kExitItemFailed;
+  if (sig) exit_code = sig == SIGTERM ? kExitTerminated : kExitInterrupted;
+  if (sig)
+    log->warn("{}: stopped after {} of {} items", sig == SIGTERM ? "terminated" : "interrupted", done, items.size());
+
+  // 4. The summary.
+  nlohmann::json summary = nlohmann::json::object();
+  summary["type"] = "summary";
+  summary["tool"] = name;
+  summary["version"] = S3D_VERSION;
+  summary["git"] = S3D_GIT_SHA;
+  summary["device"] = device.to_string();
+  summary["items"] = items.size();
+  summary["total_items"] = total_items;
+  summary["ok"] = ok;
+  summary["failed"] = failed;
+  summary["skipped"] = skipped;
+  summary["not_run"] = items.size() - done;
+  summary["seconds"] = std::chrono::duration<double>(Clock::now() - batch_start).count();
+  summary["exit_code"] = exit_code;
+  summary["workers"] = workers;
+  summary["prefetch"] = window;
+  summary["handle_seconds"] = handle_seconds;
+  if (!stage_totals.empty()) summary["stage_seconds"] = stage_totals;
+  if (sig) summary["interrupted"] = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+  summary["settings"] = effective_settings();
+  try {
+    for (auto& fn : summary_fns) fn(summary);
+  } catch (...) {
+    const Failure f = classify(std::current_exception());
+    print_error("error: summary: " + f.message);
+  }
+  records->write(summary);
+  log->info("{} ok, {} failed, {} skipped of {} items", ok, failed, skipped, items.size());
+  if (!stage_totals.empty() && ok > 0) {
+    std::ostringstream os;
+    for (const auto& [stage, secs] : stage_totals) os << " " << stage << " " << 1e3 * secs / static_cast<double>(ok);
+    log->info("ms per item by stage (summed over {} workers and the main thread):{}", workers, os.str());
+  }
+  return exit_code;
+}
+
+}  // namespace s3d::cli

@@ -1,0 +1,36 @@
+#pragma once
+// A fixed set of threads running queued tasks first in, first out: the frame's decode/encode workers.
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace s3d::cli::detail {
+
+class WorkerPool {
+ public:
+  /// Starts `threads` (>= 1) threads.
+  explicit WorkerPool(int threads);
+  /// Runs the tasks still queued, then joins every thread.
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  /// Queues `task`; the future is ready when it ran and carries what it threw.
+  std::future<void> submit(std::function<void()> task);
+  int size() const { return static_cast<int>(threads_.size()); }
+
+ private:
+  void work();
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::packaged_task<void()>> queue_;
+  bool closing_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace s3d::cli::detail

@@ -1,0 +1,329 @@
+// The frame's staged items (Tool::run with Stages, and the scheduler under it): input order, bounded
+// items in flight, skips, per-item failures in every stage, --fail-fast, and the handler's look at the
+// next item, with fake loaders, handlers and writers that sleep at random.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ordered_stages.hpp"
+#include "s3d/cli/tool.hpp"
+#include "s3d/core/errors.hpp"
+#include "worker_pool.hpp"
+
+namespace fs = std::filesystem;
+
+namespace s3d::cli {
+namespace {
+
+void sleep_random_us(int max_us) {
+  thread_local std::mt19937 rng(std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, max_us)(rng)));
+}
+
+// Items in flight: from the start of their load to their emit.
+struct InFlight {
+  std::atomic<int> now{0}, most{0};
+  void enter() {
+    const int n = ++now;
+    int m = most.load();
+    while (n > m && !most.compare_exchange_weak(m, n)) {
+    }
+  }
+  void leave() { --now; }
+};
+
+TEST(OrderedStages, HandlesAndEmitsInOrderWithABoundedWindow) {
+  const std::size_t n = 60, window = 5;
+  detail::WorkerPool pool(4);
+  const auto caller = std::this_thread::get_id();
+  InFlight flight;
+  std::mutex mutex;
+  std::vector<std::size_t> handled, emitted;
+  std::atomic<int> off_thread_loads{0}, loads{0}, finishes{0};
+  detail::OrderedStageCallbacks cb;
+  cb.load = [&](std::size_t) {
+    flight.enter();
+    ++loads;
+    off_thread_loads += std::this_thread::get_id() != caller;
+    sleep_random_us(2000);
+  };
+  cb.handle = [&](std::size_t k, bool) {
+    EXPECT_EQ(std::this_thread::get_id(), caller);
+    handled.push_back(k);
+    sleep_random_us(300);
+    return true;
+  };
+  cb.finish = [&](std::size_t) {
+    ++finishes;
+    sleep_random_us(3000);
+  };
+  cb.emit = [&](std::size_t k) {
+    EXPECT_EQ(std::this_thread::get_id(), caller);
+    std::lock_guard<std::mutex> lock(mutex);
+    emitted.push_back(k);
+    flight.leave();
+  };
+  cb.stop_requested = [] { return false; };
+  EXPECT_EQ(detail::run_ordered_stages(n, window, pool, cb), n);
+  std::vector<std::size_t> expected(n);
+  for (std::size_t k = 0; k < n; ++k) expected[k] = k;
+  EXPECT_EQ(handled, expected);
+  EXPECT_EQ(emitted, expected);
+  EXPECT_EQ(loads.load(), static_cast<int>(n));
+  EXPECT_EQ(finishes.load(), static_cast<int>(n));
+  EXPECT_EQ(off_thread_loads.load(), static_cast<int>(n));
+  EXPECT_LE(flight.most.load(), static_cast<int>(window));
+  EXPECT_GT(flight.most.load(), 1);  // the window is used: loads run ahead of the handler
+}
+
+TEST(OrderedStages, AStopEmitsExactlyTheHandledItems) {
+  detail::WorkerPool pool(3);
+  std::vector<std::size_t> emitted;
+  std::atomic<int> running{0};
+  detail::OrderedStageCallbacks cb;
+  cb.load = [&](std::size_t) {
+    ++running;
+    sleep_random_us(500);
+    --running;
+  };
+  cb.handle = [&](std::size_t k, bool) { return k != 6; };
+  cb.finish = [&](std::size_t) { sleep_random_us(500); };
+  cb.emit = [&](std::size_t k) { emitted.push_back(k); };
+  cb.stop_requested = [] { return false; };
+  EXPECT_EQ(detail::run_ordered_stages(30, 8, pool, cb), 7u);
+  EXPECT_EQ(emitted, (std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(running.load(), 0);  // loads started ahead were waited for
+}
+
+TEST(OrderedStages, AnEmitThatThrowsEndsTheRunAfterEveryTask) {
+  detail::WorkerPool pool(4);
+  std::atomic<int> running{0};
+  detail::OrderedStageCallbacks cb;
+  auto busy = [&](std::size_t) {
+    ++running;
+    sleep_random_us(1000);
+    --running;
+  };
+  cb.load = busy;
+  cb.finish = busy;
+  cb.handle = [](std::size_t, bool) { return true; };
+  cb.emit = [](std::size_t k) {
+    if (k == 3) throw std::runtime_error("reader went away");
+  };
+  cb.stop_requested = [] { return false; };
+  EXPECT_THROW(detail::run_ordered_stages(50, 6, pool, cb), std::runtime_error);
+  EXPECT_EQ(running.load(), 0);
+}
+
+// Tool::run with Stages over text files: load reads, handle upper-cases, write writes `OUT/<name>.up`.
+// Markers in a file fail the stage they name: BADLOAD, BADHANDLE, BADWRITE.
+class StagedTool : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("s3d-stages-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "in");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string input(int k) const {
+    char name[32];
+    std::snprintf(name, sizeof name, "f%03d.txt", k);
+    return (dir_ / "in" / name).string();
+  }
+  void make_inputs(int n, const std::map<int, std::string>& markers = {}) {
+    for (int k = 0; k < n; ++k) {
+      auto it = markers.find(k);
+      std::ofstream(input(k)) << "item " << k << (it == markers.end() ? "" : " " + it->second) << "\n";
+    }
+  }
+  std::string output(int k) const { return (dir_ / "out" / (fs::path(input(k)).stem().string() + ".up")).string(); }
+
+  struct Loaded {
+    std::string text;
+    std::size_t index = 0;
+  };
+  struct Handled {
+    std::string text;
+  };
+
+  // Runs the tool over inputs 0..n-1 with `extra` flags; returns the records of --report.
+  std::vector<nlohmann::json> run(int n, std::vector<std::string> extra) {
+    Tool tool("stages-test", "test tool", ItemSpec{1, {"input"}});
+    tool.outputs_of([this](const Item& item, ItemContext&) {
+      return std::vector<std::string>{(dir_ / "out" / (fs::path(item.inputs[0]).stem().string() + ".up")).string()};
+    });
+    const auto caller = std::this_thread::get_id();
+    Stages<Loaded, Handled> stages;
+    stages.load = [&](const Item& item, ItemContext& ctx) {
+      flight_.enter();
+      std::lock_guard<std::mutex> lock(mutex_);
+      loaded_.insert(item.index);
+      std::ifstream in(ctx.readable_path(item.inputs[0]));
+      Loaded l{std::string(std::istreambuf_iterator<char>(in), {}), item.index};
+      if (l.text.find("BADLOAD") != std::string::npos) {
+        flight_.leave();
+        throw DataError("cannot decode (BADLOAD)");
+      }
+      return l;
+    };
+    stages.handle = [&](const Item& item, Loaded& in, ItemContext& ctx, NextItem<Loaded> next) {
+      sleep_random_us(400);
+      EXPECT_EQ(std::this_thread::get_id(), caller);
+      EXPECT_EQ(in.index, item.index);
+      if (!expected_next_.empty()) EXPECT_EQ(expected_next_, item.inputs[0]) << "a next item that did not come next";
+      expected_next_.clear();
+      if (next.item) {
+        EXPECT_EQ(next.input->index, next.item->index);
+        expected_next_ = next.item->inputs[0];
+        ++peeks_;
+      }
+      handled_.push_back(item.index);
+      ctx.add_stage_seconds("compute", 0.001);
+      if (in.text.find("BADHANDLE") != std::string::npos) {
+        flight_.leave();
+        throw DataError("cannot match (BADHANDLE)");
+      }
+      std::string up = in.text;
+      std::transform(up.begin(), up.end(), up.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+      return Handled{up};
+    };
+    stages.write = [&](const Item& item, Handled& h, ItemContext& ctx) {
+      struct Leave {
+        InFlight& f;
+        ~Leave() { f.leave(); }
+      } leave{flight_};
+      sleep_random_us(3000);
+      const std::string out = ctx.output_path(0, ".up");
+      ctx.write_atomically((dir_ / "out" / (fs::path(item.inputs[0]).stem().string() + ".up")).string(),
+                           [&](const std::string& tmp) {
+                             std::ofstream o(tmp);
+                             o << h.text.substr(0, 3) << std::flush;
+                             if (h.text.find("BADWRITE") != std::string::npos) throw IoError(tmp + ": disk full");
+                             o << h.text.substr(3);
+                           });
+      (void)out;
+      return nlohmann::json{{"chars", h.text.size()}};
+    };
+    const std::string report = (dir_ / "report.jsonl").string();
+    std::vector<std::string> args{"stages-test", "--device", "cpu", "--report", report, "-q", "--progress", "never"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    for (int k = 0; k < n; ++k) args.push_back(input(k));
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    exit_code_ = tool.run(static_cast<int>(argv.size()), argv.data(), std::move(stages));
+    std::vector<nlohmann::json> records;
+    std::ifstream in(report);
+    for (std::string line; std::getline(in, line);) records.push_back(nlohmann::json::parse(line));
+    return records;
+  }
+
+  std::vector<std::string> temps() const {
+    std::vector<std::string> found;
+    if (!fs::exists(dir_ / "out")) return found;
+    for (const auto& e : fs::directory_iterator(dir_ / "out"))
+      if (e.path().filename().string().find(".tmp-") != std::string::npos) found.push_back(e.path().string());
+    return found;
+  }
+
+  fs::path dir_;
+  InFlight flight_;
+  std::mutex mutex_;
+  std::set<std::size_t> loaded_;
+  std::vector<std::size_t> handled_;
+  std::string expected_next_;
+  int peeks_ = 0;
+  int exit_code_ = -1;
+};
+
+TEST_F(StagedTool, RecordsInInputOrderAndFailuresOfEveryStage) {
+  make_inputs(24, {{3, "BADLOAD"}, {7, "BADHANDLE"}, {11, "BADWRITE"}});
+  const auto records = run(24, {"--output-dir", (dir_ / "out").string(), "--prefetch", "4", "--threads", "3"});
+  EXPECT_EQ(exit_code_, kExitItemFailed);
+  ASSERT_EQ(records.size(), 25u);
+  for (int k = 0; k < 24; ++k) {
+    const auto& r = records[static_cast<std::size_t>(k)];
+    EXPECT_EQ(r["index"], k);
+    const bool bad = k == 3 || k == 7 || k == 11;
+    EXPECT_EQ(r["status"], bad ? "failed" : "ok") << k;
+    EXPECT_EQ(fs::exists(output(k)), !bad) << k;
+    if (!bad) {
+      EXPECT_EQ(r["chars"], std::string("ITEM " + std::to_string(k) + "\n").size());
+      EXPECT_DOUBLE_EQ(r["stage_seconds"]["compute"].get<double>(), 0.001);
+    }
+  }
+  EXPECT_NE(records[3]["error"].get<std::string>().find("BADLOAD"), std::string::npos);
+  EXPECT_NE(records[7]["error"].get<std::string>().find("BADHANDLE"), std::string::npos);
+  EXPECT_NE(records[11]["error"].get<std::string>().find("disk full"), std::string::npos);
+  const auto& summary = records.back();
+  EXPECT_EQ(summary["type"], "summary");
+  EXPECT_EQ((std::vector<int>{summary["ok"], summary["failed"], summary["not_run"]}), (std::vector<int>{21, 3, 0}));
+  EXPECT_EQ(summary["workers"], 3);
+  EXPECT_EQ(summary["prefetch"], 4);
+  EXPECT_NEAR(summary["stage_seconds"]["compute"].get<double>(), 0.021, 1e-9);
+  // The handler ran once per loaded item, in order, never for the item whose load failed.
+  std::vector<std::size_t> want;
+  for (std::size_t k = 0; k < 24; ++k)
+    if (k != 3) want.push_back(k);
+  EXPECT_EQ(handled_, want);
+  EXPECT_LE(flight_.most.load(), 4);
+  EXPECT_GT(peeks_, 0);  // loads ran ahead far enough for the handler to see its next item
+  EXPECT_EQ(temps(), std::vector<std::string>{});
+}
+
+TEST_F(StagedTool, SkippedItemsAreNeverLoaded) {
+  make_inputs(6);
+  fs::create_directories(dir_ / "out");
+  std::ofstream(output(2)) << "earlier run\n";
+  const auto records = run(6, {"--output-dir", (dir_ / "out").string(), "--skip-existing", "--prefetch", "3"});
+  EXPECT_EQ(exit_code_, kExitOk);
+  ASSERT_EQ(records.size(), 7u);
+  EXPECT_EQ(records[2]["status"], "skipped");
+  EXPECT_EQ(loaded_.count(2), 0u);
+  EXPECT_EQ(handled_, (std::vector<std::size_t>{0, 1, 3, 4, 5}));
+  std::ifstream kept(output(2));
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(kept), {}), "earlier run\n");
+  // Without --skip-existing or --overwrite, the existing output fails its item only.
+  const auto again = run(6, {"--output-dir", (dir_ / "out").string(), "--prefetch", "2"});
+  EXPECT_EQ(exit_code_, kExitItemFailed);
+  for (int k = 0; k < 6; ++k) EXPECT_EQ(again[static_cast<std::size_t>(k)]["status"], "failed");
+}
+
+TEST_F(StagedTool, FailFastStopsAtTheFirstFailedItemInOrder) {
+  make_inputs(20, {{4, "BADLOAD"}});
+  const auto records =
+      run(20, {"--output-dir", (dir_ / "out").string(), "--fail-fast", "--prefetch", "6", "--threads", "2"});
+  EXPECT_EQ(exit_code_, kExitItemFailed);
+  ASSERT_EQ(records.size(), 6u);
+  for (int k = 0; k < 4; ++k) EXPECT_EQ(records[static_cast<std::size_t>(k)]["status"], "ok");
+  EXPECT_EQ(records[4]["status"], "failed");
+  EXPECT_EQ(records[5]["not_run"], 15);
+  EXPECT_EQ(handled_, (std::vector<std::size_t>{0, 1, 2, 3}));
+  for (int k = 5; k < 20; ++k) EXPECT_FALSE(fs::exists(output(k))) << k;
+}
+
+TEST_F(StagedTool, PrefetchOneIsSequential) {
+  make_inputs(8);
+  const auto records = run(8, {"--output-dir", (dir_ / "out").string(), "--prefetch", "1"});
+  EXPECT_EQ(exit_code_, kExitOk);
+  EXPECT_EQ(flight_.most.load(), 1);
+  EXPECT_EQ(peeks_, 0);
+  EXPECT_EQ(records.back()["ok"], 8);
+}
+
+}  // namespace
+}  // namespace s3d::cli
