@@ -170,23 +170,30 @@ void launch_fallback(const std::uint64_t* ref, const std::uint64_t* target, cons
   const int vp = G * K;
   // the two horizontal paths on the side stream, into B and C
   S3D_CUDA_CHECK(cudaEventRecord(st.fork, st.main));
-  S3D_CUDA_CHECK(cudaStreamWaitEvent(st.side, st.fork, 0));
-  aggregate_path_kernel<G, K><<<grid_size(static_cast<std::size_t>(2 * s.height) * G, block), block, 0, st.side>>>(
-      ref, target, s, 1, 0, vol_b, vol_c, vp, true);
-  S3D_CUDA_CHECK_LAUNCH();
-  S3D_CUDA_CHECK(cudaEventRecord(st.join, st.side));
-  // vertical (+ diagonal) paths on the main stream, into A
-  bool first = true;
-  for (int p = 2; p < s.paths; ++p) {
-    int dx, dy;
-    path_direction(p, dx, dy);
-    const int scans = dx == 0 ? s.width : s.width + s.height - 1;
-    aggregate_path_kernel<G, K><<<grid_size(static_cast<std::size_t>(scans) * G, block), block, 0, st.main>>>(
-        ref, target, s, dx, dy, vol_a, nullptr, vp, first);
+  try {
+    S3D_CUDA_CHECK(cudaStreamWaitEvent(st.side, st.fork, 0));
+    aggregate_path_kernel<G, K><<<grid_size(static_cast<std::size_t>(2 * s.height) * G, block), block, 0, st.side>>>(
+        ref, target, s, 1, 0, vol_b, vol_c, vp, true);
     S3D_CUDA_CHECK_LAUNCH();
-    first = false;
+    S3D_CUDA_CHECK(cudaEventRecord(st.join, st.side));
+    // vertical (+ diagonal) paths on the main stream, into A
+    bool first = true;
+    for (int p = 2; p < s.paths; ++p) {
+      int dx, dy;
+      path_direction(p, dx, dy);
+      const int scans = dx == 0 ? s.width : s.width + s.height - 1;
+      aggregate_path_kernel<G, K><<<grid_size(static_cast<std::size_t>(scans) * G, block), block, 0, st.main>>>(
+          ref, target, s, dx, dy, vol_a, nullptr, vp, first);
+      S3D_CUDA_CHECK_LAUNCH();
+      first = false;
+    }
+    S3D_CUDA_CHECK(cudaStreamWaitEvent(st.main, st.join, 0));
+  } catch (...) {
+    // Without the join the side stream may still write B and C after the caller frees them (ordered on the
+    // main stream only), so wait for it here; its own error, if any, is the one already being thrown.
+    if (cudaStreamSynchronize(st.side) != cudaSuccess) cudaGetLastError();
+    throw;
   }
-  S3D_CUDA_CHECK(cudaStreamWaitEvent(st.main, st.join, 0));
 }
 
 }  // namespace

@@ -50,11 +50,14 @@ class CudaEngine final : public SgmEngine::Impl {
     host_out_.resize(2 * n);
   }
   // The members then free in reverse order: the device buffers (ordered on stream_), the events, the streams.
+  // side_ is waited for too: a compute that failed between fork and join may have left it writing the volumes.
   ~CudaEngine() override {
-    try {
-      stream_.synchronize();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "s3d: SgmEngine: %s\n", e.what());
+    for (const Stream* s : {&side_, &stream_}) {
+      try {
+        s->synchronize();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "s3d: SgmEngine: %s\n", e.what());
+      }
     }
   }
 
