@@ -1,11 +1,13 @@
 // SgmEngine: the dispatcher (the only place, with stages.cpp, that knows whether CUDA is built).
 #include "s3d/stereo/sgm.hpp"
 
+#include <optional>
 #include <string>
 
 #include "engine_impl.hpp"
 #include "s3d/core/config.hpp"
 #include "s3d/core/errors.hpp"
+#include "s3d/core/scoped_device.hpp"
 
 namespace s3d::stereo {
 namespace {
@@ -24,6 +26,10 @@ void check_pair(const SgmEngine::Impl& e, ImageView<const T> l, ImageView<const 
 
 SgmEngine::SgmEngine(const Device& device, const SgmParams& params, int width, int height) {
   params.validate(width, height);
+  // resolve_device selects the device it checks; the engine gives the caller's current device back.
+  std::optional<ScopedDevice> callers_device;
+  const int target = device.is_auto() ? 0 : device.index();
+  if (!device.is_cpu() && target >= 0 && target < cuda_device_count()) callers_device.emplace(target);
   const Device resolved = resolve_device(device);
   if (resolved.is_cuda()) {
 #if S3D_WITH_CUDA
@@ -77,8 +83,8 @@ void SgmEngine::compute(ImageView<const std::uint16_t> left, ImageView<const std
   impl_->compute(left, right, disparity, impl_->params_.confidence ? confidence : nullptr);
 }
 
-void SgmEngine::compute_device(ImageView<const std::uint8_t> l, ImageView<const std::uint8_t> r,
-                               ImageView<float> disp, ImageView<float> conf, StreamHandle stream) {
+void SgmEngine::compute_device(ImageView<const std::uint8_t> l, ImageView<const std::uint8_t> r, ImageView<float> disp,
+                               ImageView<float> conf, StreamHandle stream) {
   check_pair(*impl_, l, r);
   if (disp.width != impl_->width_ || disp.height != impl_->height_ || !disp.data)
     throw InvalidArgument("SgmEngine::compute_device: disparity output size differs from the engine's");

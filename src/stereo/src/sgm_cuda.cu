@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <optional>
 
 #include "engine_impl.hpp"
 #include "s3d/core/cuda_check.cuh"
@@ -17,15 +18,10 @@
 namespace s3d::stereo::detail {
 namespace {
 
-int select_device(int index) {
-  S3D_CUDA_CHECK(cudaSetDevice(index));
-  return index;
-}
-
 class CudaEngine final : public SgmEngine::Impl {
  public:
   CudaEngine(const Device& device, const SgmParams& params, int width, int height)
-      : Impl(device, params, width, height), selected_device_(select_device(device.index())) {
+      : Impl(device, params, width, height) {
     const std::size_t n = static_cast<std::size_t>(width) * height;
     img_left_.resize(n, stream_);
     img_right_.resize(n, stream_);
@@ -52,6 +48,11 @@ class CudaEngine final : public SgmEngine::Impl {
   // The members then free in reverse order: the device buffers (ordered on stream_), the events, the streams.
   // side_ is waited for too: a compute that failed between fork and join may have left it writing the volumes.
   ~CudaEngine() override {
+    try {
+      teardown_device_.emplace(device_.index());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "s3d: SgmEngine: %s\n", e.what());
+    }
     for (const Stream* s : {&side_, &stream_}) {
       try {
         s->synchronize();
@@ -146,9 +147,9 @@ class CudaEngine final : public SgmEngine::Impl {
     if (out_conf) std::memcpy(out_conf, host_out_.data() + n, n * sizeof(float));
   }
 
-  // Made the calling thread's current device before the members below are created on it (and left so, as
-  // resolve_device does).
-  int selected_device_;
+  // Declared first, so destroyed last: the destructor makes the engine's device current for the members'
+  // release and this restores the caller's device after it (construction runs under make_cuda_engine's).
+  std::optional<ScopedDevice> teardown_device_;
   Stream stream_;
   Stream side_;  // horizontal paths, concurrent with the others
   Event fork_, join_;
@@ -168,6 +169,7 @@ class CudaEngine final : public SgmEngine::Impl {
 
 std::unique_ptr<SgmEngine::Impl> make_cuda_engine(const Device& device, const SgmParams& params, int width,
                                                   int height) {
+  const ScopedDevice current(device.index());  // the members are created on the engine's device
   return std::make_unique<CudaEngine>(device, params, width, height);
 }
 

@@ -122,7 +122,8 @@ struct SgmResult {
 /// streams.
 class SgmEngine {
  public:
-  /// @param device  `cpu` or `cuda:N` (`auto` is resolved here).
+  /// @param device  `cpu` or `cuda:N` (`auto` is resolved here). The calling thread's current CUDA device
+  ///                is the same after every call of the engine (construction and destruction included).
   /// @throws InvalidArgument (params.validate(width, height)), DeviceUnavailable, OutOfMemory, CudaError.
   SgmEngine(const Device& device, const SgmParams& params, int width, int height);
   ~SgmEngine();
