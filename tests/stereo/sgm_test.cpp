@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 
 #include "s3d/core/errors.hpp"
 #include "s3d/stereo/sgm.hpp"
@@ -101,6 +102,16 @@ std::vector<std::uint16_t> naive_aggregate(const std::vector<std::uint64_t>& cl,
 }
 
 // ---------------------------------------------------------------- parameters
+// One meaning of "invalid" across the library: the core's is_valid (every non-finite value).
+TEST(Disparity, ValidMeansFinite) {
+  EXPECT_FALSE(is_valid_disparity(kInvalidDisparity));
+  EXPECT_FALSE(is_valid_disparity(std::numeric_limits<float>::quiet_NaN()));
+  EXPECT_FALSE(is_valid_disparity(-std::numeric_limits<float>::infinity()));
+  EXPECT_TRUE(is_valid_disparity(0.0f));
+  EXPECT_TRUE(is_valid_disparity(-3.5f));
+  EXPECT_TRUE(is_valid_disparity(std::numeric_limits<float>::max()));
+}
+
 TEST(SgmParams, DefaultsAreValid) {
   SgmParams p;
   EXPECT_NO_THROW(p.validate());

@@ -1,6 +1,7 @@
 #pragma once
 // A host image that owns its pixels: what engines return and readers produce. Kernels and CPU loops take
 // its non-owning `view()`.
+#include <cmath>
 #include <cstddef>
 #include <limits>
 #include <vector>
@@ -13,7 +14,7 @@ namespace s3d {
 /// other non-finite value (NaN, -inf) as invalid.
 inline constexpr float kInvalid = std::numeric_limits<float>::infinity();
 /// True for a usable value: finite (kInvalid, NaN and -inf are not).
-inline bool is_valid(float value) { return value - value == 0.0f; }
+inline bool is_valid(float value) { return std::isfinite(value); }
 
 /// A dense host image of `channels` interleaved samples of T per pixel, row-major, top row first.
 template <typename T>

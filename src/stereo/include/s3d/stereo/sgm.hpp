@@ -41,8 +41,8 @@ namespace s3d::stereo {
 /// Marks an invalid disparity (and the value the I/O layer turns into PFM inf / KITTI 0).
 inline constexpr float kInvalidDisparity = ::s3d::kInvalid;
 
-/// True for a valid (finite) disparity.
-inline bool is_valid_disparity(float d) { return d != kInvalidDisparity; }
+/// True for a valid disparity: finite, as s3d::is_valid (kInvalidDisparity, NaN and -inf are invalid).
+inline bool is_valid_disparity(float d) { return ::s3d::is_valid(d); }
 
 /// Census comparison pattern.
 enum class CensusKind {
