@@ -110,6 +110,12 @@ void Stream::synchronize() const { s3d::synchronize(handle_); }
 
 void synchronize(StreamHandle stream) { S3D_CUDA_CHECK(cudaStreamSynchronize(stream)); }
 
+int stream_device(StreamHandle stream) {
+  int device = -1;
+  S3D_CUDA_CHECK(cudaStreamGetDevice(stream, &device));
+  return device;
+}
+
 Event::Event(Timing timing) {
   const unsigned flags = timing == Timing::kEnabled ? cudaEventDefault : cudaEventDisableTiming;
   S3D_CUDA_CHECK(cudaEventCreateWithFlags(&handle_, flags));

@@ -25,6 +25,7 @@ Stream& Stream::operator=(Stream&& other) noexcept {
 }
 void Stream::synchronize() const { no_cuda(); }
 void synchronize(StreamHandle) { no_cuda(); }
+int stream_device(StreamHandle) { no_cuda(); }
 Event::Event(Timing) { no_cuda(); }
 Event::~Event() noexcept = default;
 Event& Event::operator=(Event&& other) noexcept {

@@ -56,6 +56,10 @@ class StagingPipeline::Impl {
     gpu_ = std::make_unique<Gpu>();
     Gpu& g = *gpu_;
     if (compute_stream) {
+      const int owner = stream_device(compute_stream);
+      if (owner != device.index())
+        throw InvalidArgument("StagingPipeline: the compute stream belongs to cuda:" + std::to_string(owner) +
+                              ", not " + device.to_string());
       g.compute = compute_stream;
     } else {
       g.own_compute.emplace();

@@ -62,8 +62,10 @@ class StagingPipeline {
   /// @param depth           items in flight, 1..kMaxDepth (1: no overlap, still asynchronous with the host).
   /// @param capacity        the most bytes one item uploads and downloads (the slots' sizes).
   /// @param compute_stream  where compute callbacks are queued (the op's own stream, whose work stays in
-  ///                        order across items); nullptr: the pipeline makes one. Must outlive the pipeline.
-  /// @throws InvalidArgument (depth out of range, `auto`), DeviceUnavailable, OutOfMemory, CudaError.
+  ///                        order across items); nullptr: the pipeline makes one. Must belong to `device`
+  ///                        and outlive the pipeline.
+  /// @throws InvalidArgument (depth out of range, `auto`, a compute_stream of another device),
+  ///         DeviceUnavailable, OutOfMemory, CudaError.
   StagingPipeline(const Device& device, int depth, StagingBytes capacity, StreamHandle compute_stream = nullptr);
   /// Waits for every item in flight (discarding the results), then frees everything. Never throws; a CUDA
   /// failure while waiting is logged to stderr.
@@ -77,6 +79,9 @@ class StagingPipeline {
   /// bytes), then the upload, `compute(const StagingSlot&, StreamHandle)` (queue the op on the given stream,
   /// reading device_in and writing device_out; on the CPU, compute synchronously) and the download are
   /// queued. Returns without waiting for the device.
+  /// The compute callback may fork work onto streams of its own, but must join all of it back into the
+  /// given stream (an event recorded there and waited for on the given stream) before it returns: the
+  /// download, the slot's reuse and the destructor wait only on the given stream.
   /// @return the item's sequence number: 0 for the first submit of this pipeline, then +1 per submit.
   /// @throws InvalidArgument when full() or `bytes` exceeds the capacity (nothing is queued then);
   ///         whatever pack or compute throw (the slot stays free, the sequence number is not used);

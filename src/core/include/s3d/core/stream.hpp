@@ -34,4 +34,8 @@ class Stream {
 /// Blocks until `stream` is idle. @throws CudaError.
 void synchronize(StreamHandle stream);
 
+/// Index of the CUDA device `stream` belongs to (for nullptr, the calling thread's current device). Does not
+/// synchronize. @throws CudaError, DeviceUnavailable (also in a build without CUDA).
+int stream_device(StreamHandle stream);
+
 }  // namespace s3d
