@@ -34,6 +34,21 @@ void configure_pool(int device) {
   }
   cudaGetLastError();
 }
+
+// The release half of Stream and Event (destructor and move-assignment): never throws, so a failure is
+// logged and its error cleared before it can be blamed on an unrelated later call.
+void destroy_quietly(cudaStream_t stream) noexcept {
+  if (stream && cudaStreamDestroy(stream) != cudaSuccess) {
+    cudaGetLastError();
+    std::fprintf(stderr, "s3d: warning: cudaStreamDestroy failed\n");
+  }
+}
+void destroy_quietly(cudaEvent_t event) noexcept {
+  if (event && cudaEventDestroy(event) != cudaSuccess) {
+    cudaGetLastError();
+    std::fprintf(stderr, "s3d: warning: cudaEventDestroy failed\n");
+  }
+}
 }  // namespace
 
 int cuda_device_count() {
@@ -90,16 +105,11 @@ std::string cuda_build_info() {
 
 Stream::Stream() { S3D_CUDA_CHECK(cudaStreamCreateWithFlags(&handle_, cudaStreamNonBlocking)); }
 
-Stream::~Stream() noexcept {
-  if (handle_ && cudaStreamDestroy(handle_) != cudaSuccess) {
-    cudaGetLastError();
-    std::fprintf(stderr, "s3d: warning: cudaStreamDestroy failed\n");
-  }
-}
+Stream::~Stream() noexcept { destroy_quietly(handle_); }
 
 Stream& Stream::operator=(Stream&& other) noexcept {
   if (this != &other) {
-    if (handle_) cudaStreamDestroy(handle_);
+    destroy_quietly(handle_);
     handle_ = other.handle_;
     other.handle_ = nullptr;
   }
@@ -121,16 +131,11 @@ Event::Event(Timing timing) {
   S3D_CUDA_CHECK(cudaEventCreateWithFlags(&handle_, flags));
 }
 
-Event::~Event() noexcept {
-  if (handle_ && cudaEventDestroy(handle_) != cudaSuccess) {
-    cudaGetLastError();
-    std::fprintf(stderr, "s3d: warning: cudaEventDestroy failed\n");
-  }
-}
+Event::~Event() noexcept { destroy_quietly(handle_); }
 
 Event& Event::operator=(Event&& other) noexcept {
   if (this != &other) {
-    if (handle_) cudaEventDestroy(handle_);
+    destroy_quietly(handle_);
     handle_ = other.handle_;
     other.handle_ = nullptr;
   }
@@ -143,10 +148,9 @@ void Event::synchronize() const { S3D_CUDA_CHECK(cudaEventSynchronize(handle_));
 
 bool Event::ready() const {
   const cudaError_t status = cudaEventQuery(handle_);
-  if (status == cudaErrorNotReady) {
-    cudaGetLastError();
-    return false;
-  }
+  // NotReady is an answer, not a pending error: clearing the last error here could swallow another
+  // call's launch failure before its own check sees it.
+  if (status == cudaErrorNotReady) return false;
   S3D_CUDA_CHECK(status);
   return true;
 }

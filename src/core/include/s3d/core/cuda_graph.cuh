@@ -4,6 +4,7 @@
 // CUDA runtime headers (included only by .cu backends).
 #include <cuda_runtime.h>
 
+#include <cstdio>
 #include <utility>
 
 #include "s3d/core/cuda_check.cuh"
@@ -46,7 +47,10 @@ class CudaGraph {
     const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
     if (queued && ended == cudaSuccess && graph != nullptr && cudaGraphInstantiate(&exec_, graph, 0) != cudaSuccess)
       exec_ = nullptr;
-    if (graph != nullptr) cudaGraphDestroy(graph);
+    if (graph != nullptr && cudaGraphDestroy(graph) != cudaSuccess) {
+      cudaGetLastError();
+      std::fprintf(stderr, "s3d: warning: cudaGraphDestroy failed\n");
+    }
     if (exec_ == nullptr) cudaGetLastError();
     return exec_ != nullptr;
   }
@@ -58,7 +62,10 @@ class CudaGraph {
 
   /// Destroys the graph (safe while a replay is still running: the driver defers the release). Never throws.
   void reset() noexcept {
-    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
+    if (exec_ != nullptr && cudaGraphExecDestroy(exec_) != cudaSuccess) {
+      cudaGetLastError();
+      std::fprintf(stderr, "s3d: warning: cudaGraphExecDestroy failed\n");
+    }
     exec_ = nullptr;
   }
 
