@@ -1,22 +1,18 @@
-// Per-stage entry points (host memory): the dispatcher between the CPU backend and the CUDA host wrappers.
+// Per-stage entry points (host memory): the dispatcher between the CPU backend and the CUDA host wrappers
+// (stages_cuda.cu, or the stand-ins of stages_nocuda.cpp in a build without CUDA).
 #include "s3d/stereo/stages.hpp"
 
 #include <string>
 
 #include "engine_impl.hpp"
-#include "s3d/core/config.hpp"
 #include "s3d/core/errors.hpp"
 
 namespace s3d::stereo::stages {
 namespace {
 
-bool use_cuda(const Device& device) {
-  const Device d = resolve_device(device);
-#if !S3D_WITH_CUDA
-  if (d.is_cuda()) throw DeviceUnavailable("CUDA is not built into this s3d");
-#endif
-  return d.is_cuda();
-}
+// Without CUDA, resolve_device refuses `cuda` (DeviceUnavailable) and turns `auto` into the CPU, so the
+// cuda_host calls below are never reached there (stages_nocuda.cpp only satisfies the linker).
+bool use_cuda(const Device& device) { return resolve_device(device).is_cuda(); }
 
 void check_size(std::size_t got, std::size_t want, const char* what) {
   if (got != want)
@@ -34,11 +30,7 @@ std::vector<std::uint64_t> census_impl(const Device& device, ImageView<const T> 
   p.validate();
   if (image.empty() || !image.data) throw InvalidArgument("census: empty image");
   const detail::CensusSpec spec{kind, ww, wh};
-#if S3D_WITH_CUDA
   if (use_cuda(device)) return detail::cuda_host::census(image, spec);
-#else
-  use_cuda(device);
-#endif
   std::vector<std::uint64_t> out(image.pixels());
   detail::cpu::census(image, spec, out.data());
   return out;
@@ -66,11 +58,7 @@ std::vector<std::uint16_t> aggregate(const Device& device, const std::vector<std
   const detail::MatchSpec spec = detail::make_match_spec(params, width, height, right);
   const auto& ref = right ? census_right : census_left;
   const auto& target = right ? census_left : census_right;
-#if S3D_WITH_CUDA
   if (use_cuda(device)) return detail::cuda_host::aggregate(ref, target, spec);
-#else
-  use_cuda(device);
-#endif
   std::vector<std::uint8_t> cost(n * params.disparities);
   std::vector<std::uint16_t> volume(cost.size()), volume_b(cost.size());
   detail::cpu::cost_volume(ref.data(), target.data(), spec, cost.data());
@@ -85,11 +73,7 @@ void wta(const Device& device, const std::vector<std::uint16_t>& volume, int wid
   const std::size_t n = static_cast<std::size_t>(width) * height;
   check_size(volume.size(), n * params.disparities, "wta: volume");
   const detail::MatchSpec spec = detail::make_match_spec(params, width, height, view == View::kRight);
-#if S3D_WITH_CUDA
   if (use_cuda(device)) return detail::cuda_host::wta(volume, spec, disparity, confidence);
-#else
-  use_cuda(device);
-#endif
   disparity.resize(n);
   if (confidence) confidence->resize(n);
   detail::cpu::wta(volume.data(), nullptr, spec, disparity.data(), confidence ? confidence->data() : nullptr);
@@ -100,11 +84,7 @@ std::vector<float> lr_check(const Device& device, const std::vector<float>& left
   const std::size_t n = static_cast<std::size_t>(width) * height;
   check_size(left.size(), n, "lr_check: left");
   check_size(right.size(), n, "lr_check: right");
-#if S3D_WITH_CUDA
   if (use_cuda(device)) return detail::cuda_host::lr_check(left, right, width, height, max_diff);
-#else
-  use_cuda(device);
-#endif
   std::vector<float> out = left;
   detail::cpu::lr_check(out.data(), right.data(), width, height, max_diff);
   return out;
@@ -113,11 +93,7 @@ std::vector<float> lr_check(const Device& device, const std::vector<float>& left
 std::vector<float> median3x3(const Device& device, const std::vector<float>& disparity, int width, int height) {
   const std::size_t n = static_cast<std::size_t>(width) * height;
   check_size(disparity.size(), n, "median3x3: disparity");
-#if S3D_WITH_CUDA
   if (use_cuda(device)) return detail::cuda_host::median3x3(disparity, width, height);
-#else
-  use_cuda(device);
-#endif
   std::vector<float> out(n);
   detail::cpu::median3x3(disparity.data(), out.data(), width, height);
   return out;
@@ -127,11 +103,7 @@ std::vector<float> speckle(const Device& device, const std::vector<float>& dispa
                            int max_size, float max_diff) {
   const std::size_t n = static_cast<std::size_t>(width) * height;
   check_size(disparity.size(), n, "speckle: disparity");
-#if S3D_WITH_CUDA
   if (use_cuda(device)) return detail::cuda_host::speckle(disparity, width, height, max_size, max_diff);
-#else
-  use_cuda(device);
-#endif
   std::vector<float> out = disparity;
   std::vector<int> scratch(2 * n);
   detail::cpu::speckle(out.data(), width, height, max_size, max_diff, scratch.data());
@@ -144,11 +116,7 @@ std::vector<float> fill_occlusions(const Device& device, const std::vector<float
                           " must be at least 1x1");
   const std::size_t n = static_cast<std::size_t>(width) * height;
   check_size(disparity.size(), n, "fill_occlusions: disparity");
-#if S3D_WITH_CUDA
   if (use_cuda(device)) return detail::cuda_host::fill_occlusions(disparity, width, height);
-#else
-  use_cuda(device);
-#endif
   std::vector<float> out = disparity;
   detail::cpu::fill_occlusions(out.data(), width, height);
   return out;
