@@ -19,6 +19,8 @@
 #include "s3d/core/cuda_check.cuh"
 #include "s3d/core/device.hpp"
 #include "s3d/core/device_buffer.hpp"
+#include "s3d/core/event.hpp"
+#include "s3d/core/stream.hpp"
 #include "s3d/stereo/sgm.hpp"
 
 namespace {
@@ -28,12 +30,13 @@ using namespace s3d;
 struct Setting {
   std::string name;
   int width, height, disparities, paths;
-  bool full;  ///< true: library defaults (true right-view LR check, speckle); false: libSGM-like core
+  bool full;         ///< true: library defaults (true right-view LR check, speckle); false: libSGM-like core
   double libsgm_ms;  ///< libSGM 3.1 on an H200, device to device (issue 4); 0 = not given
 };
 
 /// Random texture smoothed horizontally, and its copy shifted by a smooth disparity field.
-void make_pair(int w, int h, int max_d, std::uint32_t seed, std::vector<std::uint8_t>& l, std::vector<std::uint8_t>& r) {
+void make_pair(int w, int h, int max_d, std::uint32_t seed, std::vector<std::uint8_t>& l,
+               std::vector<std::uint8_t>& r) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> u(0, 255);
   std::vector<int> base(static_cast<std::size_t>(w + max_d + 2) * h);
@@ -57,21 +60,15 @@ double median(std::vector<double> v) {
 double measure_bandwidth_gbs() {
   const std::size_t bytes = std::size_t(1) << 30;
   DeviceBuffer<std::uint8_t> a(bytes), b(bytes);
-  cudaEvent_t e0, e1;
-  S3D_CUDA_CHECK(cudaEventCreate(&e0));
-  S3D_CUDA_CHECK(cudaEventCreate(&e1));
+  Event e0(Event::Timing::kEnabled), e1(Event::Timing::kEnabled);
   std::vector<double> t;
   for (int i = 0; i < 8; ++i) {
-    S3D_CUDA_CHECK(cudaEventRecord(e0));
+    e0.record(nullptr);
     S3D_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), bytes, cudaMemcpyDeviceToDevice));
-    S3D_CUDA_CHECK(cudaEventRecord(e1));
-    S3D_CUDA_CHECK(cudaEventSynchronize(e1));
-    float ms = 0;
-    S3D_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    if (i >= 2) t.push_back(ms);
+    e1.record(nullptr);
+    e1.synchronize();
+    if (i >= 2) t.push_back(Event::elapsed_ms(e0, e1));
   }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
   return 2.0 * bytes / (median(t) * 1e-3) / 1e9;  // read + write
 }
 
@@ -80,14 +77,10 @@ std::string stage_times(const Device& dev, int w, int h, int D) {
   namespace sd = s3d::stereo::detail;
   (void)dev;
   const std::size_t n = static_cast<std::size_t>(w) * h;
-  cudaStream_t st, side;
-  cudaEvent_t fork, join, e0, e1;
-  S3D_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  S3D_CUDA_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
-  S3D_CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
-  S3D_CUDA_CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
-  S3D_CUDA_CHECK(cudaEventCreate(&e0));
-  S3D_CUDA_CHECK(cudaEventCreate(&e1));
+  // declared before the buffers, so destroyed after them: the buffers are released ordered on `st`
+  const Stream st, side;
+  const Event fork, join;
+  Event e0(Event::Timing::kEnabled), e1(Event::Timing::kEnabled);
   std::vector<std::uint8_t> l, r;
   make_pair(w, h, D / 2, 5, l, r);
   DeviceBuffer<std::uint8_t> dl(n, st), dr(n, st);
@@ -102,17 +95,15 @@ std::string stage_times(const Device& dev, int w, int h, int D) {
   p.disparities = D;
   sd::MatchSpec spec = sd::make_match_spec(p, w, h, false);
   const sd::CensusSpec cs{p.census, p.census_width, p.census_height};
-  const sd::cuda::AggregateStreams as{st, side, fork, join};
+  const sd::cuda::AggregateStreams as{st, side, fork.get(), join.get()};
   auto time = [&](auto&& f) {
     std::vector<double> t;
     for (int i = 0; i < 25; ++i) {
-      S3D_CUDA_CHECK(cudaEventRecord(e0, st));
+      e0.record(st);
       f();
-      S3D_CUDA_CHECK(cudaEventRecord(e1, st));
-      S3D_CUDA_CHECK(cudaEventSynchronize(e1));
-      float ms = 0;
-      S3D_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-      if (i >= 5) t.push_back(ms);
+      e1.record(st);
+      e1.synchronize();
+      if (i >= 5) t.push_back(Event::elapsed_ms(e0, e1));
     }
     return median(t);
   };
@@ -126,7 +117,8 @@ std::string stage_times(const Device& dev, int w, int h, int D) {
     spec.paths = paths[i];
     t_agg[i] = time([&] { sd::cuda::aggregate(cl.data(), cr.data(), spec, va.data(), vb.data(), vc.data(), as); });
   }
-  const double t_wta = time([&] { sd::cuda::wta(va.data(), vb.data(), vc.data(), spec, disp.data(), w, nullptr, 0, st); });
+  const double t_wta =
+      time([&] { sd::cuda::wta(va.data(), vb.data(), vc.data(), spec, disp.data(), w, nullptr, 0, st); });
   // the engine's per-path uint8 pipeline (all directions in one launch, WTA summing the bytes)
   double t_pp[3] = {0, 0, 0}, t_pc[3] = {0, 0, 0}, t_ppw = 0;
   std::string pp_lanes_line;
@@ -183,15 +175,16 @@ std::string stage_times(const Device& dev, int w, int h, int D) {
   const double t_lr = time([&] { sd::cuda::lr_check(disp.data(), w, out.data(), w, h, 1.0f, st); });
   DeviceBuffer<int> scratch(2 * n, st);
   const double t_sp = time([&] { sd::cuda::speckle(out.data(), w, w, h, 100, 2.0f, scratch.data(), st); });
-  S3D_CUDA_CHECK(cudaStreamSynchronize(st));
+  st.synchronize();
   char line[768];
-  std::snprintf(line, sizeof line,
-                "stages %dx%d D%d: census(L+R) %.3f | aggregate horizontal-only %.3f, 4 paths %.3f, 8 paths %.3f | "
-                "wta %.3f | per-path on the fly: horizontal-only %.3f, 4 paths %.3f, 8 paths %.3f | per-path cost volume "
-                "(engine, costs included): horizontal-only %.3f, 4 paths %.3f, 8 paths %.3f | wta 8 paths %.3f | "
-                "median %.3f | lr %.3f | speckle %.3f ms",
-                w, h, D, t_census, t_agg[0], t_agg[1], t_agg[2], t_wta, t_pp[0], t_pp[1], t_pp[2], t_pc[0], t_pc[1],
-                t_pc[2], t_ppw, t_med, t_lr, t_sp);
+  std::snprintf(
+      line, sizeof line,
+      "stages %dx%d D%d: census(L+R) %.3f | aggregate horizontal-only %.3f, 4 paths %.3f, 8 paths %.3f | "
+      "wta %.3f | per-path on the fly: horizontal-only %.3f, 4 paths %.3f, 8 paths %.3f | per-path cost volume "
+      "(engine, costs included): horizontal-only %.3f, 4 paths %.3f, 8 paths %.3f | wta 8 paths %.3f | "
+      "median %.3f | lr %.3f | speckle %.3f ms",
+      w, h, D, t_census, t_agg[0], t_agg[1], t_agg[2], t_wta, t_pp[0], t_pp[1], t_pp[2], t_pc[0], t_pc[1], t_pc[2],
+      t_ppw, t_med, t_lr, t_sp);
   const std::string result = std::string(line) + pp_lanes_line + lanes_line;
   for (auto* b : {&va, &vb, &vc}) b->reset();
   cl.reset();
@@ -201,13 +194,7 @@ std::string stage_times(const Device& dev, int w, int h, int D) {
   disp.reset();
   out.reset();
   scratch.reset();
-  cudaStreamSynchronize(st);
-  cudaStreamDestroy(st);
-  cudaStreamDestroy(side);
-  cudaEventDestroy(fork);
-  cudaEventDestroy(join);
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
+  st.synchronize();
   return result;
 }
 
@@ -258,9 +245,7 @@ int main(int argc, char** argv) {
     DeviceBuffer<std::uint8_t> dl(n, st), dr(n, st);
     DeviceBuffer<float> dd(n, st);
     std::vector<double> d2d, e2e;
-    cudaEvent_t e0, e1;
-    S3D_CUDA_CHECK(cudaEventCreate(&e0));
-    S3D_CUDA_CHECK(cudaEventCreate(&e1));
+    Event e0(Event::Timing::kEnabled), e1(Event::Timing::kEnabled);
     std::vector<float> host_disp(n);
     for (int set = 0; set < kSets; ++set) {
       std::vector<std::uint8_t> l, r;
@@ -268,18 +253,18 @@ int main(int argc, char** argv) {
       S3D_CUDA_CHECK(cudaMemcpyAsync(dl.data(), l.data(), n, cudaMemcpyHostToDevice, st));
       S3D_CUDA_CHECK(cudaMemcpyAsync(dr.data(), r.data(), n, cudaMemcpyHostToDevice, st));
       S3D_CUDA_CHECK(cudaStreamSynchronize(st));
-      const ImageView<const std::uint8_t> vl{dl.data(), s.width, s.height, s.width}, vr{dr.data(), s.width, s.height, s.width};
+      const ImageView<const std::uint8_t> vl{dl.data(), s.width, s.height, s.width},
+          vr{dr.data(), s.width, s.height, s.width};
       const ImageView<float> vd{dd.data(), s.width, s.height, s.width};
       for (int i = 0; i < kWarm + kRuns; ++i) {
-        S3D_CUDA_CHECK(cudaEventRecord(e0, st));
+        e0.record(st);
         engine.compute_device(vl, vr, vd, ImageView<float>{}, st);
-        S3D_CUDA_CHECK(cudaEventRecord(e1, st));
-        S3D_CUDA_CHECK(cudaEventSynchronize(e1));
-        float ms = 0;
-        S3D_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-        if (i >= kWarm) d2d.push_back(ms);
+        e1.record(st);
+        e1.synchronize();
+        if (i >= kWarm) d2d.push_back(Event::elapsed_ms(e0, e1));
       }
-      const ImageView<const std::uint8_t> hl{l.data(), s.width, s.height, s.width}, hr{r.data(), s.width, s.height, s.width};
+      const ImageView<const std::uint8_t> hl{l.data(), s.width, s.height, s.width},
+          hr{r.data(), s.width, s.height, s.width};
       for (int i = 0; i < kWarm + kRuns; ++i) {
         const auto t0 = std::chrono::steady_clock::now();
         engine.compute(hl, hr, host_disp.data(), nullptr);
@@ -287,8 +272,6 @@ int main(int argc, char** argv) {
         if (i >= kWarm) e2e.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
       }
     }
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
     const double md = median(d2d), me = median(e2e);
     // Floor: the aggregated uint16 volume written once and read once (4 bytes per (pixel, d)); ours (the
     // per-path cost-volume pipeline): the uint8 costs written once and read by each direction, each direction
@@ -297,24 +280,24 @@ int main(int argc, char** argv) {
     const double voxels = double(n) * s.disparities;
     const double floor_ms = voxels * 4.0 / (bw * 1e9) * 1e3;
     const double passes = s.full ? 2.0 : 1.0;
-    const double ours_ms =
-        passes * double(n) * stereo::detail::cuda::per_path_pitch(s.disparities) * (1.0 + 3.0 * s.paths) / (bw * 1e9) * 1e3;
+    const double ours_ms = passes * double(n) * stereo::detail::cuda::per_path_pitch(s.disparities) *
+                           (1.0 + 3.0 * s.paths) / (bw * 1e9) * 1e3;
     const double speedup = s.libsgm_ms > 0 ? s.libsgm_ms / md : 0.0;
     std::printf("%-24s %9.3f %9.3f %9.2f %8.2f %10.3f %10.3f\n", s.name.c_str(), md, me, s.libsgm_ms, speedup, floor_ms,
                 ours_ms);
     std::fflush(stdout);
-    json += std::string(first ? "" : ",\n") + "    {\"setting\": \"" + s.name + "\", \"width\": " + std::to_string(s.width) +
-            ", \"height\": " + std::to_string(s.height) + ", \"disparities\": " + std::to_string(s.disparities) +
-            ", \"paths\": " + std::to_string(s.paths) + ", \"lr_check\": " + (s.full ? "true" : "false") +
-            ", \"d2d_ms_median\": " + std::to_string(md) + ", \"e2e_ms_median\": " + std::to_string(me) +
-            ", \"libsgm_ms\": " + std::to_string(s.libsgm_ms) + ", \"floor_ms\": " + std::to_string(floor_ms) +
-            ", \"volume_traffic_ms\": " + std::to_string(ours_ms) + "}";
+    json += std::string(first ? "" : ",\n") + "    {\"setting\": \"" + s.name +
+            "\", \"width\": " + std::to_string(s.width) + ", \"height\": " + std::to_string(s.height) +
+            ", \"disparities\": " + std::to_string(s.disparities) + ", \"paths\": " + std::to_string(s.paths) +
+            ", \"lr_check\": " + (s.full ? "true" : "false") + ", \"d2d_ms_median\": " + std::to_string(md) +
+            ", \"e2e_ms_median\": " + std::to_string(me) + ", \"libsgm_ms\": " + std::to_string(s.libsgm_ms) +
+            ", \"floor_ms\": " + std::to_string(floor_ms) + ", \"volume_traffic_ms\": " + std::to_string(ours_ms) + "}";
     first = false;
   }
   json += "\n  ],\n  \"stages\": [\n";
   bool first_stage = true;
   for (auto [w, h, D] : {std::tuple{1024, 440, 128}, std::tuple{1242, 375, 128}, std::tuple{1242, 375, 256},
-                        std::tuple{1920, 1080, 128}, std::tuple{1920, 1080, 256}}) {
+                         std::tuple{1920, 1080, 128}, std::tuple{1920, 1080, 256}}) {
     const std::string line = stage_times(dev, w, h, D);
     std::printf("%s\n", line.c_str());
     json += std::string(first_stage ? "" : ",\n") + "    \"" + line + "\"";

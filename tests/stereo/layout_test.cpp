@@ -9,6 +9,8 @@
 #include "aggregate_variants.hpp"
 #include "s3d/core/cuda_check.cuh"
 #include "s3d/core/device_buffer.hpp"
+#include "s3d/core/event.hpp"
+#include "s3d/core/stream.hpp"
 #include "s3d/stereo/stages.hpp"
 #include "stereo_test_util.hpp"
 
@@ -27,11 +29,8 @@ TEST(SgmLayouts, EveryLaneLayoutMatchesCpu) {
   DeviceBuffer<std::uint64_t> d_cl, d_cr;
   d_cl.copy_from_host(cl);
   d_cr.copy_from_host(cr);
-  cudaStream_t side;
-  cudaEvent_t fork, join;
-  S3D_CUDA_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
-  S3D_CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
-  S3D_CUDA_CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+  const Stream side;
+  const Event fork, join;
   for (int D : {16, 100, 128, 200})
     for (int paths : {4, 8}) {
       SgmParams p;
@@ -50,7 +49,7 @@ TEST(SgmLayouts, EveryLaneLayoutMatchesCpu) {
         DeviceBuffer<std::uint16_t> a(n * vp), b(n * vp), c(n * vp);
         DeviceBuffer<float> disp(n);
         sd::cuda::experimental::aggregate(d_cl.data(), d_cr.data(), spec, a.data(), b.data(), c.data(),
-                                          {nullptr, side, fork, join});
+                                          {nullptr, side, fork.get(), join.get()});
         sd::cuda::wta(a.data(), b.data(), c.data(), spec, disp.data(), W, nullptr, 0, nullptr);
         sd::cuda::add_volumes(a.data(), b.data(), n * vp, nullptr);
         sd::cuda::add_volumes(a.data(), c.data(), n * vp, nullptr);
@@ -62,9 +61,6 @@ TEST(SgmLayouts, EveryLaneLayoutMatchesCpu) {
         EXPECT_TRUE(test::bit_equal(disp.to_host(), ref_disp, W, &where)) << where;
       }
     }
-  cudaStreamDestroy(side);
-  cudaEventDestroy(fork);
-  cudaEventDestroy(join);
 }
 
 // The engine's per-path uint8 pipeline (one launch for all directions, WTA summing the directions' bytes)
@@ -102,34 +98,34 @@ TEST(SgmLayouts, PerPathPipelineMatchesCpu) {
           DeviceBuffer<std::uint8_t> vol(sd::cuda::per_path_bytes(spec)), cost(sd::cuda::per_path_cost_bytes(spec));
           // on the fly, then the cost volume with each lane layout of its path kernel
           for (int variant = 0; variant < 4; ++variant) {
-          const bool with_cost = variant > 0;
-          const auto lanes = variant == 1   ? sd::cuda::experimental::PerPathLanes::kWide
-                             : variant == 2 ? sd::cuda::experimental::PerPathLanes::kNarrowHorizontal
-                                            : sd::cuda::experimental::PerPathLanes::kNarrowAll;
-          SCOPED_TRACE(with_cost ? "cost volume, lanes " + std::to_string(static_cast<int>(lanes)) : "on the fly");
-          DeviceBuffer<float> disp(n), conf(n);
-          S3D_CUDA_CHECK(cudaMemset(vol.data(), 0xab, vol.size()));
-          sd::cuda::experimental::aggregate_per_path(right ? d_cr.data() : d_cl.data(),
-                                                     right ? d_cl.data() : d_cr.data(), spec,
-                                                     with_cost ? cost.data() : nullptr, vol.data(), nullptr, lanes);
-          sd::cuda::wta_per_path(vol.data(), spec, disp.data(), W, conf.data(), W, nullptr);
-          std::string where;
-          EXPECT_TRUE(test::bit_equal(disp.to_host(), ref_disp, W, &where)) << where;
-          EXPECT_TRUE(test::bit_equal(conf.to_host(), ref_conf, W, &where)) << where;
-          // the bytes themselves: their sum over the directions is the CPU's volume
-          if (D == 100 && paths == 8) {
-            const int pitch = sd::cuda::per_path_pitch(D);
-            std::vector<std::uint8_t> bytes(sd::cuda::per_path_bytes(spec));
-            S3D_CUDA_CHECK(cudaMemcpy(bytes.data(), vol.data(), bytes.size(), cudaMemcpyDeviceToHost));
-            std::size_t bad = 0;
-            for (std::size_t i = 0; i < n; ++i)
-              for (int d = 0; d < D; ++d) {
-                int sum = 0;
-                for (int q = 0; q < paths; ++q) sum += bytes[(q * n + i) * pitch + d];
-                bad += sum != ref[i * D + d];
-              }
-            EXPECT_EQ(bad, 0u);
-          }
+            const bool with_cost = variant > 0;
+            const auto lanes = variant == 1   ? sd::cuda::experimental::PerPathLanes::kWide
+                               : variant == 2 ? sd::cuda::experimental::PerPathLanes::kNarrowHorizontal
+                                              : sd::cuda::experimental::PerPathLanes::kNarrowAll;
+            SCOPED_TRACE(with_cost ? "cost volume, lanes " + std::to_string(static_cast<int>(lanes)) : "on the fly");
+            DeviceBuffer<float> disp(n), conf(n);
+            S3D_CUDA_CHECK(cudaMemset(vol.data(), 0xab, vol.size()));
+            sd::cuda::experimental::aggregate_per_path(right ? d_cr.data() : d_cl.data(),
+                                                       right ? d_cl.data() : d_cr.data(), spec,
+                                                       with_cost ? cost.data() : nullptr, vol.data(), nullptr, lanes);
+            sd::cuda::wta_per_path(vol.data(), spec, disp.data(), W, conf.data(), W, nullptr);
+            std::string where;
+            EXPECT_TRUE(test::bit_equal(disp.to_host(), ref_disp, W, &where)) << where;
+            EXPECT_TRUE(test::bit_equal(conf.to_host(), ref_conf, W, &where)) << where;
+            // the bytes themselves: their sum over the directions is the CPU's volume
+            if (D == 100 && paths == 8) {
+              const int pitch = sd::cuda::per_path_pitch(D);
+              std::vector<std::uint8_t> bytes(sd::cuda::per_path_bytes(spec));
+              S3D_CUDA_CHECK(cudaMemcpy(bytes.data(), vol.data(), bytes.size(), cudaMemcpyDeviceToHost));
+              std::size_t bad = 0;
+              for (std::size_t i = 0; i < n; ++i)
+                for (int d = 0; d < D; ++d) {
+                  int sum = 0;
+                  for (int q = 0; q < paths; ++q) sum += bytes[(q * n + i) * pitch + d];
+                  bad += sum != ref[i * D + d];
+                }
+              EXPECT_EQ(bad, 0u);
+            }
           }
         }
   }
