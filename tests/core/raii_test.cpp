@@ -77,15 +77,29 @@ TEST_F(CudaRaiiTest, EventsOrderStreamsAndTime) {
   compute.synchronize();
   EXPECT_TRUE(uploaded.ready());
   EXPECT_TRUE(std::equal(host.begin(), host.end(), back.begin()));
-  EXPECT_GE(Event::elapsed_ms(start, stop), 0.0f);
+  (void)Event::elapsed_ms(start, stop);  // throws unless both events were timed and have completed
   upload.synchronize();
 }
 
 TEST_F(CudaRaiiTest, ScopedDeviceRestoresTheCurrentDevice) {
   const int count = cuda_device_count();
-  { ScopedDevice on_last(count - 1); }
-  ScopedDevice on_first(0);  // nothing to restore: already current
-  EXPECT_THROW(ScopedDevice(count + 5), Error);
+  ASSERT_EQ(current_cuda_device(), 0);  // SetUp resolved cuda:0
+  {
+    const ScopedDevice on_last(count - 1);
+    EXPECT_EQ(current_cuda_device(), count - 1);
+  }
+  EXPECT_EQ(current_cuda_device(), 0);
+  {
+    const ScopedDevice on_first(0);  // nothing to restore: already current
+    EXPECT_EQ(current_cuda_device(), 0);
+  }
+  EXPECT_EQ(current_cuda_device(), 0);
+  {
+    const ScopedDevice on_last(count - 1);
+    EXPECT_THROW(ScopedDevice(count + 5), Error);
+    EXPECT_EQ(current_cuda_device(), count - 1);  // a refused selection changes nothing
+  }
+  EXPECT_EQ(current_cuda_device(), 0);
 }
 
 TEST_F(CudaRaiiTest, TheBuildHasAnImageForThisGpu) { EXPECT_NO_THROW(detail::require_kernel_image()); }
@@ -95,6 +109,7 @@ TEST(CoreNoGpu, CudaTypesRefuseWithoutCuda) {
   EXPECT_THROW(Event{}, DeviceUnavailable);
   EXPECT_THROW(ScopedDevice{0}, DeviceUnavailable);
   EXPECT_THROW(detail::require_kernel_image(), DeviceUnavailable);
+  EXPECT_EQ(current_cuda_device(), -1);
 }
 
 }  // namespace

@@ -28,9 +28,12 @@ Device Device::parse(std::string_view text) {
 
 std::string Device::to_string() const {
   switch (kind_) {
-    case Kind::kAuto: return "auto";
-    case Kind::kCpu: return "cpu";
-    case Kind::kCuda: return "cuda:" + std::to_string(index_);
+    case Kind::kAuto:
+      return "auto";
+    case Kind::kCpu:
+      return "cpu";
+    case Kind::kCuda:
+      return "cuda:" + std::to_string(index_);
   }
   return "cpu";
 }
@@ -39,6 +42,7 @@ bool cuda_built() { return S3D_WITH_CUDA != 0; }
 
 #if !S3D_WITH_CUDA
 int cuda_device_count() { return 0; }
+int current_cuda_device() { return -1; }
 
 Device resolve_device(const Device& requested, bool* fell_back_to_cpu) {
   if (fell_back_to_cpu) *fell_back_to_cpu = requested.is_auto();

@@ -60,6 +60,16 @@ int cuda_device_count() {
   return count;
 }
 
+int current_cuda_device() {
+  if (cuda_device_count() == 0) return -1;
+  int device = -1;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return device;
+}
+
 Device resolve_device(const Device& requested, bool* fell_back_to_cpu) {
   if (fell_back_to_cpu) *fell_back_to_cpu = false;
   if (requested.is_cpu()) return requested;

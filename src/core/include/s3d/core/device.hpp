@@ -47,6 +47,10 @@ bool cuda_built();
 /// Number of CUDA devices visible to this process (0 without CUDA, a driver, or a GPU). Never throws.
 int cuda_device_count();
 
+/// The calling thread's current CUDA device (what ScopedDevice saves and restores); -1 without CUDA or
+/// without a visible device. Never throws.
+int current_cuda_device();
+
 /// Turns a requested device into a concrete one.
 /// - `auto`: `cuda:0` when a GPU is visible, else `cpu`; `*fell_back_to_cpu` (if given) says which.
 /// - `cuda:N`: checked strictly; selects it as the calling thread's current CUDA device.
