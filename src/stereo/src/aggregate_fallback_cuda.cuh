@@ -145,9 +145,9 @@ struct Layout {
 };
 
 /// Lanes per scanline (G) and disparities per lane (K), pitch = G*K >= D. Auto (lanes == 0): K <= 16 keeps
-/// the registers in check, G as small as that allows keeps the shuffle chain short (measured on an H200,
-/// the per-step latency of a single warp then dominates: see bench_sgm's stage table). lanes = 4/8/16/32
-/// forces G (K = 4, 8, 16 or 32, the smallest that covers D): an experiment knob for bench_sgm.
+/// the registers in check, G as small as that allows keeps the shuffle chain short, because the per-step
+/// latency of a single warp dominates the scans (docs/PERFORMANCE.md). lanes = 4/8/16/32 forces G (K = 4, 8,
+/// 16 or 32, the smallest that covers D): an experiment knob for bench_sgm.
 inline Layout layout(int disparities, int lanes) {
   if (lanes == 4 || lanes == 8 || lanes == 16 || lanes == 32) {
     for (int k : {4, 8, 16, 32})

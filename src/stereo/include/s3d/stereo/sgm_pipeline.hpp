@@ -37,7 +37,8 @@ namespace s3d::stereo {
 ///
 /// Memory: the engine's own (see SgmEngine), plus per slot, for W*H pixels: pinned host input 4*W*H bytes
 /// (two images, up to 16 bits), device input 4*W*H, device output 4*W*H (8*W*H with params.confidence) and
-/// pinned host output of the same size. CPU: per slot the host output only.
+/// pinned host output of the same size. CPU: per slot the host input (4*W*H) and the host output (4*W*H,
+/// 8*W*H with params.confidence), ordinary heap memory; nothing on a device.
 ///
 /// Not thread-safe: call submit/retrieve from one thread. After a CudaError (or OutOfMemory) from
 /// submit/retrieve the pipeline's state is undefined: destroy it (the destructor is safe then too).
