@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "s3d/core/errors.hpp"
+#include "s3d/core/scoped_device.hpp"
 #include "s3d/stereo/sgm.hpp"
 #include "s3d/stereo/stages.hpp"
 #include "stereo_test_util.hpp"
@@ -110,6 +111,24 @@ TEST(Disparity, ValidMeansFinite) {
   EXPECT_TRUE(is_valid_disparity(0.0f));
   EXPECT_TRUE(is_valid_disparity(-3.5f));
   EXPECT_TRUE(is_valid_disparity(std::numeric_limits<float>::max()));
+}
+
+// With one GPU the engine and the caller share device 0 and this only checks that nothing throws; with two,
+// the engine on cuda:0 must leave a caller on cuda:1 there.
+TEST(SgmEngineCuda, LeavesTheCallersCurrentDeviceAsItFoundIt) {
+  const int count = cuda_device_count();
+  if (count == 0) GTEST_SKIP() << "no CUDA device";
+  const ScopedDevice callers(count - 1);
+  const auto l = test::random_image<std::uint8_t>(64, 48, 3), r = test::random_image<std::uint8_t>(64, 48, 4);
+  SgmParams p;
+  p.disparities = 16;
+  {
+    SgmEngine engine(Device(Device::Kind::kCuda, 0), p, 64, 48);
+    EXPECT_EQ(current_cuda_device(), count - 1);
+    engine.compute(l.view(), r.view());
+    EXPECT_EQ(current_cuda_device(), count - 1);
+  }
+  EXPECT_EQ(current_cuda_device(), count - 1);
 }
 
 TEST(SgmParams, DefaultsAreValid) {
