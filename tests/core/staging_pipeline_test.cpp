@@ -121,7 +121,7 @@ TEST_P(StagingPipelineTest, DrainDiscardsTheItemsInFlightAndKeepsCounting) {
 }
 
 // That the destructor waits for an item in flight is checked with delayed device work in
-// staging_pipeline_cuda_test.cpp.
+// core_cuda_test.cpp.
 TEST_P(StagingPipelineTest, MovingCarriesTheItemsInFlight) {
   StagingPipeline pipe(GetParam(), 2, StagingBytes{64, 64});
   submit_copy(pipe, item(4, 16));

@@ -157,10 +157,15 @@ void Event::wait(StreamHandle stream) const { S3D_CUDA_CHECK(cudaStreamWaitEvent
 void Event::synchronize() const { S3D_CUDA_CHECK(cudaEventSynchronize(handle_)); }
 
 bool Event::ready() const {
+  // NotReady is an answer, not a failure. Should the runtime record it as the thread's last error, clear it,
+  // but only when nothing was pending before the query: an earlier launch failure (last errors are per
+  // thread) must stay for its own check to see.
+  const bool error_pending = cudaPeekAtLastError() != cudaSuccess;
   const cudaError_t status = cudaEventQuery(handle_);
-  // NotReady is an answer, not a pending error: clearing the last error here could swallow another
-  // call's launch failure before its own check sees it.
-  if (status == cudaErrorNotReady) return false;
+  if (status == cudaErrorNotReady) {
+    if (!error_pending) cudaGetLastError();
+    return false;
+  }
   S3D_CUDA_CHECK(status);
   return true;
 }

@@ -1,5 +1,5 @@
-// StagingPipeline on CUDA only (built when CUDA is): what needs work the test controls on the device, or a
-// stream the test makes.
+// The core on CUDA only (built when CUDA is): what needs the runtime directly, for device work the test
+// controls (a host function on a stream) or an error the test provokes.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +10,7 @@
 
 #include "s3d/core/cuda_check.cuh"
 #include "s3d/core/errors.hpp"
+#include "s3d/core/event.hpp"
 #include "s3d/core/scoped_device.hpp"
 #include "s3d/core/staging_pipeline.hpp"
 #include "s3d/core/stream.hpp"
@@ -21,6 +22,29 @@ namespace {
 void CUDART_CB sleep_then_set(void* flag) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   static_cast<std::atomic<bool>*>(flag)->store(true);
+}
+
+// Holds its stream until the test opens the gate, so "not ready" does not depend on timing.
+void CUDART_CB wait_for_gate(void* gate) {
+  while (!static_cast<std::atomic<bool>*>(gate)->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+TEST(EventCuda, ReadyNeitherLeavesNotReadyBehindNorClearsAnEarlierError) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  resolve_device(Device::parse("cuda"));
+  const Stream stream;
+  Event event;
+  std::atomic<bool> gate{false};
+  S3D_CUDA_CHECK(cudaLaunchHostFunc(stream, wait_for_gate, &gate));
+  event.record(stream);
+  EXPECT_FALSE(event.ready());
+  EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess);
+  EXPECT_NE(cudaSetDevice(cuda_device_count() + 5), cudaSuccess);  // a pending, non-sticky error
+  EXPECT_FALSE(event.ready());
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidDevice);
+  gate.store(true);
+  event.synchronize();
+  EXPECT_TRUE(event.ready());
 }
 
 TEST(StagingPipelineCuda, DestroyingWaitsForTheItemsInFlight) {
