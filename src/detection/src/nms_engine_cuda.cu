@@ -53,8 +53,8 @@ class CudaEngine final : public NmsEngine::Impl {
     int optin = 0;
     S3D_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device.index()));
     soft_.shared_boxes_max = soft_shared_boxes_max(optin);
-    fused_.max_boxes = fused_max_boxes_from_env();
-    configure_fused_kernels();
+    fused_.max_boxes = fused_max_boxes_for(optin, fused_max_boxes_from_env());
+    configure_fused_kernels(fused_.max_boxes);
   }
 
   NmsResult run(const NmsInput& in, const NmsParams& params, StreamHandle st) override {
