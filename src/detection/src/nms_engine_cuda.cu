@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <memory>
+#include <vector>
 
 #include "nms_engine_impl.hpp"
 #include "nms_stages_cuda.cuh"
@@ -57,8 +59,21 @@ class CudaEngine final : public NmsEngine::Impl {
     configure_fused_kernels(fused_.max_boxes);
   }
 
+  /// Each buffer is freed on the stream that last grew it, which is not ordered after a later call on another
+  /// stream: the work of every stream this engine used must be done before the members are released.
+  ~CudaEngine() noexcept override {
+    for (StreamHandle st : used_streams_) {
+      const cudaError_t status = cudaStreamSynchronize(st);
+      if (status != cudaSuccess) {
+        cudaGetLastError();
+        std::fprintf(stderr, "s3d: warning: NmsEngine: cudaStreamSynchronize failed: %s\n", cudaGetErrorString(status));
+      }
+    }
+  }
+
   NmsResult run(const NmsInput& in, const NmsParams& params, StreamHandle st) override {
     const ScopedDevice scope(device_.index());
+    note_stream(st);
     forget_graph();  // the uploads and this run may reallocate the buffers a graph points to
     const std::size_t n = static_cast<std::size_t>(in.count);
     NmsInput dev;
@@ -88,6 +103,7 @@ class CudaEngine final : public NmsEngine::Impl {
   /// captured call allocates nothing; any other call runs eagerly and drops the graph (it may reallocate).
   void run_device_async(const NmsInput& in, const NmsParams& prm, StreamHandle st) override {
     const ScopedDevice scope(device_.index());
+    note_stream(st);
     const bool capturable =
         !graphs_disabled_ && st != nullptr && prm.method == NmsMethod::kHard && in.count > 0 &&
         (prm.max_dets == 0 || in.image_ids == nullptr) &&
@@ -200,6 +216,11 @@ class CudaEngine final : public NmsEngine::Impl {
     return r;
   }
 
+  /// Streams are the caller's and outlive the engine (NmsEngine's contract), so the destructor may wait on them.
+  void note_stream(StreamHandle st) {
+    if (std::find(used_streams_.begin(), used_streams_.end(), st) == used_streams_.end()) used_streams_.push_back(st);
+  }
+
   void forget_graph() {
     graph_.reset();
     seen_ = false;
@@ -226,6 +247,7 @@ class CudaEngine final : public NmsEngine::Impl {
   bool graphs_disabled_ = false;  ///< a capture failed once on this engine
   NmsEngine::Stats graph_stats_;
   int graph_mask_tiles_ = 0;
+  std::vector<StreamHandle> used_streams_;  ///< every stream a call queued work on, for the destructor
 };
 
 }  // namespace
