@@ -132,7 +132,9 @@ class CudaEngine final : public NmsEngine::Impl {
     }
     seen_ = false;
     if (!graph_.capture(st, [&] { enqueue(in, prm, st); })) {
-      graphs_disabled_ = true;  // capture not supported here (e.g. the cooperative scan): eager from now on
+      // Capture or instantiation is not supported here (e.g. the cooperative scan): eager from now on. Other
+      // failures of the call propagate from capture() and leave graphs on.
+      graphs_disabled_ = true;
       enqueue(in, prm, st);
       return;
     }
@@ -244,7 +246,7 @@ class CudaEngine final : public NmsEngine::Impl {
   CudaGraph graph_;
   CallKey graph_key_, seen_key_;
   bool seen_ = false;             ///< the last call ran seen_key_ eagerly (its buffers are sized)
-  bool graphs_disabled_ = false;  ///< a capture failed once on this engine
+  bool graphs_disabled_ = false;  ///< the driver could not capture or instantiate a call on this engine
   NmsEngine::Stats graph_stats_;
   int graph_mask_tiles_ = 0;
   std::vector<StreamHandle> used_streams_;  ///< every stream a call queued work on, for the destructor
