@@ -7,11 +7,13 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "nms_engine_impl.hpp"
 #include "nms_stages_cuda.cuh"
 #include "s3d/core/cuda_graph.cuh"
+#include "s3d/core/event.hpp"
 #include "s3d/core/scoped_device.hpp"
 
 namespace s3d::detection::detail {
@@ -57,6 +59,7 @@ class CudaEngine final : public NmsEngine::Impl {
     soft_.shared_boxes_max = soft_shared_boxes_max(optin);
     fused_.max_boxes = fused_max_boxes_for(optin, fused_max_boxes_from_env());
     configure_fused_kernels(fused_.max_boxes);
+    last_call_done_.emplace();  // on the engine's device, where the calls' streams are
   }
 
   /// Each buffer is freed on the stream that last grew it, which is not ordered after a later call on another
@@ -93,6 +96,7 @@ class CudaEngine final : public NmsEngine::Impl {
       }
     }
     enqueue(dev, params, st);
+    last_call_done_->record(st);
     return download_result(st);
   }
 
@@ -104,6 +108,38 @@ class CudaEngine final : public NmsEngine::Impl {
   void run_device_async(const NmsInput& in, const NmsParams& prm, StreamHandle st) override {
     const ScopedDevice scope(device_.index());
     note_stream(st);
+    queue_device_call(in, prm, st);
+    last_call_done_->record(st);
+  }
+
+  const std::int64_t* device_keep() const override { return result_.keep.data(); }
+  const float* device_scores() const override { return result_.scores.data(); }
+  const std::int64_t* device_keep_count() const override { return result_.count.data(); }
+
+  NmsResult download(StreamHandle st) const override {
+    const ScopedDevice scope(device_.index());
+    return download_result(st);
+  }
+
+  NmsEngine::Stats last_stats() const override {
+    NmsEngine::Stats st = stats_;
+    if (mask_tiles_ > 0) {  // read lazily: the scan's round count and the mask's real pair count
+      const ScopedDevice scope(device_.index());
+      int rounds = 0;
+      long long pairs = 0;
+      last_call_done_->synchronize();  // the last call's stream only: other streams may keep running
+      S3D_CUDA_CHECK(cudaMemcpy(&rounds, hard_.scan.rounds.data(), sizeof(int), cudaMemcpyDeviceToHost));
+      S3D_CUDA_CHECK(
+          cudaMemcpy(&pairs, hard_.mask.pair_offset.data() + mask_tiles_, sizeof(long long), cudaMemcpyDeviceToHost));
+      st.rounds = rounds;
+      st.tile_pairs = pairs;
+    }
+    return st;
+  }
+
+ private:
+  /// The body of run_device_async: eager, captured or replayed (see there).
+  void queue_device_call(const NmsInput& in, const NmsParams& prm, StreamHandle st) {
     const bool capturable =
         !graphs_disabled_ && st != nullptr && prm.method == NmsMethod::kHard && in.count > 0 &&
         (prm.max_dets == 0 || in.image_ids == nullptr) &&
@@ -145,32 +181,6 @@ class CudaEngine final : public NmsEngine::Impl {
     graph_.launch(st);
   }
 
-  const std::int64_t* device_keep() const override { return result_.keep.data(); }
-  const float* device_scores() const override { return result_.scores.data(); }
-  const std::int64_t* device_keep_count() const override { return result_.count.data(); }
-
-  NmsResult download(StreamHandle st) const override {
-    const ScopedDevice scope(device_.index());
-    return download_result(st);
-  }
-
-  NmsEngine::Stats last_stats() const override {
-    NmsEngine::Stats st = stats_;
-    if (mask_tiles_ > 0) {  // read lazily: the scan's round count and the mask's real pair count
-      const ScopedDevice scope(device_.index());
-      int rounds = 0;
-      long long pairs = 0;
-      S3D_CUDA_CHECK(cudaDeviceSynchronize());
-      S3D_CUDA_CHECK(cudaMemcpy(&rounds, hard_.scan.rounds.data(), sizeof(int), cudaMemcpyDeviceToHost));
-      S3D_CUDA_CHECK(
-          cudaMemcpy(&pairs, hard_.mask.pair_offset.data() + mask_tiles_, sizeof(long long), cudaMemcpyDeviceToHost));
-      st.rounds = rounds;
-      st.tile_pairs = pairs;
-    }
-    return st;
-  }
-
- private:
   /// Queues the whole call on `st` (synchronizing only where a stage says so).
   void enqueue(const NmsInput& in, const NmsParams& prm, StreamHandle st) {
     stats_ = {};
@@ -249,6 +259,7 @@ class CudaEngine final : public NmsEngine::Impl {
   bool graphs_disabled_ = false;  ///< the driver could not capture or instantiate a call on this engine
   NmsEngine::Stats graph_stats_;
   int graph_mask_tiles_ = 0;
+  std::optional<Event> last_call_done_;     ///< recorded on the stream of the last call, for last_stats()
   std::vector<StreamHandle> used_streams_;  ///< every stream a call queued work on, for the destructor
 };
 
