@@ -19,33 +19,35 @@
 namespace s3d::detection::detail {
 namespace {
 
-/// What makes two device-resident calls the same launch sequence on the same memory.
+/// What makes two device-resident calls the same launch sequence on the same memory. The stream is held by its
+/// unique id, not its handle: a destroyed stream's address can be reused by a new one, and no handle is kept
+/// past the call.
 struct CallKey {
   const void* boxes = nullptr;
   const void* scores = nullptr;
   const void* groups = nullptr;
   const void* images = nullptr;
   std::int64_t count = -1;
-  StreamHandle stream = nullptr;
+  unsigned long long stream_id = 0;
   NmsParams params;
 
   CallKey() = default;
-  CallKey(const NmsInput& in, const NmsParams& prm, StreamHandle st)
+  CallKey(const NmsInput& in, const NmsParams& prm, unsigned long long stream)
       : boxes(in.boxes),
         scores(in.scores),
         groups(in.group_ids),
         images(in.image_ids),
         count(in.count),
-        stream(st),
+        stream_id(stream),
         params(prm) {}
 
   bool operator==(const CallKey& o) const {
     const NmsParams &a = params, &b = o.params;
     return boxes == o.boxes && scores == o.scores && groups == o.groups && images == o.images && count == o.count &&
-           stream == o.stream && a.iou_threshold == b.iou_threshold && a.suppress_at_equal == b.suppress_at_equal &&
-           a.pixel_offset == b.pixel_offset && a.method == b.method && a.sigma == b.sigma &&
-           a.soft_min_score == b.soft_min_score && a.min_score == b.min_score && a.pre_top_k == b.pre_top_k &&
-           a.max_dets == b.max_dets && a.rotated == b.rotated;
+           stream_id == o.stream_id && a.iou_threshold == b.iou_threshold &&
+           a.suppress_at_equal == b.suppress_at_equal && a.pixel_offset == b.pixel_offset && a.method == b.method &&
+           a.sigma == b.sigma && a.soft_min_score == b.soft_min_score && a.min_score == b.min_score &&
+           a.pre_top_k == b.pre_top_k && a.max_dets == b.max_dets && a.rotated == b.rotated;
   }
 };
 
@@ -151,7 +153,9 @@ class CudaEngine final : public NmsEngine::Impl {
       enqueue(in, prm, st);
       return;
     }
-    const CallKey key(in, prm, st);
+    unsigned long long stream_id = 0;
+    S3D_CUDA_CHECK(cudaStreamGetId(st, &stream_id));
+    const CallKey key(in, prm, stream_id);
     if (!graph_.empty() && key == graph_key_) {
       graph_.launch(st);
       stats_ = graph_stats_;
