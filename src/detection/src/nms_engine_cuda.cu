@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -67,12 +68,18 @@ class CudaEngine final : public NmsEngine::Impl {
   /// Each buffer is freed on the stream that last grew it, which is not ordered after a later call on another
   /// stream: the work of every stream this engine used must be done before the members are released.
   ~CudaEngine() noexcept override {
-    for (StreamHandle st : used_streams_) {
-      const cudaError_t status = cudaStreamSynchronize(st);
-      if (status != cudaSuccess) {
-        cudaGetLastError();
-        std::fprintf(stderr, "s3d: warning: NmsEngine: cudaStreamSynchronize failed: %s\n", cudaGetErrorString(status));
+    try {
+      const ScopedDevice scope(device_.index());  // the legacy stream (nullptr) is per device
+      for (StreamHandle st : used_streams_) {
+        const cudaError_t status = cudaStreamSynchronize(st);
+        if (status != cudaSuccess) {
+          cudaGetLastError();
+          std::fprintf(stderr, "s3d: warning: NmsEngine: cudaStreamSynchronize failed: %s\n",
+                       cudaGetErrorString(status));
+        }
       }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "s3d: warning: NmsEngine: cannot select its device to wait for it: %s\n", e.what());
     }
   }
 
