@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
@@ -143,6 +144,9 @@ TEST(NmsCudaEngine, DeviceResidentGraphReplayAndStreamChangesMatchCpu) {
       {&small_sets[1], &small, second_stream, "small, second stream"},
       {&large_sets[0], &large, second_stream, "large, second stream"},
   };
+  // The fused path always captures; the mask path may not (the driver can refuse its cooperative scan), and
+  // a refused capture turns graphs off for the engine: the fused path is checked for a graph only while none was.
+  bool graphs_on = true;
   for (const Step& step : steps) {
     const NmsResult expect = nms(cpu, step.set->input(true, false), p);
     ASSERT_FALSE(expect.keep.empty()) << step.name;
@@ -153,7 +157,12 @@ TEST(NmsCudaEngine, DeviceResidentGraphReplayAndStreamChangesMatchCpu) {
       EXPECT_EQ(got.keep, expect.keep) << step.name << ", call " << call;
       EXPECT_EQ(got.scores, expect.scores) << step.name << ", call " << call;
     }
-    if (step.set->size() <= 1024) EXPECT_TRUE(engine.last_stats().graph) << step.name;  // the fused path captures
+    if (step.set->size() <= 1024) {
+      EXPECT_EQ(engine.last_stats().graph, graphs_on) << step.name;
+    } else if (!engine.last_stats().graph) {
+      graphs_on = false;
+      std::printf("%s: the driver refused to capture the mask path, graphs are off\n", step.name);
+    }
   }
   // A replay reads the buffers it was captured on: new boxes in the same memory give the new result. The last
   // step left a graph of the large call; the fused small call is captured anew on the second stream first.
@@ -165,7 +174,7 @@ TEST(NmsCudaEngine, DeviceResidentGraphReplayAndStreamChangesMatchCpu) {
     }
     device->upload(replacement, second_stream);
     engine.run_device_async(device->input, p, second_stream);
-    if (device == &small) EXPECT_TRUE(engine.last_stats().graph);
+    if (device == &small) EXPECT_EQ(engine.last_stats().graph, graphs_on);
     const NmsResult got = engine.download(second_stream);
     const NmsResult expect = nms(cpu, replacement.input(true, false), p);
     EXPECT_EQ(got.keep, expect.keep) << device->input.count << " boxes replaced";
