@@ -7,8 +7,6 @@
 // run twice to compare the two hard-NMS paths on the same cases.
 // Repeated identical sync-free calls run as a replayed CUDA graph (column `graph`); --eager runs every call on
 // the legacy default stream, where the engine never captures, to show the launch overhead a graph saves.
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -22,21 +20,14 @@
 #include "nms_gen.hpp"
 #include "s3d/core/device.hpp"
 #include "s3d/core/device_buffer.hpp"
+#include "s3d/core/event.hpp"
+#include "s3d/core/stream.hpp"
 #include "s3d/detection/nms.hpp"
 
 namespace {
 
 using namespace s3d;
 using namespace s3d::detection;
-
-#define CHECK(x)                                                                  \
-  do {                                                                            \
-    cudaError_t e_ = (x);                                                         \
-    if (e_ != cudaSuccess) {                                                      \
-      std::fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
-      std::exit(2);                                                               \
-    }                                                                             \
-  } while (0)
 
 template <typename T>
 void write_raw(const std::filesystem::path& p, const std::vector<T>& v) {
@@ -61,13 +52,20 @@ int main(int argc, char** argv) {
   for (int a = 1; a < argc; ++a) {
     const std::string k = argv[a];
     auto next = [&]() { return std::string(a + 1 < argc ? argv[++a] : ""); };
-    if (k == "--out") out = next();
-    else if (k == "--dump") dump = next();
-    else if (k == "--runs") runs = std::max(20, std::atoi(next().c_str()));
-    else if (k == "--max-n") max_n = std::atoll(next().c_str());
-    else if (k == "--mot") mot = next();
-    else if (k == "--only") only = next();
-    else if (k == "--eager") eager = true;
+    if (k == "--out")
+      out = next();
+    else if (k == "--dump")
+      dump = next();
+    else if (k == "--runs")
+      runs = std::max(20, std::atoi(next().c_str()));
+    else if (k == "--max-n")
+      max_n = std::atoll(next().c_str());
+    else if (k == "--mot")
+      mot = next();
+    else if (k == "--only")
+      only = next();
+    else if (k == "--eager")
+      eager = true;
   }
   const Device device = resolve_device(Device::parse("cuda"));
   const std::string dev_name = describe_device(device);
@@ -90,7 +88,8 @@ int main(int argc, char** argv) {
     cases.push_back({"per_class80_clustered_" + std::to_string(n) + "_iou0.5",
                      bench::generate(n, true, 80, 7 + static_cast<std::uint32_t>(n)), 0.5f});
   }
-  cases.push_back({"soft_gaussian_clustered_10000", bench::generate(10000, true, 1, 99), 0.5f, NmsMethod::kSoftGaussian});
+  cases.push_back(
+      {"soft_gaussian_clustered_10000", bench::generate(10000, true, 1, 99), 0.5f, NmsMethod::kSoftGaussian});
   cases.push_back({"soft_linear_clustered_10000", bench::generate(10000, true, 1, 99), 0.3f, NmsMethod::kSoftLinear});
   if (!mot.empty() && std::filesystem::exists(mot)) {
     bench::Boxes b;
@@ -116,12 +115,9 @@ int main(int argc, char** argv) {
 
   auto engine_owner = std::make_unique<NmsEngine>(device);
   NmsEngine& engine = *engine_owner;
-  cudaStream_t own_stream;
-  CHECK(cudaStreamCreateWithFlags(&own_stream, cudaStreamNonBlocking));
-  cudaStream_t stream = eager ? nullptr : own_stream;
-  cudaEvent_t e0, e1;
-  CHECK(cudaEventCreate(&e0));
-  CHECK(cudaEventCreate(&e1));
+  const Stream own_stream;
+  const StreamHandle stream = eager ? nullptr : own_stream.get();
+  Event e0(Event::Timing::kEnabled), e1(Event::Timing::kEnabled);
   std::ofstream json(out);
   json << "{\"device\": \"" << dev_name << "\", \"runs\": " << runs << ", \"cases\": [\n";
   std::printf("%-40s %10s %10s %10s %10s %12s %7s %5s\n", "case", "n", "median_ms", "min_ms", "kept", "tile_pairs",
@@ -152,16 +148,14 @@ int main(int argc, char** argv) {
     p.iou_threshold = c.iou;
     p.method = c.method;
     for (int w = 0; w < 3; ++w) engine.run_device_async(in, p, stream);
-    CHECK(cudaStreamSynchronize(stream));
+    synchronize(stream);
     std::vector<float> ms;
     for (int r = 0; r < runs; ++r) {
-      CHECK(cudaEventRecord(e0, stream));
+      e0.record(stream);
       engine.run_device_async(in, p, stream);
-      CHECK(cudaEventRecord(e1, stream));
-      CHECK(cudaEventSynchronize(e1));
-      float t = 0;
-      CHECK(cudaEventElapsedTime(&t, e0, e1));
-      ms.push_back(t);
+      e1.record(stream);
+      e1.synchronize();
+      ms.push_back(Event::elapsed_ms(e0, e1));
     }
     std::sort(ms.begin(), ms.end());
     const float median = ms[ms.size() / 2];
@@ -177,18 +171,17 @@ int main(int argc, char** argv) {
     }
     json << (first ? "" : ",\n") << "  {\"case\": \"" << c.name << "\", \"n\": " << n << ", \"iou\": " << c.iou
          << ", \"median_ms\": " << median << ", \"min_ms\": " << ms.front() << ", \"kept\": " << res.keep.size()
-         << ", \"tile_pairs\": " << st.tile_pairs << ", \"rounds\": " << st.rounds << ", \"grouped\": "
-         << (c.boxes.groups.empty() ? "false" : "true") << ", \"method\": \""
-         << (c.method == NmsMethod::kHard ? "hard" : c.method == NmsMethod::kSoftLinear ? "soft-linear" : "soft-gaussian")
+         << ", \"tile_pairs\": " << st.tile_pairs << ", \"rounds\": " << st.rounds
+         << ", \"grouped\": " << (c.boxes.groups.empty() ? "false" : "true") << ", \"method\": \""
+         << (c.method == NmsMethod::kHard         ? "hard"
+             : c.method == NmsMethod::kSoftLinear ? "soft-linear"
+                                                  : "soft-gaussian")
          << "\", \"graph\": " << (st.graph ? "true" : "false") << "}";
     first = false;
   }
   json << "\n]}\n";
   json.close();
   engine_owner.reset();  // its buffers are released on `stream`: before the stream goes
-  CHECK(cudaStreamSynchronize(stream));
-  CHECK(cudaEventDestroy(e0));
-  CHECK(cudaEventDestroy(e1));
-  CHECK(cudaStreamDestroy(own_stream));
+  synchronize(stream);
   return 0;
 }

@@ -220,6 +220,7 @@ void device_release(void* ptr, std::size_t bytes, StreamHandle stream) noexcept 
   if (cudaFreeAsync(ptr, stream) != cudaSuccess) {
     cudaGetLastError();
     std::fprintf(stderr, "s3d: warning: cudaFreeAsync failed\n");
+    return;  // the memory is still allocated: the live counters keep counting it
   }
   g_live_allocations.fetch_sub(1);
   g_live_bytes.fetch_sub(static_cast<std::int64_t>(bytes == 0 ? 1 : bytes));

@@ -5,43 +5,50 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <exception>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "nms_engine_impl.hpp"
 #include "nms_stages_cuda.cuh"
 #include "s3d/core/cuda_graph.cuh"
+#include "s3d/core/event.hpp"
 #include "s3d/core/scoped_device.hpp"
 
 namespace s3d::detection::detail {
 namespace {
 
-/// What makes two device-resident calls the same launch sequence on the same memory.
+/// What makes two device-resident calls the same launch sequence on the same memory. The stream is held by its
+/// unique id, not its handle: a destroyed stream's address can be reused by a new one, and no handle is kept
+/// past the call.
 struct CallKey {
   const void* boxes = nullptr;
   const void* scores = nullptr;
   const void* groups = nullptr;
   const void* images = nullptr;
   std::int64_t count = -1;
-  StreamHandle stream = nullptr;
+  unsigned long long stream_id = 0;
   NmsParams params;
 
   CallKey() = default;
-  CallKey(const NmsInput& in, const NmsParams& prm, StreamHandle st)
+  CallKey(const NmsInput& in, const NmsParams& prm, unsigned long long stream)
       : boxes(in.boxes),
         scores(in.scores),
         groups(in.group_ids),
         images(in.image_ids),
         count(in.count),
-        stream(st),
+        stream_id(stream),
         params(prm) {}
 
   bool operator==(const CallKey& o) const {
     const NmsParams &a = params, &b = o.params;
     return boxes == o.boxes && scores == o.scores && groups == o.groups && images == o.images && count == o.count &&
-           stream == o.stream && a.iou_threshold == b.iou_threshold && a.suppress_at_equal == b.suppress_at_equal &&
-           a.pixel_offset == b.pixel_offset && a.method == b.method && a.sigma == b.sigma &&
-           a.soft_min_score == b.soft_min_score && a.min_score == b.min_score && a.pre_top_k == b.pre_top_k &&
-           a.max_dets == b.max_dets && a.rotated == b.rotated;
+           stream_id == o.stream_id && a.iou_threshold == b.iou_threshold &&
+           a.suppress_at_equal == b.suppress_at_equal && a.pixel_offset == b.pixel_offset && a.method == b.method &&
+           a.sigma == b.sigma && a.soft_min_score == b.soft_min_score && a.min_score == b.min_score &&
+           a.pre_top_k == b.pre_top_k && a.max_dets == b.max_dets && a.rotated == b.rotated;
   }
 };
 
@@ -53,12 +60,32 @@ class CudaEngine final : public NmsEngine::Impl {
     int optin = 0;
     S3D_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device.index()));
     soft_.shared_boxes_max = soft_shared_boxes_max(optin);
-    fused_.max_boxes = fused_max_boxes_from_env();
-    configure_fused_kernels();
+    fused_.max_boxes = fused_max_boxes_for(optin, fused_max_boxes_from_env());
+    configure_fused_kernels(fused_.max_boxes);
+    last_call_done_.emplace();  // on the engine's device, where the calls' streams are
+  }
+
+  /// Each buffer is freed on the stream that last grew it, which is not ordered after a later call on another
+  /// stream: the work of every stream this engine used must be done before the members are released.
+  ~CudaEngine() noexcept override {
+    try {
+      const ScopedDevice scope(device_.index());  // the legacy stream (nullptr) is per device
+      for (StreamHandle st : used_streams_) {
+        const cudaError_t status = cudaStreamSynchronize(st);
+        if (status != cudaSuccess) {
+          cudaGetLastError();
+          std::fprintf(stderr, "s3d: warning: NmsEngine: cudaStreamSynchronize failed: %s\n",
+                       cudaGetErrorString(status));
+        }
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "s3d: warning: NmsEngine: cannot select its device to wait for it: %s\n", e.what());
+    }
   }
 
   NmsResult run(const NmsInput& in, const NmsParams& params, StreamHandle st) override {
     const ScopedDevice scope(device_.index());
+    note_stream(st);
     forget_graph();  // the uploads and this run may reallocate the buffers a graph points to
     const std::size_t n = static_cast<std::size_t>(in.count);
     NmsInput dev;
@@ -78,6 +105,7 @@ class CudaEngine final : public NmsEngine::Impl {
       }
     }
     enqueue(dev, params, st);
+    last_call_done_->record(st);
     return download_result(st);
   }
 
@@ -88,43 +116,9 @@ class CudaEngine final : public NmsEngine::Impl {
   /// captured call allocates nothing; any other call runs eagerly and drops the graph (it may reallocate).
   void run_device_async(const NmsInput& in, const NmsParams& prm, StreamHandle st) override {
     const ScopedDevice scope(device_.index());
-    const bool capturable =
-        !graphs_disabled_ && st != nullptr && prm.method == NmsMethod::kHard && in.count > 0 &&
-        (prm.max_dets == 0 || in.image_ids == nullptr) &&
-        (fused_applies(in, prm, fused_.max_boxes) ||  // the fused path applies min_score on the device
-         (in.count <= static_cast<std::int64_t>(kBoundedMaskMaxTiles) * kTile && !(prm.min_score > -INFINITY) &&
-          (prm.pre_top_k == 0 || prm.pre_top_k >= in.count)));
-    if (!capturable) {
-      forget_graph();
-      enqueue(in, prm, st);
-      return;
-    }
-    const CallKey key(in, prm, st);
-    if (!graph_.empty() && key == graph_key_) {
-      graph_.launch(st);
-      stats_ = graph_stats_;
-      mask_tiles_ = graph_mask_tiles_;
-      stats_.graph = true;
-      return;
-    }
-    graph_.reset();
-    if (!(seen_ && key == seen_key_)) {
-      enqueue(in, prm, st);
-      seen_key_ = key;
-      seen_ = true;
-      return;
-    }
-    seen_ = false;
-    if (!graph_.capture(st, [&] { enqueue(in, prm, st); })) {
-      graphs_disabled_ = true;  // capture not supported here (e.g. the cooperative scan): eager from now on
-      enqueue(in, prm, st);
-      return;
-    }
-    graph_key_ = key;
-    graph_stats_ = stats_;
-    graph_mask_tiles_ = mask_tiles_;
-    stats_.graph = true;
-    graph_.launch(st);
+    note_stream(st);
+    queue_device_call(in, prm, st);
+    last_call_done_->record(st);
   }
 
   const std::int64_t* device_keep() const override { return result_.keep.data(); }
@@ -142,7 +136,7 @@ class CudaEngine final : public NmsEngine::Impl {
       const ScopedDevice scope(device_.index());
       int rounds = 0;
       long long pairs = 0;
-      S3D_CUDA_CHECK(cudaDeviceSynchronize());
+      last_call_done_->synchronize();  // the last call's stream only: other streams may keep running
       S3D_CUDA_CHECK(cudaMemcpy(&rounds, hard_.scan.rounds.data(), sizeof(int), cudaMemcpyDeviceToHost));
       S3D_CUDA_CHECK(
           cudaMemcpy(&pairs, hard_.mask.pair_offset.data() + mask_tiles_, sizeof(long long), cudaMemcpyDeviceToHost));
@@ -153,6 +147,51 @@ class CudaEngine final : public NmsEngine::Impl {
   }
 
  private:
+  /// The body of run_device_async: eager, captured or replayed (see there).
+  void queue_device_call(const NmsInput& in, const NmsParams& prm, StreamHandle st) {
+    const bool capturable =
+        !graphs_disabled_ && st != nullptr && prm.method == NmsMethod::kHard && in.count > 0 &&
+        (prm.max_dets == 0 || in.image_ids == nullptr) &&
+        (fused_applies(in, prm, fused_.max_boxes) ||  // the fused path applies min_score on the device
+         (in.count <= static_cast<std::int64_t>(kBoundedMaskMaxTiles) * kTile && !(prm.min_score > -INFINITY) &&
+          (prm.pre_top_k == 0 || prm.pre_top_k >= in.count)));
+    if (!capturable) {
+      forget_graph();
+      enqueue(in, prm, st);
+      return;
+    }
+    unsigned long long stream_id = 0;
+    S3D_CUDA_CHECK(cudaStreamGetId(st, &stream_id));
+    const CallKey key(in, prm, stream_id);
+    if (!graph_.empty() && key == graph_key_) {
+      graph_.launch(st);
+      stats_ = graph_stats_;
+      mask_tiles_ = graph_mask_tiles_;
+      stats_.graph = true;
+      return;
+    }
+    graph_.reset();
+    if (!(seen_ && key == seen_key_)) {
+      enqueue(in, prm, st);
+      seen_key_ = key;
+      seen_ = true;
+      return;
+    }
+    seen_ = false;
+    if (!graph_.capture(st, [&] { enqueue(in, prm, st); })) {
+      // Capture or instantiation is not supported here (e.g. the cooperative scan): eager from now on. Other
+      // failures of the call propagate from capture() and leave graphs on.
+      graphs_disabled_ = true;
+      enqueue(in, prm, st);
+      return;
+    }
+    graph_key_ = key;
+    graph_stats_ = stats_;
+    graph_mask_tiles_ = mask_tiles_;
+    stats_.graph = true;
+    graph_.launch(st);
+  }
+
   /// Queues the whole call on `st` (synchronizing only where a stage says so).
   void enqueue(const NmsInput& in, const NmsParams& prm, StreamHandle st) {
     stats_ = {};
@@ -200,6 +239,11 @@ class CudaEngine final : public NmsEngine::Impl {
     return r;
   }
 
+  /// Streams are the caller's and outlive the engine (NmsEngine's contract), so the destructor may wait on them.
+  void note_stream(StreamHandle st) {
+    if (std::find(used_streams_.begin(), used_streams_.end(), st) == used_streams_.end()) used_streams_.push_back(st);
+  }
+
   void forget_graph() {
     graph_.reset();
     seen_ = false;
@@ -223,9 +267,11 @@ class CudaEngine final : public NmsEngine::Impl {
   CudaGraph graph_;
   CallKey graph_key_, seen_key_;
   bool seen_ = false;             ///< the last call ran seen_key_ eagerly (its buffers are sized)
-  bool graphs_disabled_ = false;  ///< a capture failed once on this engine
+  bool graphs_disabled_ = false;  ///< the driver could not capture or instantiate a call on this engine
   NmsEngine::Stats graph_stats_;
   int graph_mask_tiles_ = 0;
+  std::optional<Event> last_call_done_;     ///< recorded on the stream of the last call, for last_stats()
+  std::vector<StreamHandle> used_streams_;  ///< every stream a call queued work on, for the destructor
 };
 
 }  // namespace

@@ -25,18 +25,31 @@ constexpr int kFusedMaxTiles = kFusedMaxBoxes / kTile;
 constexpr int kFusedScanThreads = 1024;
 constexpr int kFusedBatch = 8;  // boxes per thread whose lists are walked together in a scan round
 
+/// The sort's dynamic shared memory: CUB's storage, then the live-box counter (kept out of static shared memory
+/// so that kSmem is the kernel's whole shared-memory need, as fused_max_boxes_for() assumes).
 template <int kThreads, int kItems>
 struct FusedSort {
   using Sort = cub::BlockRadixSort<unsigned, kThreads, kItems, int>;
-  static constexpr std::size_t kSmem = sizeof(typename Sort::TempStorage);
+  static constexpr std::size_t kLiveOffset = (sizeof(typename Sort::TempStorage) + 15) / 16 * 16;
+  static constexpr std::size_t kSmem = kLiveOffset + 16;
 };
+
+template <int kThreads, int kItems, int kVariant>
+constexpr bool fused_sort_matches_variant() {
+  return kFusedSortVariants[kVariant].max_boxes == kThreads * kItems &&
+         static_cast<std::size_t>(kFusedSortVariants[kVariant].smem_bytes) == FusedSort<kThreads, kItems>::kSmem;
+}
+static_assert(fused_sort_matches_variant<256, 4, 0>() && fused_sort_matches_variant<512, 8, 1>() &&
+                  fused_sort_matches_variant<1024, 16, 2>(),
+              "kFusedSortVariants (nms_fused_limits.hpp) must state the fused sort kernels' shared memory");
+static_assert(kFusedSortVariants[2].max_boxes == kFusedMaxBoxes, "the largest sort variant is the fused capacity");
 
 template <int kThreads, int kItems>
 __global__ void __launch_bounds__(kThreads, 1)
     fused_sort_kernel(int n, const float* scores, float min_score, int* order, int* m_out, int* list_count) {
   using Sort = typename FusedSort<kThreads, kItems>::Sort;
   extern __shared__ __align__(16) unsigned char fused_smem[];
-  __shared__ int live;
+  int& live = *reinterpret_cast<int*>(fused_smem + FusedSort<kThreads, kItems>::kLiveOffset);
   if (threadIdx.x == 0) live = 0;
   for (int i = threadIdx.x; i < n; i += kThreads) list_count[i] = 0;
   __syncthreads();
@@ -236,13 +249,19 @@ int fused_max_boxes_from_env() {
   return kFusedDefaultMaxBoxes;
 }
 
-void configure_fused_kernels() {
-  S3D_CUDA_CHECK(cudaFuncSetAttribute(fused_sort_kernel<256, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(FusedSort<256, 4>::kSmem)));
-  S3D_CUDA_CHECK(cudaFuncSetAttribute(fused_sort_kernel<512, 8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(FusedSort<512, 8>::kSmem)));
-  S3D_CUDA_CHECK(cudaFuncSetAttribute(fused_sort_kernel<1024, 16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(FusedSort<1024, 16>::kSmem)));
+void configure_fused_kernels(int max_boxes) {
+  if (max_boxes > 0) {
+    S3D_CUDA_CHECK(cudaFuncSetAttribute(fused_sort_kernel<256, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(FusedSort<256, 4>::kSmem)));
+  }
+  if (max_boxes > kFusedSortVariants[0].max_boxes) {
+    S3D_CUDA_CHECK(cudaFuncSetAttribute(fused_sort_kernel<512, 8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(FusedSort<512, 8>::kSmem)));
+  }
+  if (max_boxes > kFusedSortVariants[1].max_boxes) {
+    S3D_CUDA_CHECK(cudaFuncSetAttribute(fused_sort_kernel<1024, 16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(FusedSort<1024, 16>::kSmem)));
+  }
 }
 
 bool fused_applies(const NmsInput& in, const NmsParams& prm, int max_boxes) {
@@ -258,10 +277,10 @@ long long fused_nms(const NmsInput& in, const NmsParams& prm, FusedBuffers& b, D
   b.suppressor_count.resize(n, st);
   b.suppressor_tile.resize(static_cast<std::size_t>(n) * tiles, st);
   b.suppressor_word.resize(static_cast<std::size_t>(n) * tiles, st);
-  if (n <= 1024) {
+  if (n <= kFusedSortVariants[0].max_boxes) {
     fused_sort_kernel<256, 4><<<1, 256, FusedSort<256, 4>::kSmem, st>>>(
         n, in.scores, prm.min_score, b.input_of_rank.data(), b.live_count.data(), b.suppressor_count.data());
-  } else if (n <= 4096) {
+  } else if (n <= kFusedSortVariants[1].max_boxes) {
     fused_sort_kernel<512, 8><<<1, 512, FusedSort<512, 8>::kSmem, st>>>(
         n, in.scores, prm.min_score, b.input_of_rank.data(), b.live_count.data(), b.suppressor_count.data());
   } else {

@@ -169,7 +169,8 @@ void order_tiles(const Ranking& ranked, PreparedBoxes& prepared, const GroupRang
                                                out.priority_sequence.data());
     S3D_CUDA_CHECK_LAUNCH();
     const int end_bit = ranked.grouped ? 32 + bit_length(static_cast<unsigned long long>(m)) : 32;
-    // Large problems sort every Morton bit (1M clustered boxes were slower with the skip there).
+    // Large problems sort every Morton bit: the pass saved is one launch, which matters only for small problems,
+    // while the coarser tile order costs more culling on large ones (docs/PERFORMANCE.md).
     const int begin_bit = m <= kWarpScanMaxBoxes ? kMortonSkipBits : 0;
     cub.run(
         [&](void* t, std::size_t& bytes) {

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "nms_device.cuh"
+#include "nms_fused_limits.hpp"
 #include "s3d/detection/nms.hpp"
 
 namespace s3d::detection::detail {
@@ -246,10 +247,12 @@ struct FusedBuffers {
   int max_boxes = 0;                                 ///< calls up to this size take the fused path
 };
 
-/// The fused path's default limit, overridden by S3D_NMS_FUSED_MAX_BOXES (0..16384; benchmarks, tests).
+/// The fused path's default limit, overridden by S3D_NMS_FUSED_MAX_BOXES (0..16384; benchmarks, tests). The
+/// engine clamps it with fused_max_boxes_for() to what the device's shared memory allows.
 int fused_max_boxes_from_env();
-/// Raises the dynamic shared memory limit of the fused sort kernels (once per engine).
-void configure_fused_kernels();
+/// Raises the dynamic shared memory limit of the fused sort kernels that calls of up to `max_boxes` boxes use
+/// (once per engine); `max_boxes` comes from fused_max_boxes_for(), so every variant configured fits the device.
+void configure_fused_kernels(int max_boxes);
 /// Hard axis-aligned NMS without an active pre_top_k, up to `max_boxes` boxes.
 bool fused_applies(const NmsInput& in, const NmsParams& params, int max_boxes);
 /// Three kernels, no host synchronization (min_score and max_dets without image ids on the device). Returns the

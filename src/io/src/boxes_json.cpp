@@ -28,8 +28,10 @@ std::size_t scan_value(std::string_view t, std::size_t pos) {
   if (pos >= n) return std::string_view::npos;
   if (t[pos] == '"') {
     for (std::size_t i = pos + 1; i < n; ++i) {
-      if (t[i] == '\\') ++i;
-      else if (t[i] == '"') return i + 1;
+      if (t[i] == '\\')
+        ++i;
+      else if (t[i] == '"')
+        return i + 1;
     }
     return std::string_view::npos;
   }
@@ -93,8 +95,9 @@ struct Seen {
   std::string text;  ///< a scalar's text (numbers as written, strings unquoted)
 };
 
-/// SAX handler pulling only the fields a record needs out of one JSON object, without building a DOM
-/// (3-4x faster than json::parse on large COCO files). Roles: bbox array, named box fields, score, keys.
+/// SAX handler pulling only the fields a record needs out of one JSON object, without building a DOM: a large
+/// COCO file is never held as a tree, and unused fields are skipped (docs/NMS-FILTER.md has the speed-up).
+/// Roles: bbox array, named box fields, score, keys.
 struct RecordSax {
   // Configuration (names as spelled in the file).
   const std::string* bbox_key = nullptr;
@@ -132,7 +135,8 @@ struct RecordSax {
 
   void scalar(Seen::Kind kind, double number, const std::string& text) {
     if (in_bbox && depth == 2) {
-      if (kind == Seen::kNumber) bbox_numbers.push_back(number);
+      if (kind == Seen::kNumber)
+        bbox_numbers.push_back(number);
       else {
         if (bbox_non_number < 0) bbox_non_number = static_cast<int>(bbox_numbers.size());
         bbox_numbers.push_back(0);
@@ -150,11 +154,26 @@ struct RecordSax {
     scalar(Seen::kNull, 0, "null");
     return true;
   }
-  bool boolean(bool v) { scalar(Seen::kBool, 0, v ? "true" : "false"); return true; }
-  bool number_integer(json::number_integer_t v) { scalar(Seen::kNumber, static_cast<double>(v), std::to_string(v)); return true; }
-  bool number_unsigned(json::number_unsigned_t v) { scalar(Seen::kNumber, static_cast<double>(v), std::to_string(v)); return true; }
-  bool number_float(json::number_float_t v, const std::string& text) { scalar(Seen::kNumber, v, text); return true; }
-  bool string(std::string& v) { scalar(Seen::kString, 0, v); return true; }
+  bool boolean(bool v) {
+    scalar(Seen::kBool, 0, v ? "true" : "false");
+    return true;
+  }
+  bool number_integer(json::number_integer_t v) {
+    scalar(Seen::kNumber, static_cast<double>(v), std::to_string(v));
+    return true;
+  }
+  bool number_unsigned(json::number_unsigned_t v) {
+    scalar(Seen::kNumber, static_cast<double>(v), std::to_string(v));
+    return true;
+  }
+  bool number_float(json::number_float_t v, const std::string& text) {
+    scalar(Seen::kNumber, v, text);
+    return true;
+  }
+  bool string(std::string& v) {
+    scalar(Seen::kString, 0, v);
+    return true;
+  }
   bool binary(json::binary_t&) { return true; }
   bool start_object(std::size_t) {
     if (depth == 0) top_is_object = true;
@@ -162,7 +181,10 @@ struct RecordSax {
     ++depth;
     return true;
   }
-  bool end_object() { --depth; return true; }
+  bool end_object() {
+    --depth;
+    return true;
+  }
   bool start_array(std::size_t) {
     if (depth == 1 && current == &bbox) {
       bbox.kind = Seen::kArray;
@@ -182,8 +204,10 @@ struct RecordSax {
   bool key(std::string& k) {
     if (depth != 1) return true;
     current = nullptr;
-    if (bbox_key && k == *bbox_key) current = &bbox;
-    else if (score_key && k == *score_key) current = &score;
+    if (bbox_key && k == *bbox_key)
+      current = &bbox;
+    else if (score_key && k == *score_key)
+      current = &score;
     if (box_names)
       for (std::size_t j = 0; j < box_names->size() && !current; ++j)
         if (k == (*box_names)[j]) current = &box[j];
@@ -215,7 +239,8 @@ struct RecordSax {
 /// Parses records (objects) shared by coco and jsonl, resolving the field names on the first object.
 class JsonRecords {
  public:
-  JsonRecords(DetectionTable& table, const BoxReadOptions& options) : table_(table), options_(options), builder_(table, options) {}
+  JsonRecords(DetectionTable& table, const BoxReadOptions& options)
+      : table_(table), options_(options), builder_(table, options) {}
 
   void record(std::string_view text, Span span, std::size_t position, const Where& where) {
     builder_.count_record();
@@ -243,7 +268,8 @@ class JsonRecords {
       if (b.kind == Seen::kAbsent || b.kind == Seen::kNull) return bad(bbox_key_ + " is missing");
       if (b.kind != Seen::kArray || static_cast<int>(sax_.bbox_numbers.size()) != dim)
         return bad(bbox_key_ + " is not an array of " + std::to_string(dim) + " numbers");
-      if (sax_.bbox_non_number >= 0) return bad(bbox_key_ + "[" + std::to_string(sax_.bbox_non_number) + "] is not a number");
+      if (sax_.bbox_non_number >= 0)
+        return bad(bbox_key_ + "[" + std::to_string(sax_.bbox_non_number) + "] is not a number");
       std::copy(sax_.bbox_numbers.begin(), sax_.bbox_numbers.end(), given);
     } else {
       for (int j = 0; j < dim; ++j) {
@@ -257,7 +283,8 @@ class JsonRecords {
     const Seen& s = sax_.score;
     if (s.kind == Seen::kAbsent || s.kind == Seen::kNull) return bad(score_key_ + " is missing");
     if (s.kind != Seen::kNumber) return bad(score_key_ + " is not a number");
-    if (std::string err = builder_.check_finite(given, check_names_, s.number, score_key_); !err.empty()) return bad(err);
+    if (std::string err = builder_.check_finite(given, check_names_, s.number, score_key_); !err.empty())
+      return bad(err);
     const auto& key_names = builder_.key_fields();
     key_views_.resize(key_names.size());
     for (std::size_t k = 0; k < key_names.size(); ++k) {
@@ -284,7 +311,7 @@ class JsonRecords {
     std::string bbox = options_.box_fields.empty() ? find_field(names, {"bbox"}) : std::string();
     if (!bbox.empty()) {
       bbox_key_ = bbox;
-      table_.encoding = options_.rotated ? BoxEncoding::kCxcywh
+      table_.encoding = options_.rotated                          ? BoxEncoding::kCxcywh
                         : options_.encoding == BoxEncoding::kAuto ? BoxEncoding::kXywh
                                                                   : options_.encoding;
       for (int j = 0; j < table_.box_dim(); ++j) check_names_.push_back(bbox + "[" + std::to_string(j) + "]");
@@ -303,8 +330,9 @@ class JsonRecords {
     score_key_ = options_.score_field.empty() ? find_field(names, score_field_names())
                                               : find_field(names, {options_.score_field});
     if (score_key_.empty()) {
-      builder_.bad_record(where.text(), "no score field " + (options_.score_field.empty() ? std::string("(score, conf or confidence)")
-                                                                                            : "'" + options_.score_field + "'"));
+      builder_.bad_record(where.text(),
+                          "no score field " + (options_.score_field.empty() ? std::string("(score, conf or confidence)")
+                                                                            : "'" + options_.score_field + "'"));
       return false;
     }
     table_.original.score_field = score_key_;
@@ -342,8 +370,8 @@ class JsonRecords {
 };
 
 std::size_t count_newlines(const std::string& t, std::size_t from, std::size_t to) {
-  return static_cast<std::size_t>(std::count(t.begin() + static_cast<std::ptrdiff_t>(from),
-                                             t.begin() + static_cast<std::ptrdiff_t>(to), '\n'));
+  return static_cast<std::size_t>(
+      std::count(t.begin() + static_cast<std::ptrdiff_t>(from), t.begin() + static_cast<std::ptrdiff_t>(to), '\n'));
 }
 
 }  // namespace

@@ -30,22 +30,28 @@ class CudaGraph {
 
   /// Calls `enqueue()` while `stream` is in (thread-local) capture mode and instantiates what it queued,
   /// replacing any previous graph; nothing runs on the device. `stream` must not be the legacy default stream.
-  /// Returns false, with the graph empty and no CUDA error left pending, when the work cannot be captured or
-  /// instantiated (e.g. a kernel kind the driver cannot put in a graph) or when `enqueue` throws: the caller
-  /// then runs the work eagerly. @throws CudaError when capture cannot even begin.
+  /// Returns false, with the graph empty and no CUDA error left pending, when the work cannot be captured (a
+  /// call that capture forbids invalidated it, e.g. a host synchronization or a launch kind the driver cannot
+  /// put in a graph) or cannot be instantiated: the caller then runs the work eagerly. Any other exception from
+  /// `enqueue` is a failure of the work itself, not of capturing it: the capture is ended and discarded, the
+  /// sticky error cleared, and the exception rethrown. @throws CudaError when capture cannot even begin.
   template <typename Enqueue>
   bool capture(StreamHandle stream, Enqueue&& enqueue) {
     reset();
     S3D_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    bool queued = true;
     try {
       enqueue();
     } catch (...) {
-      queued = false;
+      cudaGraph_t partial = nullptr;
+      const cudaError_t ended = cudaStreamEndCapture(stream, &partial);
+      if (partial != nullptr) cudaGraphDestroy(partial);
+      cudaGetLastError();
+      if (is_capture_error(ended)) return false;
+      throw;
     }
     cudaGraph_t graph = nullptr;
     const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
-    if (queued && ended == cudaSuccess && graph != nullptr && cudaGraphInstantiate(&exec_, graph, 0) != cudaSuccess)
+    if (ended == cudaSuccess && graph != nullptr && cudaGraphInstantiate(&exec_, graph, 0) != cudaSuccess)
       exec_ = nullptr;
     if (graph != nullptr && cudaGraphDestroy(graph) != cudaSuccess) {
       cudaGetLastError();
@@ -70,6 +76,24 @@ class CudaGraph {
   }
 
  private:
+  /// The errors by which the runtime reports that a stream's capture was broken (not that the work failed).
+  static bool is_capture_error(cudaError_t status) {
+    switch (status) {
+      case cudaErrorStreamCaptureUnsupported:
+      case cudaErrorStreamCaptureInvalidated:
+      case cudaErrorStreamCaptureMerge:
+      case cudaErrorStreamCaptureUnmatched:
+      case cudaErrorStreamCaptureUnjoined:
+      case cudaErrorStreamCaptureIsolation:
+      case cudaErrorStreamCaptureImplicit:
+      case cudaErrorCapturedEvent:
+      case cudaErrorStreamCaptureWrongThread:
+        return true;
+      default:
+        return false;
+    }
+  }
+
   cudaGraphExec_t exec_ = nullptr;
 };
 

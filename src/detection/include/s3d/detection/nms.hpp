@@ -113,8 +113,9 @@ float nms_iou(const float* a, const float* b, const NmsParams& params);
 
 /// An NMS engine bound to one device; it keeps its (device or host) scratch buffers across calls so that a
 /// batch of files pays for allocation once. Not thread-safe: one engine per thread. Device buffers are
-/// stream-ordered: they are released on the stream of the call that (re)allocated them, so destroy the engine
-/// before destroying a stream you passed to it.
+/// stream-ordered: they are released on the stream of the call that (re)allocated them. Destroying a CUDA engine
+/// first waits for the work queued on every stream it was given (errors are logged, never thrown), so destroy
+/// the engine before destroying a stream you passed to it.
 class NmsEngine {
  public:
   /// @throws DeviceUnavailable when `device` is CUDA and none is visible (auto is resolved here).
@@ -152,8 +153,9 @@ class NmsEngine {
   /// greedy NMS exactly with parallel rounds in one cooperative kernel (a box is removed once a suppressor is
   /// kept, kept once all its suppressors are removed). Fused small path (hard, axis-aligned, <= 1024 boxes): one
   /// block sorts the scores (stable block radix sort), a dense lower triangle of 64x64 tiles stores only the
-  /// non-zero suppressor words per box, and one block resolves the same rounds with block barriers. Soft-NMS: one block per group; groups of up to ~11k
-  /// boxes keep their state in shared memory and registers (one reduction and one barrier per selection).
+  /// non-zero suppressor words per box, and one block resolves the same rounds with block barriers. Soft-NMS: one block
+  /// per group; groups of up to ~11k boxes keep their state in shared memory and registers (one reduction and one
+  /// barrier per selection).
   /// @throws InvalidArgument on a CPU engine or for bad params; CudaError / OutOfMemory.
   void run_device_async(const NmsInput& device_input, const NmsParams& params, StreamHandle stream);
   /// Device pointers into the engine's buffers, valid until the next call on this engine.
