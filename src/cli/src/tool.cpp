@@ -173,7 +173,7 @@ void Tool::Impl::add_common_options() {
       ->capture_default_str()
       ->group(common);
   app.add_option("--prefetch", st.prefetch,
-                 "items in flight at most: read ahead, being processed or written (0 = twice the worker threads, "
+                 "items in flight at most: read ahead, being processed or written (0 = four times the worker threads, "
                  "which are --threads)")
       ->type_name("N")
       ->check(CLI::NonNegativeNumber)

@@ -114,10 +114,15 @@ ImageU16 read_grey16(const std::string& path, int* bit_depth) {
 
 std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
   if (!std::filesystem::exists(path)) throw IoError(path + ": no such file");
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw IoError(path + ": cannot open");
-  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw IoError(path + ": read failed");
+  // One read of the whole file: a byte-wise stream iterator is ten times slower, and reading is on the
+  // critical path of a batch (the frame's load stage).
+  const std::streamoff size = in.tellg();
+  if (size < 0) throw IoError(path + ": cannot tell its size");
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(size));
+  in.seekg(0);
+  if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size)) throw IoError(path + ": read failed");
   return bytes;
 }
 
