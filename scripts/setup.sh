@@ -9,7 +9,7 @@ PACKAGES=(
   libopencv-dev libpcl-dev
   libcli11-dev libspdlog-dev libfmt-dev libeigen3-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libomp-dev help2man python3
+  libomp-dev help2man python3 clang-format
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
