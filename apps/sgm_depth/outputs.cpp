@@ -116,8 +116,8 @@ void write_output(cli::ItemContext& ctx, const std::string& path, const std::str
       if (fmt != "ply") throw bad_format(".ply");
       const io::ImageU8 colour = io::read_rgb8(src.left_path);
       const geometry::ColourView colour_view{colour.data.data(), colour.width, colour.height, colour.channels};
-      const PointCloud cloud = geometry::cloud_from_disparity(disparity.cview(), *src.calib, &colour_view,
-                                                              settings.max_depth > 0 ? settings.max_depth : io::kInvalid);
+      const PointCloud cloud = geometry::cloud_from_disparity(
+          disparity.cview(), *src.calib, &colour_view, settings.max_depth > 0 ? settings.max_depth : io::kInvalid);
       const io::PlyFormat pf = settings.ply_ascii ? io::PlyFormat::kAscii : io::PlyFormat::kBinaryLittleEndian;
       encode.stop();
       cli::StageTimer timer(ctx, "write");

@@ -21,7 +21,7 @@ bool needs_calibration(Emit e);
 
 /// How outputs are encoded (from the command line).
 struct EncodeSettings {
-  std::string png_encoding;  ///< kitti|x16 for a disparity PNG; empty = kitti
+  std::string png_encoding;                ///< kitti|x16 for a disparity PNG; empty = kitti
   double depth_scale = io::kDepthScaleMm;  ///< 16-bit depth PNG value per metre
   std::string colormap = "turbo";
   float color_lo = 0.0f, color_hi = 64.0f;  ///< disparity range of the colour map

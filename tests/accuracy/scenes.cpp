@@ -53,7 +53,8 @@ LoadedScene load(const Scene& scene, const std::string& data_dir) {
         const int xr = static_cast<int>(std::lround(x - d));
         if (xr < 0 || xr >= s.gt.width) continue;
         const float dr = right.at(xr, y);
-        if (std::isfinite(dr) && std::fabs(dr - d) <= 1.0f) nonocc.mask[static_cast<std::size_t>(y) * s.gt.width + x] = 1;
+        if (std::isfinite(dr) && std::fabs(dr - d) <= 1.0f)
+          nonocc.mask[static_cast<std::size_t>(y) * s.gt.width + x] = 1;
       }
     s.masks = {nonocc, all};
   }

@@ -12,13 +12,13 @@
 namespace s3d::accuracy {
 
 struct Scene {
-  std::string name;        ///< e.g. middlebury2003/cones
-  std::string left, right; ///< relative to the data folder
-  std::string gt;          ///< left-view ground truth
-  double gt_scale;         ///< d = v / scale for integer GT (0 = PFM / KITTI default)
-  int disparities;         ///< D used for both matchers (a multiple of 16 for SGBM)
-  bool kitti;              ///< report D1
-  std::string right_gt;    ///< right-view GT (Reindeer): a nonocc mask is derived by a GT cross-check
+  std::string name;         ///< e.g. middlebury2003/cones
+  std::string left, right;  ///< relative to the data folder
+  std::string gt;           ///< left-view ground truth
+  double gt_scale;          ///< d = v / scale for integer GT (0 = PFM / KITTI default)
+  int disparities;          ///< D used for both matchers (a multiple of 16 for SGBM)
+  bool kitti;               ///< report D1
+  std::string right_gt;     ///< right-view GT (Reindeer): a nonocc mask is derived by a GT cross-check
 };
 
 /// Every scene of ../shared/data/stereo, in the README's order.

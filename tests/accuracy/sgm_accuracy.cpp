@@ -60,25 +60,44 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--data") data = next();
-    else if (a == "--scene") scene_filter = next();
-    else if (a == "--no-sgbm") with_sgbm = false;
-    else if (a == "--p1") base.p1 = std::stoi(next());
-    else if (a == "--p2") base.p2 = std::stoi(next());
-    else if (a == "--uniqueness") base.uniqueness = std::stoi(next());
-    else if (a == "--paths") base.paths = std::stoi(next());
-    else if (a == "--census") census = next();
-    else if (a == "--lr-check") base.lr_max_diff = std::stof(next());
-    else if (a == "--no-lr-check") base.lr_check = false;
-    else if (a == "--speckle-size") base.speckle_size = std::stoi(next());
-    else if (a == "--speckle-range") base.speckle_range = std::stof(next());
-    else if (a == "--no-median") base.median = false;
-    else if (a == "--no-subpixel") base.subpixel = false;
-    else if (a == "--fill") base.fill = true;
-    else if (a == "--no-fill") base.fill = false;
-    else if (a == "--sgbm-block") sgbm_block = std::stoi(next());
-    else if (a == "--markdown") markdown_path = next();
-    else if (a == "--json") json_path = next();
+    if (a == "--data")
+      data = next();
+    else if (a == "--scene")
+      scene_filter = next();
+    else if (a == "--no-sgbm")
+      with_sgbm = false;
+    else if (a == "--p1")
+      base.p1 = std::stoi(next());
+    else if (a == "--p2")
+      base.p2 = std::stoi(next());
+    else if (a == "--uniqueness")
+      base.uniqueness = std::stoi(next());
+    else if (a == "--paths")
+      base.paths = std::stoi(next());
+    else if (a == "--census")
+      census = next();
+    else if (a == "--lr-check")
+      base.lr_max_diff = std::stof(next());
+    else if (a == "--no-lr-check")
+      base.lr_check = false;
+    else if (a == "--speckle-size")
+      base.speckle_size = std::stoi(next());
+    else if (a == "--speckle-range")
+      base.speckle_range = std::stof(next());
+    else if (a == "--no-median")
+      base.median = false;
+    else if (a == "--no-subpixel")
+      base.subpixel = false;
+    else if (a == "--fill")
+      base.fill = true;
+    else if (a == "--no-fill")
+      base.fill = false;
+    else if (a == "--sgbm-block")
+      sgbm_block = std::stoi(next());
+    else if (a == "--markdown")
+      markdown_path = next();
+    else if (a == "--json")
+      json_path = next();
     else {
       std::fprintf(stderr, "sgm-accuracy: unknown argument %s\n", a.c_str());
       return 2;
@@ -135,10 +154,19 @@ int main(int argc, char** argv) {
                                          accuracy::fair_columns(s.gt.width, sc.disparities)),
               stereo::evaluate_disparity(r.disp.cview(), s.gt.cview(), s.masks)};
       if (json_out) {
-        json j{{"scene", sc.name}, {"method", r.method}, {"disparities", sc.disparities}, {"seconds", r.seconds},
-               {"fair", io::to_json(row.fair)}, {"full", io::to_json(row.full)},
-               {"params", {{"p1", p.p1}, {"p2", p.p2}, {"census_bits", p.census_bits()}, {"uniqueness", p.uniqueness},
-                           {"paths", p.paths}, {"fill", p.fill}}}};
+        json j{{"scene", sc.name},
+               {"method", r.method},
+               {"disparities", sc.disparities},
+               {"seconds", r.seconds},
+               {"fair", io::to_json(row.fair)},
+               {"full", io::to_json(row.full)},
+               {"params",
+                {{"p1", p.p1},
+                 {"p2", p.p2},
+                 {"census_bits", p.census_bits()},
+                 {"uniqueness", p.uniqueness},
+                 {"paths", p.paths},
+                 {"fill", p.fill}}}};
         json_out << j.dump() << "\n";
       }
       const stereo::RegionErrors* all = row.fair.find("all");
@@ -159,8 +187,8 @@ int main(int argc, char** argv) {
      << (base.lr_check ? std::to_string(base.lr_max_diff).substr(0, 4) + " px" : std::string("off")) << ", subpixel "
      << (base.subpixel ? "on" : "off") << ", median " << (base.median ? "on" : "off") << ", speckle "
      << base.speckle_size << " px / " << base.speckle_range << " px, fill " << (base.fill ? "on" : "off") << ".  \n"
-     << "OpenCV " << accuracy::opencv_version() << " StereoSGBM: block " << sgbm_block << ", P1 " << 8 * sgbm_block * sgbm_block
-     << " (8*block^2), P2 " << 32 * sgbm_block * sgbm_block
+     << "OpenCV " << accuracy::opencv_version() << " StereoSGBM: block " << sgbm_block << ", P1 "
+     << 8 * sgbm_block * sgbm_block << " (8*block^2), P2 " << 32 * sgbm_block * sgbm_block
      << " (32*block^2), uniquenessRatio 10, speckleWindowSize 100, speckleRange 2 (OpenCV scales it by 16: 2 px), "
         "disp12MaxDiff 1, preFilterCap 63; same grey images, minDisparity 0, numDisparities D.\n\n";
   for (int pass = 0; pass < 2; ++pass) {
@@ -198,7 +226,8 @@ int main(int argc, char** argv) {
           "vs HH (b) | both? |\n|---|---|---|---|---|---|---|---|---|---|\n";
     int met_a = 0, met_b = 0, met_both = 0, pairs = 0;
     for (std::size_t i = 0; i + 2 < rows.size(); ++i) {
-      if (rows[i].method.rfind("s3d SGM", 0) != 0 || rows[i + 1].method != "SGBM 3-way" || rows[i + 2].method != "SGBM HH")
+      if (rows[i].method.rfind("s3d SGM", 0) != 0 || rows[i + 1].method != "SGBM 3-way" ||
+          rows[i + 2].method != "SGBM HH")
         continue;
       const bool kitti = rows[i].scene.rfind("kitti", 0) == 0;
       auto ev = [&](std::size_t k) -> const stereo::EvalResult& { return pass == 0 ? rows[k].fair : rows[k].full; };

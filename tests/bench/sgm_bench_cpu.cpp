@@ -84,7 +84,8 @@ void BM_opencv_sgbm_3way(benchmark::State& state) {
   cv::Mat l(p.h, p.w, CV_8U, const_cast<std::uint8_t*>(p.l.data()));
   cv::Mat r(p.h, p.w, CV_8U, const_cast<std::uint8_t*>(p.r.data()));
   const int bs = 5;
-  auto sgbm = cv::StereoSGBM::create(0, 128, bs, 8 * bs * bs, 32 * bs * bs, 1, 0, 10, 100, 2, cv::StereoSGBM::MODE_SGBM_3WAY);
+  auto sgbm =
+      cv::StereoSGBM::create(0, 128, bs, 8 * bs * bs, 32 * bs * bs, 1, 0, 10, 100, 2, cv::StereoSGBM::MODE_SGBM_3WAY);
   cv::Mat disp;
   for (auto _ : state) {
     sgbm->compute(l, r, disp);

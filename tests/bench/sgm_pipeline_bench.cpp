@@ -42,9 +42,12 @@ Pair make_pair(int seed) {
   p.right = p.left;
   for (int y = 0; y < kHeight; ++y)
     for (int x = 0; x < kWidth; ++x) {
-      const int d = static_cast<int>((0.2 + 0.6 * (x + y + seed * 37 % 200) / double(kWidth + kHeight + 200)) * kDisparities);
-      p.right[y * kWidth + x] = static_cast<std::uint8_t>((base[y * w2 + x + pad - 1] + base[y * w2 + x + pad - 2]) / 2);
-      p.left[y * kWidth + x] = static_cast<std::uint8_t>((base[y * w2 + x + pad - 1 - d] + base[y * w2 + x + pad - 2 - d]) / 2);
+      const int d =
+          static_cast<int>((0.2 + 0.6 * (x + y + seed * 37 % 200) / double(kWidth + kHeight + 200)) * kDisparities);
+      p.right[y * kWidth + x] =
+          static_cast<std::uint8_t>((base[y * w2 + x + pad - 1] + base[y * w2 + x + pad - 2]) / 2);
+      p.left[y * kWidth + x] =
+          static_cast<std::uint8_t>((base[y * w2 + x + pad - 1 - d] + base[y * w2 + x + pad - 2 - d]) / 2);
     }
   return p;
 }
@@ -131,9 +134,11 @@ int main(int argc, char** argv) {
     d_right.copy_from_host_async(pairs[0].right.data(), px, nullptr);
     synchronize(nullptr);
     auto device_only = [&] {
-      const ImageView<const std::uint8_t> l{d_left.data(), kWidth, kHeight, kWidth}, r{d_right.data(), kWidth, kHeight, kWidth};
+      const ImageView<const std::uint8_t> l{d_left.data(), kWidth, kHeight, kWidth},
+          r{d_right.data(), kWidth, kHeight, kWidth};
       for (int i = 0; i < n; ++i)
-        engine.compute_device(l, r, ImageView<float>{d_out.data(), kWidth, kHeight, kWidth}, ImageView<float>{}, nullptr);
+        engine.compute_device(l, r, ImageView<float>{d_out.data(), kWidth, kHeight, kWidth}, ImageView<float>{},
+                              nullptr);
       synchronize(engine.stream());
     };
 

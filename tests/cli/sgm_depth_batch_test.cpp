@@ -59,7 +59,8 @@ class SgmDepthBatch : public ::testing::Test {
     };
     auto sixteen = [](const ImageU8& im, int salt) {
       ImageU16 s(im.width, im.height);
-      for (std::size_t i = 0; i < s.data.size(); ++i) s.data[i] = static_cast<std::uint16_t>(im.data[i] * 256 + (i * salt) % 256);
+      for (std::size_t i = 0; i < s.data.size(); ++i)
+        s.data[i] = static_cast<std::uint16_t>(im.data[i] * 256 + (i * salt) % 256);
       return s;
     };
     write_image(in("a_l.png"), l);
@@ -136,7 +137,8 @@ class SgmDepthBatch : public ::testing::Test {
 
 TEST_F(SgmDepthBatch, OutputsEqualSingleRunsInOrderWithFailuresInTheMiddle) {
   const fs::path out = dir_ / "out";
-  const Result r = run(positional() + " -o " + (out / "{#}.pfm").string() + " -o " + (out / "{#}_c.pfm").string() + " --json");
+  const Result r =
+      run(positional() + " -o " + (out / "{#}.pfm").string() + " -o " + (out / "{#}_c.pfm").string() + " --json");
   EXPECT_EQ(r.code, 1) << r.err;
   const auto lines = r.err_lines();
   ASSERT_EQ(lines.size(), 2u) << r.err;

@@ -34,8 +34,8 @@ using Result = s3d::test::CommandResult;
 class SgmDepthCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("s3d_sgm_cli_" + std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("s3d_sgm_cli_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -73,23 +73,24 @@ TEST_F(SgmDepthCli, SamplePairDisparityColourAndEvalRecord) {
                         "gt_pixels", "estimated"})
     EXPECT_TRUE(all.contains(k)) << k;
   EXPECT_EQ(all["gt_pixels"], 320 * 240);
-  EXPECT_LT(all["bad2_est"].get<double>(), 3.0);   // a rendered scene with exact GT: few errors
+  EXPECT_LT(all["bad2_est"].get<double>(), 3.0);  // a rendered scene with exact GT: few errors
   EXPECT_GT(all["density"].get<double>(), 80.0);
   EXPECT_LE(all["bad2_est"].get<double>(), all["bad2_all"].get<double>());
   EXPECT_TRUE(recs[1]["eval"]["regions"]["all"].contains("mean_bad2_all"));  // batch summary
   const ImageF d = read_pfm(p("d.pfm"));
   EXPECT_EQ(d.width, 320);
-  EXPECT_NEAR(d.at(100, 80), 24.0f, 1.0f);  // the first box (gt 24 px)
-  EXPECT_NEAR(d.at(250, 200), 32.0f, 1.0f); // the second box
+  EXPECT_NEAR(d.at(100, 80), 24.0f, 1.0f);   // the first box (gt 24 px)
+  EXPECT_NEAR(d.at(250, 200), 32.0f, 1.0f);  // the second box
   const ImageU8 c = read_rgb8(p("c.png"));
   EXPECT_EQ(c.width, 320);
 }
 
 TEST_F(SgmDepthCli, EveryEmitWithCalibrationIsConsistent) {
-  const Result r = run(pair() + " -D 48 --calib f=500,b=0.1 --emit disparity --emit depth --emit cloud --emit confidence "
-                       "--emit disparity --emit depth --emit color -o " + p("d.pfm") + " -o " + p("z.pfm") + " -o " +
-                       p("c.ply") + " -o " + p("conf.pfm") + " -o " + p("d.png") + " -o " + p("z.png") + " -o " +
-                       p("col.png") + " --json");
+  const Result r = run(pair() +
+                       " -D 48 --calib f=500,b=0.1 --emit disparity --emit depth --emit cloud --emit confidence "
+                       "--emit disparity --emit depth --emit color -o " +
+                       p("d.pfm") + " -o " + p("z.pfm") + " -o " + p("c.ply") + " -o " + p("conf.pfm") + " -o " +
+                       p("d.png") + " -o " + p("z.png") + " -o " + p("col.png") + " --json");
   ASSERT_EQ(r.code, 0) << r.err;
   const ImageF d = read_pfm(p("d.pfm"));
   const ImageF z = read_pfm(p("z.pfm"));
@@ -195,7 +196,9 @@ TEST_F(SgmDepthCli, BadParametersAreOneLineAndWriteNothing) {
 
 TEST_F(SgmDepthCli, PngEncodingsAndStdout) {
   ASSERT_EQ(run(pair() + " -D 48 --emit disparity --emit disparity -o " + p("d.pfm") + " -o " + p("x16.png") +
-                " --png-encoding x16").code, 0);
+                " --png-encoding x16")
+                .code,
+            0);
   const ImageF d = read_pfm(p("d.pfm"));
   const ImageF x = decode_png16(read_grey16(p("x16.png")), PngEncoding::kX16);
   for (std::size_t i = 0; i < d.data.size(); i += 97)
@@ -269,7 +272,8 @@ TEST_F(SgmDepthCli, DatasetFoldersAndManifest) {
   // A manifest with a gt key.
   std::ofstream(p("m.jsonl")) << json{{"left", (kSample / "left.png").string()},
                                       {"right", (kSample / "right.png").string()},
-                                      {"gt", (kSample / "gt_disparity.pfm").string()}}.dump()
+                                      {"gt", (kSample / "gt_disparity.pfm").string()}}
+                                     .dump()
                               << "\n";
   const Result m = run("--manifest " + p("m.jsonl") + " -D 48 -o " + p("man/{#}.pfm") + " --json");
   ASSERT_EQ(m.code, 0) << m.err;

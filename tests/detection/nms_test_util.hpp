@@ -100,8 +100,8 @@ inline BoxSet rotated_clustered(std::int64_t n, std::uint32_t seed, int groups =
     const float r = u01(rng);
     float bw = w * (1.f + 0.1f * jitter(rng)), bh = h * (1.f + 0.1f * jitter(rng));
     if (r < 0.02f) bw = 0.f;
-    s.boxes.insert(s.boxes.end(), {cx + jitter(rng) * w * 0.1f, cy + jitter(rng) * h * 0.1f, bw, bh,
-                                   a + 0.2f * jitter(rng)});
+    s.boxes.insert(s.boxes.end(),
+                   {cx + jitter(rng) * w * 0.1f, cy + jitter(rng) * h * 0.1f, bw, bh, a + 0.2f * jitter(rng)});
     float score = u01(rng);
     if (score_levels > 0) score = std::floor(score * score_levels) / score_levels;
     s.scores.push_back(score);

@@ -195,12 +195,13 @@ TEST(Boxes, JsonLinesRoundTripKeepsExtraFields) {
   EXPECT_DOUBLE_EQ(t.boxes[2], 4.0);
   round_trip(t);
   const std::string out = s3d::io::render_boxes(t, {1}).front().content;
-  EXPECT_EQ(out, "{\"image_id\": \"b\", \"category_id\": 1, \"bbox\": [0, 0, 10, 10], \"score\": 0.25, \"note\": \"x,y\"}\n");
+  EXPECT_EQ(
+      out, "{\"image_id\": \"b\", \"category_id\": 1, \"bbox\": [0, 0, 10, 10], \"score\": 0.25, \"note\": \"x,y\"}\n");
 }
 
 TEST(Boxes, JsonLinesNamedBoxKeys) {
-  DetectionTable t = from_string("{\"x1\":1,\"y1\":2,\"x2\":5,\"y2\":6,\"conf\":0.9,\"label\":\"car\"}\n",
-                                 BoxFileFormat::kJsonLines);
+  DetectionTable t =
+      from_string("{\"x1\":1,\"y1\":2,\"x2\":5,\"y2\":6,\"conf\":0.9,\"label\":\"car\"}\n", BoxFileFormat::kJsonLines);
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t.encoding, BoxEncoding::kXyxy);
   EXPECT_EQ(t.class_field, "label");
@@ -220,8 +221,8 @@ TEST(Boxes, CocoExtraFieldsAndRescoredSubset) {
   const std::string out = s3d::io::render_boxes(t, {0, 2}, &scores).front().content;
   DetectionTable u = from_string(out, BoxFileFormat::kCocoJson);
   ASSERT_EQ(u.size(), 2u);
-  EXPECT_DOUBLE_EQ(u.scores[0], 0.3);   // shortest text of the float
-  EXPECT_DOUBLE_EQ(u.scores[1], 0.7);   // NaN = unchanged
+  EXPECT_DOUBLE_EQ(u.scores[0], 0.3);  // shortest text of the float
+  EXPECT_DOUBLE_EQ(u.scores[1], 0.7);  // NaN = unchanged
   EXPECT_NE(out.find("\"segmentation\":[[1,2,3]]"), std::string::npos) << out;
   EXPECT_NE(out.find("\"id\":11"), std::string::npos);
   EXPECT_EQ(out.find("\"id\":12"), std::string::npos);
@@ -271,8 +272,9 @@ TEST(Boxes, RotatedBoxesPassThrough) {
 }
 
 TEST(Boxes, GroupIdsCombineFieldsDensely) {
-  const std::string text = "image_id,category_id,x1,y1,x2,y2,score\n"
-                           "1,1,0,0,1,1,0.1\n1,2,0,0,1,1,0.2\n2,1,0,0,1,1,0.3\n1,1,0,0,1,1,0.4\n2,2,0,0,1,1,0.5\n";
+  const std::string text =
+      "image_id,category_id,x1,y1,x2,y2,score\n"
+      "1,1,0,0,1,1,0.1\n1,2,0,0,1,1,0.2\n2,1,0,0,1,1,0.3\n1,1,0,0,1,1,0.4\n2,2,0,0,1,1,0.5\n";
   DetectionTable t = from_string(text, BoxFileFormat::kCsv);
   std::int64_t g = 0;
   EXPECT_EQ(t.group_ids({"image_id", "category_id"}, &g), (std::vector<std::int64_t>{0, 1, 2, 0, 3}));
@@ -308,7 +310,7 @@ TEST(Boxes, FormatNamesAndDetection) {
   EXPECT_EQ(s3d::io::format_number(static_cast<float>(0.1)), "0.1");
   EXPECT_EQ(s3d::io::format_number(0.1), "0.1");
   EXPECT_EQ(s3d::io::format_number(0.30000000000000004), "0.30000000000000004");  // not a float: as a double
-  EXPECT_EQ(s3d::io::format_number(0.9999731779098511), "0.9999732");  // exactly a float: its shortest text
+  EXPECT_EQ(s3d::io::format_number(0.9999731779098511), "0.9999732");             // exactly a float: its shortest text
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -331,21 +333,30 @@ TEST(BoxesBadInput, EachCaseNamesFileAndRecord) {
       {BoxFileFormat::kMot, "1,-1,0,0,1,1,0.5\n1,-1,0,0,1,1\n", {"line 2", "has 6 fields"}},
       {BoxFileFormat::kVoc, "dog 0.5 0 0 1 1\ncat 0.5 0 0 x 1\n", {"line 2", "right is not a number"}},
       {BoxFileFormat::kVoc, "dog 0.5 0 0 1 1\ncat 0.5 0 0\n", {"line 2", "has 4 fields"}},
-      {BoxFileFormat::kJsonLines, "{\"bbox\":[0,0,1,1],\"score\":0.5}\n{\"bbox\":[0,0,1,1]}\n", {"line 2", "score is missing"}},
-      {BoxFileFormat::kJsonLines, "{\"bbox\":[0,0,1,1],\"score\":0.5}\n{\"bbox\":[0,0,1,1],\"score\":\"0.5\"}\n",
+      {BoxFileFormat::kJsonLines,
+       "{\"bbox\":[0,0,1,1],\"score\":0.5}\n{\"bbox\":[0,0,1,1]}\n",
+       {"line 2", "score is missing"}},
+      {BoxFileFormat::kJsonLines,
+       "{\"bbox\":[0,0,1,1],\"score\":0.5}\n{\"bbox\":[0,0,1,1],\"score\":\"0.5\"}\n",
        {"line 2", "score is not a number"}},
-      {BoxFileFormat::kJsonLines, "{\"bbox\":[0,0,1,1],\"score\":0.5}\n{\"bbox\":[0,0,1],\"score\":0.5}\n",
+      {BoxFileFormat::kJsonLines,
+       "{\"bbox\":[0,0,1,1],\"score\":0.5}\n{\"bbox\":[0,0,1],\"score\":0.5}\n",
        {"line 2", "bbox is not an array of 4 numbers"}},
-      {BoxFileFormat::kJsonLines, "{\"bbox\":[0,0,1,1],\"score\":0.5}\n{\"bbox\":[0,0,1,1],\"score\":0.5\n",
+      {BoxFileFormat::kJsonLines,
+       "{\"bbox\":[0,0,1,1],\"score\":0.5}\n{\"bbox\":[0,0,1,1],\"score\":0.5\n",
        {"line 2", "invalid JSON"}},
-      {BoxFileFormat::kCocoJson, "[{\"bbox\":[0,0,1,1],\"score\":0.5},\n {\"bbox\":[0,\"0\",1,1],\"score\":0.5}]",
+      {BoxFileFormat::kCocoJson,
+       "[{\"bbox\":[0,0,1,1],\"score\":0.5},\n {\"bbox\":[0,\"0\",1,1],\"score\":0.5}]",
        {"record 2 (line 2)", "bbox[1] is not a number"}},
-      {BoxFileFormat::kCocoJson, "[{\"bbox\":[0,0,1,1],\"score\":0.5},\n\n {\"bbox\":[0,0,1,1],\"score\":NaN}]",
+      {BoxFileFormat::kCocoJson,
+       "[{\"bbox\":[0,0,1,1],\"score\":0.5},\n\n {\"bbox\":[0,0,1,1],\"score\":NaN}]",
        {"record 2 (line 3)", "NaN"}},
-      {BoxFileFormat::kCocoJson, "[{\"bbox\":[0,0,1,1],\"score\":0.5}, {\"bbox\":[0,-Infinity,1,1],\"score\":1}]",
+      {BoxFileFormat::kCocoJson,
+       "[{\"bbox\":[0,0,1,1],\"score\":0.5}, {\"bbox\":[0,-Infinity,1,1],\"score\":1}]",
        {"record 2", "-Infinity"}},
       {BoxFileFormat::kCocoJson, "[{\"bbox\":[0,0,1,1],\"score\":0.5}, 3]", {"record 2", "not a JSON object"}},
-      {BoxFileFormat::kCocoJson, "[{\"bbox\":[0,0,1,1],\"score\":0.5}, {\"score\":0.5,\"bbox\":null}]",
+      {BoxFileFormat::kCocoJson,
+       "[{\"bbox\":[0,0,1,1],\"score\":0.5}, {\"score\":0.5,\"bbox\":null}]",
        {"record 2", "bbox is missing"}},
   };
   for (const auto& c : cases) {
@@ -386,12 +397,15 @@ TEST(BoxesBadInput, FileLevelErrorsAreNotDroppable) {
   expect_data_error([&] { s3d::io::read_boxes_from_string("", BoxFileFormat::kCsv, o); }, {"f: empty CSV"});
   expect_data_error([&] { s3d::io::read_boxes_from_string("{\"a\":1}", BoxFileFormat::kCocoJson, o); },
                     {"f: expected a JSON array"});
-  expect_data_error([&] { s3d::io::read_boxes_from_string("[{\"bbox\":[0,0,1,1],\"score\":0.5},\n{\"bbox\":[0,",
-                                                          BoxFileFormat::kCocoJson, o); },
-                    {"f: record 2 (line 2)", "unterminated"});
-  expect_data_error([&] { s3d::io::read_boxes_from_string("[{\"bbox\":[0,0,1,1],\"score\":0.5}] x",
-                                                          BoxFileFormat::kCocoJson, o); },
-                    {"f: line 1", "after the JSON array"});
+  expect_data_error(
+      [&] {
+        s3d::io::read_boxes_from_string("[{\"bbox\":[0,0,1,1],\"score\":0.5},\n{\"bbox\":[0,", BoxFileFormat::kCocoJson,
+                                        o);
+      },
+      {"f: record 2 (line 2)", "unterminated"});
+  expect_data_error(
+      [&] { s3d::io::read_boxes_from_string("[{\"bbox\":[0,0,1,1],\"score\":0.5}] x", BoxFileFormat::kCocoJson, o); },
+      {"f: line 1", "after the JSON array"});
   BoxReadOptions k = o;
   k.key_fields = {"level"};
   expect_data_error([&] { s3d::io::read_boxes_from_string("x1,y1,x2,y2,score\n1,2,3,4,1\n", BoxFileFormat::kCsv, k); },
@@ -408,22 +422,31 @@ TEST(BoxesBadInput, JsonShapesAndTypes) {
     return s3d::io::read_boxes_from_string("[{\"bbox\":[0,0,1,1],\"score\":0.5,\"image_id\":1},\n" + record + "]",
                                            BoxFileFormat::kCocoJson, o);
   };
-  expect_data_error([&] { read("{\"bbox\":[[0],0,1,1],\"score\":0.5,\"image_id\":1}"); }, {"record 2", "bbox[0] is not a number"});
-  expect_data_error([&] { read("{\"bbox\":[0,0,1,{}],\"score\":0.5,\"image_id\":1}"); }, {"record 2", "bbox[3] is not a number"});
-  expect_data_error([&] { read("{\"bbox\":[0,0,1,1,5],\"score\":0.5,\"image_id\":1}"); }, {"record 2", "not an array of 4"});
-  expect_data_error([&] { read("{\"bbox\":{\"x\":1},\"score\":0.5,\"image_id\":1}"); }, {"record 2", "not an array of 4"});
-  expect_data_error([&] { read("{\"bbox\":[0,0,1,1],\"score\":true,\"image_id\":1}"); }, {"record 2", "score is not a number"});
+  expect_data_error([&] { read("{\"bbox\":[[0],0,1,1],\"score\":0.5,\"image_id\":1}"); },
+                    {"record 2", "bbox[0] is not a number"});
+  expect_data_error([&] { read("{\"bbox\":[0,0,1,{}],\"score\":0.5,\"image_id\":1}"); },
+                    {"record 2", "bbox[3] is not a number"});
+  expect_data_error([&] { read("{\"bbox\":[0,0,1,1,5],\"score\":0.5,\"image_id\":1}"); },
+                    {"record 2", "not an array of 4"});
+  expect_data_error([&] { read("{\"bbox\":{\"x\":1},\"score\":0.5,\"image_id\":1}"); },
+                    {"record 2", "not an array of 4"});
+  expect_data_error([&] { read("{\"bbox\":[0,0,1,1],\"score\":true,\"image_id\":1}"); },
+                    {"record 2", "score is not a number"});
   expect_data_error([&] { read("{\"bbox\":[0,0,1,1],\"score\":0.5}"); }, {"record 2", "image_id is missing"});
-  expect_data_error([&] { read("{\"bbox\":[0,0,1,1],\"score\":0.5,\"image_id\":[1]}"); }, {"record 2", "image_id is not a single value"});
-  expect_data_error([&] { read("{\"bbox\":[0,0,1,1],\"score\":1e999,\"image_id\":1}"); }, {"record 2", "number overflow"});
+  expect_data_error([&] { read("{\"bbox\":[0,0,1,1],\"score\":0.5,\"image_id\":[1]}"); },
+                    {"record 2", "image_id is not a single value"});
+  expect_data_error([&] { read("{\"bbox\":[0,0,1,1],\"score\":1e999,\"image_id\":1}"); },
+                    {"record 2", "number overflow"});
   // Nested extra fields are ignored by the reader and kept by the writer.
-  DetectionTable t = read("{\"bbox\":[2,2,1,1],\"score\":0.25,\"image_id\":\"x\",\"extra\":{\"bbox\":[9],\"score\":\"no\"}}");
+  DetectionTable t =
+      read("{\"bbox\":[2,2,1,1],\"score\":0.25,\"image_id\":\"x\",\"extra\":{\"bbox\":[9],\"score\":\"no\"}}");
   ASSERT_EQ(t.size(), 2u);
   EXPECT_DOUBLE_EQ(t.scores[1], 0.25);
   EXPECT_EQ(t.boxes[4], 2.0);
   EXPECT_EQ(t.key("image_id")->values, (std::vector<std::string>{"1", "x"}));
   // A forgotten --rotated is an error, not a silently ignored angle.
-  expect_data_error([] { from_string("cx,cy,w,h,angle,score\n1,1,1,1,0.3,1\n", BoxFileFormat::kCsv); }, {"give --rotated"});
+  expect_data_error([] { from_string("cx,cy,w,h,angle,score\n1,1,1,1,0.3,1\n", BoxFileFormat::kCsv); },
+                    {"give --rotated"});
 }
 
 TEST(BoxesBadInput, TruncatedFilesFailCleanly) {

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <cstring>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -69,8 +68,10 @@ TEST(Pfm, RoundTripBothByteOrdersKeepsInfinityAndRowOrder) {
     ASSERT_EQ(back.height, 5);
     ASSERT_EQ(back.channels, 1);
     for (std::size_t i = 0; i < img.data.size(); ++i) {
-      if (std::isinf(img.data[i])) EXPECT_TRUE(std::isinf(back.data[i]) && back.data[i] > 0);
-      else EXPECT_EQ(back.data[i], img.data[i]) << i;
+      if (std::isinf(img.data[i]))
+        EXPECT_TRUE(std::isinf(back.data[i]) && back.data[i] > 0);
+      else
+        EXPECT_EQ(back.data[i], img.data[i]) << i;
     }
     // Header and bottom-to-top storage: the first stored float is the bottom-left pixel.
     const std::string bytes = read_bytes(p);
@@ -124,8 +125,8 @@ TEST(Pfm, BadFilesThrowIoErrorNamingTheFile) {
 TEST(DisparityPng, KittiRoundTripQuantisesToOne256th) {
   TempDir dir;
   ImageF d = random_disparity(31, 17, 2, 250.0f);
-  d.at(5, 5) = 0.0f;      // cannot be stored: becomes invalid
-  d.at(6, 5) = 300.0f;    // beyond 65535/256: invalid
+  d.at(5, 5) = 0.0f;    // cannot be stored: becomes invalid
+  d.at(6, 5) = 300.0f;  // beyond 65535/256: invalid
   d.at(7, 5) = 1.0f / 256.0f;
   const ImageU16 enc = encode_png16(d, PngEncoding::kKitti);
   EXPECT_EQ(enc.at(0, 0), 0);
@@ -236,12 +237,15 @@ TEST(RealData, ReadsMiddleburyEightBitGroundTruthWithInfoTxtScale) {
   float lo = 1e9f, hi = 0.0f;
   std::size_t invalid = 0;
   for (float v : d.data) {
-    if (!std::isfinite(v)) { ++invalid; continue; }
+    if (!std::isfinite(v)) {
+      ++invalid;
+      continue;
+    }
     lo = std::min(lo, v);
     hi = std::max(hi, v);
   }
-  EXPECT_EQ(lo, 5.0f);   // 80 / 16
-  EXPECT_EQ(hi, 14.0f);  // 224 / 16
+  EXPECT_EQ(lo, 5.0f);     // 80 / 16
+  EXPECT_EQ(hi, 14.0f);    // 224 / 16
   EXPECT_GT(invalid, 0u);  // the unknown border
 }
 

@@ -73,23 +73,23 @@ TEST(Calibration, KittiProjectionsGiveFocalBaselineAndPrincipalPoint) {
 
 TEST(Calibration, QMatrixYamlMiddleburyAndPairs) {
   TempDir dir;
-  const StereoCalibration q = read_calibration(dir.write(
-      "Q.dat",
-      "1 0 0 -6.095593e+02\n0 1 0 -1.728540e+02\n0 0 0 7.215377e+02\n0 0 1.877331e+00 0\n"));
+  const StereoCalibration q = read_calibration(
+      dir.write("Q.dat", "1 0 0 -6.095593e+02\n0 1 0 -1.728540e+02\n0 0 0 7.215377e+02\n0 0 1.877331e+00 0\n"));
   EXPECT_DOUBLE_EQ(q.focal_px, 721.5377);
   EXPECT_DOUBLE_EQ(q.cx, 609.5593);
   EXPECT_NEAR(q.baseline_m, 1.0 / 1.877331, 1e-12);
-  const StereoCalibration y = read_calibration(dir.write(
-      "rig.yaml",
-      "%YAML:1.0\n---\nQ: !!opencv-matrix\n   rows: 4\n   cols: 4\n   dt: d\n"
-      "   data: [ 1., 0., 0., -320., 0., 1., 0., -240., 0., 0., 0., 500., 0., 0., 2., 0. ]\n"));
+  const StereoCalibration y = read_calibration(
+      dir.write("rig.yaml",
+                "%YAML:1.0\n---\nQ: !!opencv-matrix\n   rows: 4\n   cols: 4\n   dt: d\n"
+                "   data: [ 1., 0., 0., -320., 0., 1., 0., -240., 0., 0., 0., 500., 0., 0., 2., 0. ]\n"));
   EXPECT_DOUBLE_EQ(y.focal_px, 500.0);
   EXPECT_DOUBLE_EQ(y.baseline_m, 0.5);
   EXPECT_DOUBLE_EQ(y.cy, 240.0);
-  const StereoCalibration m = read_calibration(dir.write(
-      "calib.txt", "cam0=[3997.684 0 1176.728; 0 3997.684 1011.728; 0 0 1]\n"
-                   "cam1=[3997.684 0 1307.839; 0 3997.684 1011.728; 0 0 1]\ndoffs=131.111\nbaseline=193.001\n"
-                   "width=2964\nheight=1988\nndisp=280\n"));
+  const StereoCalibration m = read_calibration(
+      dir.write("calib.txt",
+                "cam0=[3997.684 0 1176.728; 0 3997.684 1011.728; 0 0 1]\n"
+                "cam1=[3997.684 0 1307.839; 0 3997.684 1011.728; 0 0 1]\ndoffs=131.111\nbaseline=193.001\n"
+                "width=2964\nheight=1988\nndisp=280\n"));
   EXPECT_DOUBLE_EQ(m.focal_px, 3997.684);
   EXPECT_DOUBLE_EQ(m.cy, 1011.728);
   EXPECT_DOUBLE_EQ(m.doffs, 131.111);

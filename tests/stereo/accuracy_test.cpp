@@ -31,9 +31,10 @@ Scores evaluate(const std::filesystem::path& dir, double gt_scale, int dispariti
   EXPECT_FALSE(l.empty() || r.empty() || gt.empty() || mask.empty());
   SgmParams p;
   p.disparities = disparities;
-  const SgmResult res = compute_sgm(Device(Device::Kind::kCpu), p,
-                                    ImageView<const std::uint8_t>{l.data, l.cols, l.rows, static_cast<std::ptrdiff_t>(l.step)},
-                                    ImageView<const std::uint8_t>{r.data, r.cols, r.rows, static_cast<std::ptrdiff_t>(r.step)});
+  const SgmResult res =
+      compute_sgm(Device(Device::Kind::kCpu), p,
+                  ImageView<const std::uint8_t>{l.data, l.cols, l.rows, static_cast<std::ptrdiff_t>(l.step)},
+                  ImageView<const std::uint8_t>{r.data, r.cols, r.rows, static_cast<std::ptrdiff_t>(r.step)});
   long total = 0, wrong = 0, estimated = 0, wrong_est = 0;
   for (int y = 0; y < l.rows; ++y)
     for (int x = 0; x < l.cols; ++x) {
@@ -88,9 +89,10 @@ TEST(SgmAccuracy, KittiD1) {
   ASSERT_EQ(gt.type(), CV_16UC1);
   SgmParams p;
   p.disparities = 128;
-  const SgmResult res = compute_sgm(Device(Device::Kind::kCpu), p,
-                                    ImageView<const std::uint8_t>{l.data, l.cols, l.rows, static_cast<std::ptrdiff_t>(l.step)},
-                                    ImageView<const std::uint8_t>{r.data, r.cols, r.rows, static_cast<std::ptrdiff_t>(r.step)});
+  const SgmResult res =
+      compute_sgm(Device(Device::Kind::kCpu), p,
+                  ImageView<const std::uint8_t>{l.data, l.cols, l.rows, static_cast<std::ptrdiff_t>(l.step)},
+                  ImageView<const std::uint8_t>{r.data, r.cols, r.rows, static_cast<std::ptrdiff_t>(r.step)});
   long total = 0, wrong = 0, estimated = 0, wrong_est = 0;
   for (int y = 0; y < l.rows; ++y)
     for (int x = 0; x < l.cols; ++x) {
@@ -116,7 +118,6 @@ TEST(SgmAccuracy, KittiD1) {
   EXPECT_LT(d1_est, 5.8);    // measured 5.42
   EXPECT_GT(density, 83.0);  // measured 84.0
 }
-
 
 // ---- CPU fast paths: the engine's shortcuts must not change a bit ----
 
@@ -233,7 +234,7 @@ TEST(SgmOcclusionFill, OccludedRunTakesTheBackground) {
   const SgmResult filled = compute_sgm(kCpuDev, p, l.view(), r.view());
   int valid = 0;
   EXPECT_GE(count(filled, 66, 80, 6.0f, &valid), n_occluded * 9 / 10);
-  EXPECT_GE(count(filled, 90, 150, 20.0f, &valid), 24 * 60 * 95 / 100);   // the rectangle
+  EXPECT_GE(count(filled, 90, 150, 20.0f, &valid), 24 * 60 * 95 / 100);  // the rectangle
   EXPECT_GE(count(filled, 160, 200, 6.0f, &valid), 24 * 40 * 95 / 100);  // the background right of it
 }
 
@@ -266,8 +267,8 @@ TEST(SgmCpuFastPaths, EngineMatchesComposedStages) {
     const auto cl = stages::census(kCpuDev, l.view(), p.census, p.census_width, p.census_height);
     const auto cr = stages::census(kCpuDev, r.view(), p.census, p.census_width, p.census_height);
     std::vector<float> disp, conf, right;
-    stages::wta(kCpuDev, stages::aggregate(kCpuDev, cl, cr, W, H, p, stages::View::kLeft), W, H, p,
-                stages::View::kLeft, disp, c.confidence ? &conf : nullptr);
+    stages::wta(kCpuDev, stages::aggregate(kCpuDev, cl, cr, W, H, p, stages::View::kLeft), W, H, p, stages::View::kLeft,
+                disp, c.confidence ? &conf : nullptr);
     if (c.lr) {
       stages::wta(kCpuDev, stages::aggregate(kCpuDev, cl, cr, W, H, p, stages::View::kRight), W, H, p,
                   stages::View::kRight, right, nullptr);

@@ -18,9 +18,10 @@ int main(int argc, char** argv) {
     const char* left;
     const char* right;
   };
-  const Scene scenes[] = {{"tsukuba", "stereo/middlebury2001/tsukuba/imL.png", "stereo/middlebury2001/tsukuba/imR.png"},
-                          {"cones", "stereo/middlebury2003/cones/imL.png", "stereo/middlebury2003/cones/imR.png"},
-                          {"kitti", "stereo/kitti2015/000005_10/stereo_left.png", "stereo/kitti2015/000005_10/stereo_right.png"}};
+  const Scene scenes[] = {
+      {"tsukuba", "stereo/middlebury2001/tsukuba/imL.png", "stereo/middlebury2001/tsukuba/imR.png"},
+      {"cones", "stereo/middlebury2003/cones/imL.png", "stereo/middlebury2003/cones/imR.png"},
+      {"kitti", "stereo/kitti2015/000005_10/stereo_left.png", "stereo/kitti2015/000005_10/stereo_right.png"}};
   int written = 0;
   for (const Scene& s : scenes) {
     const cv::Mat l = cv::imread((data / s.left).string(), cv::IMREAD_GRAYSCALE);

@@ -62,8 +62,8 @@ SgmResult reference(SgmEngine& engine, const Pair& p) {
 void expect_same(const SgmResult& got, const SgmResult& want, int k) {
   std::string where;
   EXPECT_TRUE(test::bit_equal(got.disparity, want.disparity, want.width, &where)) << "pair " << k << ": " << where;
-  EXPECT_TRUE(test::bit_equal(got.confidence, want.confidence, want.width, &where)) << "pair " << k << " confidence: "
-                                                                                    << where;
+  EXPECT_TRUE(test::bit_equal(got.confidence, want.confidence, want.width, &where))
+      << "pair " << k << " confidence: " << where;
 }
 
 TEST_P(SgmPipelineDevice, BatchEqualsEngineComputeOddSize) {
@@ -115,7 +115,8 @@ TEST_P(SgmPipelineDevice, PitchedInputsAndCallerStorage) {
   SgmEngine engine(GetParam(), params, w, h);
   const SgmResult want = reference(engine, batch[1]);
   SgmPipeline pipe(GetParam(), params, w, h);
-  pipe.submit(ImageView<const std::uint8_t>{l.data(), w, h, pitch}, ImageView<const std::uint8_t>{r.data(), w, h, pitch});
+  pipe.submit(ImageView<const std::uint8_t>{l.data(), w, h, pitch},
+              ImageView<const std::uint8_t>{r.data(), w, h, pitch});
   std::vector<float> disparity(static_cast<std::size_t>(w) * h, -1.0f);
   float dummy = -1.0f;  // confidence is off: the pointer must not be written
   EXPECT_EQ(pipe.retrieve(disparity.data(), &dummy), 0u);

@@ -88,10 +88,22 @@ S3D_HOST_DEVICE inline void det_sincos(double x, double* s, double* c) {
   const double q4 = k - 4.0 * floor(k * 0.25);
   const int q = static_cast<int>(q4);
   switch (q) {
-    case 0: *s = sr;  *c = cr;  break;
-    case 1: *s = cr;  *c = -sr; break;
-    case 2: *s = -sr; *c = -cr; break;
-    default: *s = -cr; *c = sr; break;
+    case 0:
+      *s = sr;
+      *c = cr;
+      break;
+    case 1:
+      *s = cr;
+      *c = -sr;
+      break;
+    case 2:
+      *s = -sr;
+      *c = -cr;
+      break;
+    default:
+      *s = -cr;
+      *c = sr;
+      break;
   }
 }
 
@@ -126,12 +138,12 @@ S3D_HOST_DEVICE inline double det_exp_nonpositive(double x) {
 // relative to the higher-ranked box's centre (precision, as mmcv box_iou_rotated shifts to the centre).
 
 struct RotBox {
-  double cx, cy;    // centre
-  double hw, hh;    // half width / height
-  double c, s;      // cos / sin of the angle (det_sincos)
+  double cx, cy;                 // centre
+  double hw, hh;                 // half width / height
+  double c, s;                   // cos / sin of the angle (det_sincos)
   float xmin, ymin, xmax, ymax;  // axis-aligned bounds of the corners (pruning and the pair pre-test)
-  float area;       // w * h (float, as given)
-  int valid;        // w > 0 && h > 0
+  float area;                    // w * h (float, as given)
+  int valid;                     // w > 0 && h > 0
 };
 
 S3D_HOST_DEVICE inline RotBox make_rot_box(const float* b) {

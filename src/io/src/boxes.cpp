@@ -26,11 +26,16 @@ namespace fs = std::filesystem;
 
 std::string to_string(BoxFileFormat format) {
   switch (format) {
-    case BoxFileFormat::kCocoJson: return "coco";
-    case BoxFileFormat::kCsv: return "csv";
-    case BoxFileFormat::kJsonLines: return "jsonl";
-    case BoxFileFormat::kMot: return "mot";
-    case BoxFileFormat::kVoc: return "voc";
+    case BoxFileFormat::kCocoJson:
+      return "coco";
+    case BoxFileFormat::kCsv:
+      return "csv";
+    case BoxFileFormat::kJsonLines:
+      return "jsonl";
+    case BoxFileFormat::kMot:
+      return "mot";
+    case BoxFileFormat::kVoc:
+      return "voc";
   }
   return "?";
 }
@@ -47,10 +52,14 @@ BoxFileFormat parse_box_file_format(std::string_view name) {
 
 std::string to_string(BoxEncoding encoding) {
   switch (encoding) {
-    case BoxEncoding::kAuto: return "auto";
-    case BoxEncoding::kXyxy: return "xyxy";
-    case BoxEncoding::kXywh: return "xywh";
-    case BoxEncoding::kCxcywh: return "cxcywh";
+    case BoxEncoding::kAuto:
+      return "auto";
+    case BoxEncoding::kXyxy:
+      return "xyxy";
+    case BoxEncoding::kXywh:
+      return "xywh";
+    case BoxEncoding::kCxcywh:
+      return "cxcywh";
   }
   return "?";
 }
@@ -239,20 +248,27 @@ std::string find_field(const std::vector<std::string>& available, const std::vec
 namespace {
 using NameSets = std::vector<std::vector<std::string>>;
 const NameSets& conventional_sets(BoxEncoding e, bool rotated) {
-  static const NameSets xyxy{{"x1", "y1", "x2", "y2"}, {"xmin", "ymin", "xmax", "ymax"},
-                             {"left", "top", "right", "bottom"}};
-  static const NameSets xywh{{"x", "y", "w", "h"}, {"x", "y", "width", "height"}, {"left", "top", "width", "height"},
+  static const NameSets xyxy{
+      {"x1", "y1", "x2", "y2"}, {"xmin", "ymin", "xmax", "ymax"}, {"left", "top", "right", "bottom"}};
+  static const NameSets xywh{{"x", "y", "w", "h"},
+                             {"x", "y", "width", "height"},
+                             {"left", "top", "width", "height"},
                              {"bb_left", "bb_top", "bb_width", "bb_height"}};
-  static const NameSets cxcywh{{"cx", "cy", "w", "h"}, {"x_center", "y_center", "width", "height"},
-                               {"xc", "yc", "w", "h"}};
-  static const NameSets rot{{"cx", "cy", "w", "h", "angle"}, {"cx", "cy", "w", "h", "theta"},
-                            {"cx", "cy", "w", "h", "a"}, {"x_center", "y_center", "width", "height", "angle"},
+  static const NameSets cxcywh{
+      {"cx", "cy", "w", "h"}, {"x_center", "y_center", "width", "height"}, {"xc", "yc", "w", "h"}};
+  static const NameSets rot{{"cx", "cy", "w", "h", "angle"},
+                            {"cx", "cy", "w", "h", "theta"},
+                            {"cx", "cy", "w", "h", "a"},
+                            {"x_center", "y_center", "width", "height", "angle"},
                             {"x", "y", "w", "h", "angle"}};
   if (rotated) return rot;
   switch (e) {
-    case BoxEncoding::kXywh: return xywh;
-    case BoxEncoding::kCxcywh: return cxcywh;
-    default: return xyxy;
+    case BoxEncoding::kXywh:
+      return xywh;
+    case BoxEncoding::kCxcywh:
+      return cxcywh;
+    default:
+      return xyxy;
   }
 }
 }  // namespace
@@ -279,10 +295,10 @@ std::vector<std::string> choose_box_fields(const std::vector<std::string>& avail
       if (auto f = match(set); !f.empty()) return f;
     return {};
   }
-  const std::vector<BoxEncoding> order = options.encoding == BoxEncoding::kAuto
-                                             ? std::vector<BoxEncoding>{BoxEncoding::kXyxy, BoxEncoding::kXywh,
-                                                                        BoxEncoding::kCxcywh}
-                                             : std::vector<BoxEncoding>{options.encoding};
+  const std::vector<BoxEncoding> order =
+      options.encoding == BoxEncoding::kAuto
+          ? std::vector<BoxEncoding>{BoxEncoding::kXyxy, BoxEncoding::kXywh, BoxEncoding::kCxcywh}
+          : std::vector<BoxEncoding>{options.encoding};
   for (BoxEncoding e : order)
     for (const auto& set : conventional_sets(e, false))
       if (auto f = match(set); !f.empty()) {
@@ -296,7 +312,8 @@ std::string forgotten_angle(const std::vector<std::string>& available, const Box
   if (options.rotated || options.encoding != BoxEncoding::kAuto || !options.box_fields.empty()) return {};
   const std::string angle = find_field(available, {"angle", "theta"});
   if (angle.empty()) return {};
-  return "has an angle field '" + angle + "': give --rotated for rotated boxes, or --box-format to read them "
+  return "has an angle field '" + angle +
+         "': give --rotated for rotated boxes, or --box-format to read them "
          "axis-aligned without the angle";
 }
 
@@ -309,10 +326,14 @@ std::string expected_box_fields(const BoxReadOptions& options) {
   if (!options.box_fields.empty()) return join(options.box_fields);
   if (options.rotated) return "cx,cy,w,h,angle";
   switch (options.encoding) {
-    case BoxEncoding::kXyxy: return "x1,y1,x2,y2 (or xmin,ymin,xmax,ymax / left,top,right,bottom)";
-    case BoxEncoding::kXywh: return "x,y,w,h (or x,y,width,height / left,top,width,height)";
-    case BoxEncoding::kCxcywh: return "cx,cy,w,h (or x_center,y_center,width,height)";
-    default: return "x1,y1,x2,y2 or x,y,w,h or cx,cy,w,h";
+    case BoxEncoding::kXyxy:
+      return "x1,y1,x2,y2 (or xmin,ymin,xmax,ymax / left,top,right,bottom)";
+    case BoxEncoding::kXywh:
+      return "x,y,w,h (or x,y,width,height / left,top,width,height)";
+    case BoxEncoding::kCxcywh:
+      return "cx,cy,w,h (or x_center,y_center,width,height)";
+    default:
+      return "x1,y1,x2,y2 or x,y,w,h or cx,cy,w,h";
   }
 }
 
@@ -356,7 +377,7 @@ std::string TableBuilder::check_finite(const double* given, const std::vector<st
   for (int j = 0; j < dim; ++j)
     if (!std::isfinite(given[j])) {
       const std::string name = j < static_cast<int>(box_names.size()) ? box_names[static_cast<std::size_t>(j)]
-                                                                        : "bbox[" + std::to_string(j) + "]";
+                                                                      : "bbox[" + std::to_string(j) + "]";
       return name + " is " + (std::isnan(given[j]) ? "NaN" : "infinite");
     }
   if (!std::isfinite(score)) return std::string(score_name) + " is " + (std::isnan(score) ? "NaN" : "infinite");
@@ -365,7 +386,7 @@ std::string TableBuilder::check_finite(const double* given, const std::vector<st
   for (int j = 0; j < dim; ++j)
     if (std::fabs(given[j]) > kFloatMax) {
       const std::string name = j < static_cast<int>(box_names.size()) ? box_names[static_cast<std::size_t>(j)]
-                                                                        : "bbox[" + std::to_string(j) + "]";
+                                                                      : "bbox[" + std::to_string(j) + "]";
       return name + " is out of float range";
     }
   if (std::fabs(score) > kFloatMax) return std::string(score_name) + " is out of float range";
@@ -429,10 +450,18 @@ void check_options(const BoxReadOptions& options, BoxFileFormat format, const st
 
 void read_text(DetectionTable& table, const BoxReadOptions& options) {
   switch (table.format) {
-    case BoxFileFormat::kCsv: detail::read_csv(table, options); break;
-    case BoxFileFormat::kMot: detail::read_mot(table, options); break;
-    case BoxFileFormat::kCocoJson: detail::read_coco(table, options); break;
-    case BoxFileFormat::kJsonLines: detail::read_jsonl(table, options); break;
+    case BoxFileFormat::kCsv:
+      detail::read_csv(table, options);
+      break;
+    case BoxFileFormat::kMot:
+      detail::read_mot(table, options);
+      break;
+    case BoxFileFormat::kCocoJson:
+      detail::read_coco(table, options);
+      break;
+    case BoxFileFormat::kJsonLines:
+      detail::read_jsonl(table, options);
+      break;
     case BoxFileFormat::kVoc: {
       detail::TableBuilder builder(table, options);
       detail::voc_begin(table, builder, options);

@@ -201,8 +201,7 @@ void read_csv(DetectionTable& table, const BoxReadOptions& options) {
     // Built only on error: the message text is not paid per record.
     auto bad = [&](const std::string& what) { builder.bad_record("line " + std::to_string(line_no), what); };
     if (fields.size() != columns.size()) {
-      bad("has " + std::to_string(fields.size()) + " fields, the header has " +
-                                    std::to_string(columns.size()));
+      bad("has " + std::to_string(fields.size()) + " fields, the header has " + std::to_string(columns.size()));
       return;
     }
     for (std::size_t j = 0; j < box_col.size(); ++j) {
@@ -231,8 +230,8 @@ void read_csv(DetectionTable& table, const BoxReadOptions& options) {
 
 namespace {
 const std::vector<std::string>& mot_names() {
-  static const std::vector<std::string> names{"frame", "id",   "bb_left", "bb_top", "bb_width",
-                                              "bb_height", "conf", "x", "y", "z"};
+  static const std::vector<std::string> names{"frame",     "id",   "bb_left", "bb_top", "bb_width",
+                                              "bb_height", "conf", "x",       "y",      "z"};
   return names;
 }
 /// 0-based column of a MOT field name: the official names or colN (1-based); -1 if unknown.
@@ -241,7 +240,8 @@ int mot_column(std::string_view name) {
   if (i >= 0) return i;
   if (name.size() > 3 && iequals(name.substr(0, 3), "col")) {
     double v;
-    if (parse_number(name.substr(3), &v) && v >= 1 && v <= 64 && v == static_cast<int>(v)) return static_cast<int>(v) - 1;
+    if (parse_number(name.substr(3), &v) && v >= 1 && v <= 64 && v == static_cast<int>(v))
+      return static_cast<int>(v) - 1;
   }
   return -1;
 }
@@ -279,20 +279,18 @@ void read_mot(DetectionTable& table, const BoxReadOptions& options) {
     auto bad = [&](const std::string& what) { builder.bad_record("line " + std::to_string(line_no), what); };
     split_csv(line, fields);
     if (static_cast<int>(fields.size()) < needed)
-      return bad("has " + std::to_string(fields.size()) + " fields, expected at least " +
-                                           std::to_string(needed) + " (frame,id,bb_left,bb_top,bb_width,bb_height,conf)");
+      return bad("has " + std::to_string(fields.size()) + " fields, expected at least " + std::to_string(needed) +
+                 " (frame,id,bb_left,bb_top,bb_width,bb_height,conf)");
     for (int j = 0; j < 4; ++j)
-      if (std::string err = number_field(line, fields[static_cast<std::size_t>(2 + j)], box_names[static_cast<std::size_t>(j)], &given[j]);
+      if (std::string err = number_field(line, fields[static_cast<std::size_t>(2 + j)],
+                                         box_names[static_cast<std::size_t>(j)], &given[j]);
           !err.empty())
         return bad(err);
     double score;
-    if (std::string err = number_field(line, fields[6], "conf", &score); !err.empty())
-      return bad(err);
-    if (std::string err = builder.check_finite(given, box_names, score, "conf"); !err.empty())
-      return bad(err);
+    if (std::string err = number_field(line, fields[6], "conf", &score); !err.empty()) return bad(err);
+    if (std::string err = builder.check_finite(given, box_names, score, "conf"); !err.empty()) return bad(err);
     double frame;
-    if (std::string err = number_field(line, fields[0], "frame", &frame); !err.empty())
-      return bad(err);
+    if (std::string err = number_field(line, fields[0], "frame", &frame); !err.empty()) return bad(err);
     for (std::size_t k = 0; k < key_col.size(); ++k) {
       const Field& f = fields[static_cast<std::size_t>(key_col[k])];
       keys[k] = line.substr(f.offset, f.size);
@@ -339,11 +337,12 @@ void read_voc_part(DetectionTable& table, TableBuilder& builder, const BoxReadOp
     if (blank(line)) return;
     builder.count_record();
     const std::size_t pos = (*position)++;
-    auto bad = [&](const std::string& what) { builder.bad_record(where_prefix + "line " + std::to_string(line_no), what); };
+    auto bad = [&](const std::string& what) {
+      builder.bad_record(where_prefix + "line " + std::to_string(line_no), what);
+    };
     split_ws(line, fields);
     if (fields.size() < 6)
-      return bad("has " + std::to_string(fields.size()) +
-                                           " fields, expected 6 (class score left top right bottom)");
+      return bad("has " + std::to_string(fields.size()) + " fields, expected 6 (class score left top right bottom)");
     // Class names may hold spaces: the last five fields are the numbers, everything before is the class.
     const std::size_t n = fields.size();
     const Field cls{fields[0].offset, fields[n - 6].offset + fields[n - 6].size - fields[0].offset};
@@ -351,17 +350,22 @@ void read_voc_part(DetectionTable& table, TableBuilder& builder, const BoxReadOp
     double score;
     if (std::string err = number_field(line, sf, "score", &score); !err.empty()) return bad(err);
     for (int j = 0; j < 4; ++j)
-      if (std::string err = number_field(line, fields[n - 4 + static_cast<std::size_t>(j)], box_names[static_cast<std::size_t>(j)], &given[j]);
+      if (std::string err = number_field(line, fields[n - 4 + static_cast<std::size_t>(j)],
+                                         box_names[static_cast<std::size_t>(j)], &given[j]);
           !err.empty())
         return bad(err);
-    if (std::string err = builder.check_finite(given, box_names, score, "score"); !err.empty())
-      return bad(err);
+    if (std::string err = builder.check_finite(given, box_names, score, "score"); !err.empty()) return bad(err);
     for (std::size_t k = 0; k < key_names.size(); ++k) {
       const int c = index_of(voc_names(), key_names[k]);
-      if (c == 0) keys[k] = line.substr(cls.offset, cls.size);
-      else if (c == 1) keys[k] = line.substr(sf.offset, sf.size);
-      else if (c == 6) keys[k] = image;
-      else keys[k] = line.substr(fields[n - 4 + static_cast<std::size_t>(c - 2)].offset, fields[n - 4 + static_cast<std::size_t>(c - 2)].size);
+      if (c == 0)
+        keys[k] = line.substr(cls.offset, cls.size);
+      else if (c == 1)
+        keys[k] = line.substr(sf.offset, sf.size);
+      else if (c == 6)
+        keys[k] = image;
+      else
+        keys[k] = line.substr(fields[n - 4 + static_cast<std::size_t>(c - 2)].offset,
+                              fields[n - 4 + static_cast<std::size_t>(c - 2)].size);
     }
     builder.add_row(given, score, pos, keys, Span{line_begin, line.size()}, Span{line_begin + sf.offset, sf.size});
     table.original.file_of.push_back(file_index);

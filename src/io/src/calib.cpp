@@ -74,7 +74,7 @@ StereoCalibration from_q(const double q[16], const std::string& format, const st
 }
 
 StereoCalibration from_projections(const std::vector<double>& p2, const std::vector<double>& p3,
-                                    const std::string& format, const std::string& source) {
+                                   const std::string& format, const std::string& source) {
   StereoCalibration c;
   c.focal_px = p2[0];
   c.cx = p2[2];
@@ -148,8 +148,10 @@ StereoCalibration from_filestorage(const std::string& path) {
   std::map<std::string, double> kv;
   for (const char* k : {"focal_px", "baseline_m", "cx", "cy", "doffs"}) {
     cv::FileNode n = fs[k];
-    if (!n.empty() && n.isReal()) kv[k] = static_cast<double>(n);
-    else if (!n.empty() && n.isInt()) kv[k] = static_cast<int>(n);
+    if (!n.empty() && n.isReal())
+      kv[k] = static_cast<double>(n);
+    else if (!n.empty() && n.isInt())
+      kv[k] = static_cast<int>(n);
   }
   StereoCalibration c;
   if (from_pairs(kv, "yaml", path, &c)) return c;
@@ -191,7 +193,8 @@ StereoCalibration read_calibration(const std::string& spec) {
       std::string t = text;
       for (char& ch : t)
         if (ch == ';' || ch == ']') ch = ' ';
-      if (!numbers_after(t, "cam0=[", 9, &cam0)) throw DataError(spec + ": cannot parse cam0=[...] (Middlebury calib.txt)");
+      if (!numbers_after(t, "cam0=[", 9, &cam0))
+        throw DataError(spec + ": cannot parse cam0=[...] (Middlebury calib.txt)");
     }
     std::map<std::string, double> kv;
     parse_pairs(text, &kv);
@@ -212,8 +215,9 @@ StereoCalibration read_calibration(const std::string& spec) {
       c = from_q(v.data(), "Q", spec);
     } else if (parse_pairs(text, &kv) && from_pairs(kv, "pairs", spec, &c)) {
     } else {
-      throw DataError(spec + ": unknown calibration format (expected KITTI P_rect_02/03, a 4x4 Q matrix, "
-                             "OpenCV YAML, Middlebury calib.txt, or focal_px=/baseline_m=)");
+      throw DataError(spec +
+                      ": unknown calibration format (expected KITTI P_rect_02/03, a 4x4 Q matrix, "
+                      "OpenCV YAML, Middlebury calib.txt, or focal_px=/baseline_m=)");
     }
   }
   if (c.source.empty()) c.source = spec;

@@ -36,8 +36,10 @@ ImageU8 colorize(const ImageF& values, float lo, float hi, Colormap map) {
       idx.at<std::uint8_t>(y, x) = static_cast<std::uint8_t>(std::lround(t * 255.0f));
     }
   cv::Mat bgr;
-  if (map == Colormap::kGrey) cv::cvtColor(idx, bgr, cv::COLOR_GRAY2BGR);
-  else cv::applyColorMap(idx, bgr, map == Colormap::kTurbo ? cv::COLORMAP_TURBO : cv::COLORMAP_JET);
+  if (map == Colormap::kGrey)
+    cv::cvtColor(idx, bgr, cv::COLOR_GRAY2BGR);
+  else
+    cv::applyColorMap(idx, bgr, map == Colormap::kTurbo ? cv::COLORMAP_TURBO : cv::COLORMAP_JET);
   ImageU8 out(values.width, values.height, 3, 0);
   for (int y = 0; y < values.height; ++y)
     for (int x = 0; x < values.width; ++x) {

@@ -52,10 +52,18 @@ cv::Mat decode(const std::vector<std::uint8_t>& bytes, const std::string& name) 
 cv::Mat to_grey(const cv::Mat& m) {
   cv::Mat g;
   switch (m.channels()) {
-    case 1: g = m; break;
-    case 3: cv::cvtColor(m, g, cv::COLOR_BGR2GRAY); break;
-    case 4: cv::cvtColor(m, g, cv::COLOR_BGRA2GRAY); break;
-    default: g = cv::Mat(); break;
+    case 1:
+      g = m;
+      break;
+    case 3:
+      cv::cvtColor(m, g, cv::COLOR_BGR2GRAY);
+      break;
+    case 4:
+      cv::cvtColor(m, g, cv::COLOR_BGRA2GRAY);
+      break;
+    default:
+      g = cv::Mat();
+      break;
   }
   return g;
 }
@@ -98,7 +106,8 @@ ImageU8 read_grey8(const std::string& path) {
   if (g.depth() == CV_16U) {
     cv::Mat h(g.size(), CV_8U);
     for (int y = 0; y < g.rows; ++y)
-      for (int x = 0; x < g.cols; ++x) h.at<std::uint8_t>(y, x) = static_cast<std::uint8_t>(g.at<std::uint16_t>(y, x) >> 8);
+      for (int x = 0; x < g.cols; ++x)
+        h.at<std::uint8_t>(y, x) = static_cast<std::uint8_t>(g.at<std::uint16_t>(y, x) >> 8);
     g = h;
   }
   return from_mat<std::uint8_t>(g);
@@ -139,10 +148,17 @@ ImageU8 read_rgb8(const std::string& path) {
   if (m.depth() == CV_16U) m.convertTo(m, CV_8U, 1.0 / 256.0);
   cv::Mat rgb;
   switch (m.channels()) {
-    case 1: cv::cvtColor(m, rgb, cv::COLOR_GRAY2RGB); break;
-    case 3: cv::cvtColor(m, rgb, cv::COLOR_BGR2RGB); break;
-    case 4: cv::cvtColor(m, rgb, cv::COLOR_BGRA2RGB); break;
-    default: throw IoError(path + ": unsupported channel count");
+    case 1:
+      cv::cvtColor(m, rgb, cv::COLOR_GRAY2RGB);
+      break;
+    case 3:
+      cv::cvtColor(m, rgb, cv::COLOR_BGR2RGB);
+      break;
+    case 4:
+      cv::cvtColor(m, rgb, cv::COLOR_BGRA2RGB);
+      break;
+    default:
+      throw IoError(path + ": unsupported channel count");
   }
   return from_mat<std::uint8_t>(rgb);
 }
@@ -162,16 +178,26 @@ std::vector<std::uint8_t> read_mask(const std::string& path, int* width, int* he
 void write_image(const std::string& path, const ImageU8& image) {
   int type = 0;
   switch (image.channels) {
-    case 1: type = CV_8UC1; break;
-    case 3: type = CV_8UC3; break;
-    case 4: type = CV_8UC4; break;
-    default: throw InvalidArgument(path + ": cannot write an image of " + std::to_string(image.channels) + " channels");
+    case 1:
+      type = CV_8UC1;
+      break;
+    case 3:
+      type = CV_8UC3;
+      break;
+    case 4:
+      type = CV_8UC4;
+      break;
+    default:
+      throw InvalidArgument(path + ": cannot write an image of " + std::to_string(image.channels) + " channels");
   }
   cv::Mat m(image.height, image.width, type, const_cast<std::uint8_t*>(image.data.data()));
   cv::Mat bgr;
-  if (image.channels == 3) cv::cvtColor(m, bgr, cv::COLOR_RGB2BGR);
-  else if (image.channels == 4) cv::cvtColor(m, bgr, cv::COLOR_RGBA2BGRA);
-  else bgr = m;
+  if (image.channels == 3)
+    cv::cvtColor(m, bgr, cv::COLOR_RGB2BGR);
+  else if (image.channels == 4)
+    cv::cvtColor(m, bgr, cv::COLOR_RGBA2BGRA);
+  else
+    bgr = m;
   write_mat(path, bgr);
 }
 
@@ -189,7 +215,8 @@ PngEncoding parse_png_encoding(const std::string& text) {
 
 const char* to_string(PngEncoding encoding) {
   switch (encoding) {
-    case PngEncoding::kKitti: return "kitti";
+    case PngEncoding::kKitti:
+      return "kitti";
     case PngEncoding::kX16:
       return "x16";
   }
@@ -273,7 +300,8 @@ ImageF read_disparity(const std::string& path, double scale) {
     } else {
       scale = middlebury_gt_scale(path);
       if (scale <= 0.0)
-        throw DataError(path + ": 8-bit disparity needs a scale (d = value / scale): give one, or an info.txt beside it");
+        throw DataError(path +
+                        ": 8-bit disparity needs a scale (d = value / scale): give one, or an info.txt beside it");
     }
   }
   ImageF out(g.cols, g.rows, 1, kInvalid);

@@ -43,9 +43,12 @@ ImageF read_pfm(const std::string& path) {
   if (!in) throw IoError(path + ": cannot open");
   const std::string magic = token(in, path);
   int channels = 0;
-  if (magic == "Pf") channels = 1;
-  else if (magic == "PF") channels = 3;
-  else throw IoError(path + ": not a PFM file (magic '" + magic.substr(0, 8) + "')");
+  if (magic == "Pf")
+    channels = 1;
+  else if (magic == "PF")
+    channels = 3;
+  else
+    throw IoError(path + ": not a PFM file (magic '" + magic.substr(0, 8) + "')");
   int w = 0, h = 0;
   double scale = 0.0;
   try {
@@ -66,8 +69,8 @@ ImageF read_pfm(const std::string& path) {
     throw IoError(path + ": truncated PFM data (expected " + std::to_string(buf.size() * 4) + " bytes)");
   if (file_le != host_is_little_endian()) byteswap_floats(buf);
   for (int y = 0; y < h; ++y)  // rows are stored bottom to top
-    std::memcpy(img.data.data() + static_cast<std::size_t>(y) * row, buf.data() + static_cast<std::size_t>(h - 1 - y) * row,
-                row * sizeof(float));
+    std::memcpy(img.data.data() + static_cast<std::size_t>(y) * row,
+                buf.data() + static_cast<std::size_t>(h - 1 - y) * row, row * sizeof(float));
   return img;
 }
 

@@ -31,11 +31,10 @@ nlohmann::json to_json(const stereo::EvalResult& result) {
   j["density"] = num(result.density);
   nlohmann::json regions = nlohmann::json::object();
   for (const auto& r : result.regions) {
-    regions[r.region] = {{"gt_pixels", r.gt_pixels},     {"estimated", r.estimated},
-                         {"density", num(r.density)},    {"bad1_all", num(r.bad1_all)},
-                         {"bad2_all", num(r.bad2_all)},  {"d1_all", num(r.d1_all)},
-                         {"bad1_est", num(r.bad1_est)},  {"bad2_est", num(r.bad2_est)},
-                         {"d1_est", num(r.d1_est)},      {"avg_err_est", num(r.avg_err_est)}};
+    regions[r.region] = {{"gt_pixels", r.gt_pixels},         {"estimated", r.estimated},    {"density", num(r.density)},
+                         {"bad1_all", num(r.bad1_all)},      {"bad2_all", num(r.bad2_all)}, {"d1_all", num(r.d1_all)},
+                         {"bad1_est", num(r.bad1_est)},      {"bad2_est", num(r.bad2_est)}, {"d1_est", num(r.d1_est)},
+                         {"avg_err_est", num(r.avg_err_est)}};
   }
   j["regions"] = regions;
   return j;

@@ -18,16 +18,16 @@ S3D_HOST_DEVICE S3D_FORCEINLINE int popcount64(std::uint64_t v) {
 
 /// Cost of matching reference pixel x (code `ref`) at disparity `disparity` (pixels, min included):
 /// target column x + sign*disparity; `max_cost` when that column is outside [0, width).
-S3D_HOST_DEVICE S3D_FORCEINLINE int match_cost(std::uint64_t ref, const std::uint64_t* target_row, int x,
-                                              int disparity, int sign, int width, int max_cost) {
+S3D_HOST_DEVICE S3D_FORCEINLINE int match_cost(std::uint64_t ref, const std::uint64_t* target_row, int x, int disparity,
+                                               int sign, int width, int max_cost) {
   const int xt = x + sign * disparity;
   return (xt < 0 || xt >= width) ? max_cost : popcount64(ref ^ target_row[xt]);
 }
 
 /// One step of the recurrence. `prev_minus`/`prev_plus` are L(p-r, d-1)/L(p-r, d+1) (a large value
 /// outside [0, D)); `prev_min` = min_k L(p-r, k).
-S3D_HOST_DEVICE S3D_FORCEINLINE int path_step(int cost, int prev, int prev_minus, int prev_plus, int prev_min,
-                                             int p1, int p2) {
+S3D_HOST_DEVICE S3D_FORCEINLINE int path_step(int cost, int prev, int prev_minus, int prev_plus, int prev_min, int p1,
+                                              int p2) {
   int m = prev_minus < prev_plus ? prev_minus : prev_plus;
   m += p1;
   int v = prev < m ? prev : m;

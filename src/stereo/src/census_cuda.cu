@@ -89,7 +89,8 @@ void launch_census(ImageView<const T> d_left, ImageView<const T> d_right, Census
     return;
   }
   const dim3 grid(grid_size(d_left.width, block.x), grid_size(d_left.height, block.y));
-  const std::size_t smem = static_cast<std::size_t>(block.x + 2 * (spec.width / 2)) * (block.y + 2 * (spec.height / 2)) * sizeof(T);
+  const std::size_t smem =
+      static_cast<std::size_t>(block.x + 2 * (spec.width / 2)) * (block.y + 2 * (spec.height / 2)) * sizeof(T);
   const bool cs = spec.kind == CensusKind::kCenterSymmetric;
   census_kernel<T><<<grid, block, smem, stream>>>(d_left, cs, spec.width, spec.height, d_out_left);
   S3D_CUDA_CHECK_LAUNCH();

@@ -60,7 +60,8 @@ void SgmParams::validate() const {
     bad("census_width (" + std::to_string(census_width) + ") must be odd and <= 9");
   if (census_height < 1 || census_height > 7 || census_height % 2 == 0)
     bad("census_height (" + std::to_string(census_height) + ") must be odd and <= 7");
-  if (census_bits() < 1) bad("census window " + std::to_string(census_width) + "x" + std::to_string(census_height) + " has no bits");
+  if (census_bits() < 1)
+    bad("census window " + std::to_string(census_width) + "x" + std::to_string(census_height) + " has no bits");
   if (p1 < 0) bad("p1 (" + std::to_string(p1) + ") must be >= 0");
   if (p2 <= p1) bad("p2 (" + std::to_string(p2) + ") must be > p1 (" + std::to_string(p1) + ")");
   const long long bound = static_cast<long long>(paths) * (census_bits() + p2);
@@ -83,7 +84,8 @@ void SgmParams::validate(int width, int height) const {
   if (static_cast<long long>(width) * height > (1LL << 26))  // 32-bit thread indices of the CUDA WTA (32 per pixel)
     bad("image size " + std::to_string(width) + "x" + std::to_string(height) + " is too large (max 2^26 = 67M pixels)");
   if (disparities > width)
-    bad("disparities (" + std::to_string(disparities) + ") too large for the image width (" + std::to_string(width) + ")");
+    bad("disparities (" + std::to_string(disparities) + ") too large for the image width (" + std::to_string(width) +
+        ")");
   if (min_disparity >= width || min_disparity + disparities - 1 <= -width)
     bad("min_disparity (" + std::to_string(min_disparity) + ") leaves no disparity inside the image width (" +
         std::to_string(width) + ")");

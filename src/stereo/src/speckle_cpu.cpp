@@ -10,7 +10,7 @@ namespace s3d::stereo::detail::cpu {
 
 void speckle(float* disp, int width, int height, int max_size, float max_diff, int* scratch) {
   const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(width) * height;
-  int* label = scratch;       // 0 = unvisited
+  int* label = scratch;  // 0 = unvisited
   int* stack = scratch + n;
   for (std::ptrdiff_t i = 0; i < n; ++i) label[i] = 0;
   const double inv_width = 1.0 / width;
@@ -27,8 +27,10 @@ void speckle(float* disp, int width, int height, int max_size, float max_diff, i
       ++count;
       // p / width without a division (exact: corrected by one step either way)
       int py = static_cast<int>(static_cast<double>(p) * inv_width);
-      if (py * width > p) --py;
-      else if ((py + 1) * width <= p) ++py;
+      if (py * width > p)
+        --py;
+      else if ((py + 1) * width <= p)
+        ++py;
       const int px = p - py * width;
       const float d = disp[p];
       const int nb[4] = {px > 0 ? p - 1 : -1, px < width - 1 ? p + 1 : -1, py > 0 ? p - width : -1,

@@ -1,8 +1,8 @@
 // Speckle filter, CUDA backend. The same 4-connected components as the CPU flood fill, found with
 // lock-free union-find (Playne & Hawick, IEEE TPDS 2018): init (labels = run starts inside each warp's
 // 32-pixel row segment, by ballot), merge along the remaining left/up edges with atomicMin unions (redundant
-// up edges skipped), flatten + count (warp-aggregated atomics), then invalidate regions of <= max_size pixels. Components are a
-// property of the graph, not of the traversal order, so the result equals the CPU's exactly.
+// up edges skipped), flatten + count (warp-aggregated atomics), then invalidate regions of <= max_size pixels.
+// Components are a property of the graph, not of the traversal order, so the result equals the CPU's exactly.
 #include "backend.hpp"
 #include "median_math.hpp"
 #include "s3d/core/cuda_check.cuh"

@@ -45,10 +45,10 @@ void wta(const std::uint16_t* volume, const std::uint16_t* volume_b, const Match
     for (int y = 0; y < spec.height; ++y) {
       for (int x = 0; x < W; ++x) {
         const std::ptrdiff_t i = static_cast<std::ptrdiff_t>(y) * W + x;
-        const std::uint32_t key =
-            sum_and_best(sum.data(), volume + i * D, volume_b ? volume_b + i * D : nullptr, D);
+        const std::uint32_t key = sum_and_best(sum.data(), volume + i * D, volume_b ? volume_b + i * D : nullptr, D);
         wta_pixel(sum.data(), static_cast<int>(key & 0xffffu), static_cast<int>(key >> 16), x, spec,
-                  disparity + static_cast<std::ptrdiff_t>(y) * W, confidence ? confidence + static_cast<std::ptrdiff_t>(y) * W : nullptr);
+                  disparity + static_cast<std::ptrdiff_t>(y) * W,
+                  confidence ? confidence + static_cast<std::ptrdiff_t>(y) * W : nullptr);
       }
     }
   }

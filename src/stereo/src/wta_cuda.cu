@@ -155,20 +155,21 @@ void launch_wta_per_path(const std::uint8_t* paths, const MatchSpec& s, float* d
   const std::size_t vbytes = static_cast<std::size_t>(s.width) * s.height * pitch;
   const std::size_t threads = static_cast<std::size_t>(s.width) * s.height * G;
   const unsigned block = 256;
-  wta_per_path_kernel<G><<<grid_size(threads, block), block, 0, stream>>>(paths, vbytes, pitch, s, disp, disp_pitch,
-                                                                          conf, conf_pitch);
+  wta_per_path_kernel<G>
+      <<<grid_size(threads, block), block, 0, stream>>>(paths, vbytes, pitch, s, disp, disp_pitch, conf, conf_pitch);
   S3D_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
 
 void wta(const std::uint16_t* d_volume, const std::uint16_t* d_volume_b, const std::uint16_t* d_volume_c,
-         const MatchSpec& spec, float* d_disparity, std::ptrdiff_t disp_pitch,
-         float* d_confidence, std::ptrdiff_t conf_pitch, StreamHandle stream) {
+         const MatchSpec& spec, float* d_disparity, std::ptrdiff_t disp_pitch, float* d_confidence,
+         std::ptrdiff_t conf_pitch, StreamHandle stream) {
   const std::size_t threads = static_cast<std::size_t>(spec.width) * spec.height * 32;
   const unsigned block = 256;
-  wta_kernel<<<grid_size(threads, block), block, 0, stream>>>(d_volume, d_volume_b, d_volume_c, volume_pitch(spec.disparities, spec.lanes), spec,
-                                                               d_disparity, disp_pitch, d_confidence, conf_pitch);
+  wta_kernel<<<grid_size(threads, block), block, 0, stream>>>(d_volume, d_volume_b, d_volume_c,
+                                                              volume_pitch(spec.disparities, spec.lanes), spec,
+                                                              d_disparity, disp_pitch, d_confidence, conf_pitch);
   S3D_CUDA_CHECK_LAUNCH();
 }
 
@@ -176,13 +177,20 @@ void wta_per_path(const std::uint8_t* d_paths, const MatchSpec& spec, float* d_d
                   float* d_confidence, std::ptrdiff_t conf_pitch, StreamHandle stream) {
   if (!per_path_fits(spec)) throw InvalidArgument("wta_per_path: path costs do not fit a byte");
   switch (per_path_pitch(spec.disparities) / 16) {
-    case 1: return launch_wta_per_path<1>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, stream);
-    case 2: return launch_wta_per_path<2>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, stream);
-    case 4: return launch_wta_per_path<4>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, stream);
-    case 8: return launch_wta_per_path<8>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, stream);
-    case 16: return launch_wta_per_path<16>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, stream);
-    case 32: return launch_wta_per_path<32>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, stream);
-    default: throw InvalidArgument("wta_per_path: no kernel for the disparity range");
+    case 1:
+      return launch_wta_per_path<1>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, stream);
+    case 2:
+      return launch_wta_per_path<2>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, stream);
+    case 4:
+      return launch_wta_per_path<4>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, stream);
+    case 8:
+      return launch_wta_per_path<8>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, stream);
+    case 16:
+      return launch_wta_per_path<16>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, stream);
+    case 32:
+      return launch_wta_per_path<32>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, stream);
+    default:
+      throw InvalidArgument("wta_per_path: no kernel for the disparity range");
   }
 }
 

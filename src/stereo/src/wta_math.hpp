@@ -24,7 +24,7 @@ S3D_HOST_DEVICE S3D_FORCEINLINE float wta_confidence(int best_cost, int second) 
 
 /// Disparity in pixels for winner index `best` (0..D-1) given neighbours' costs (ignored at the ends).
 S3D_HOST_DEVICE S3D_FORCEINLINE float wta_disparity(int best, int disparities, int min_disparity, bool subpixel,
-                                                   int s_minus, int s0, int s_plus) {
+                                                    int s_minus, int s0, int s_plus) {
   float d = static_cast<float>(best + min_disparity);
   if (subpixel && best > 0 && best < disparities - 1) d = d + subpixel_offset(s_minus, s0, s_plus);
   return d;

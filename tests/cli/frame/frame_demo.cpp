@@ -8,8 +8,8 @@
 // Subcommand `lower [--prefix P]` lower-cases instead (subcommands take the common options and inputs too).
 // A folder given as a positional argument stands for its *.txt files, in name order (Tool::expand_arguments).
 // --sleep-ms N makes every item slow (for the kill test); --bad-start makes on_start throw InvalidArgument.
-#include <cctype>
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
       if (!o) throw s3d::IoError(out + ": write failed");
     });
     total_chars += text.size();
-    return nlohmann::json{{"chars", text.size()}, {"device", ctx.device().to_string()}, {"cpu_threads", s3d::cpu_threads()}};
+    return nlohmann::json{
+        {"chars", text.size()}, {"device", ctx.device().to_string()}, {"cpu_threads", s3d::cpu_threads()}};
   });
 }

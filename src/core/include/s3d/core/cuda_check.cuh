@@ -14,8 +14,8 @@ namespace s3d::detail {
 [[noreturn]] inline void throw_cuda_error(cudaError_t status, const char* expression, const char* file, int line) {
   cudaGetLastError();
   std::string where = std::string(file) + ":" + std::to_string(line);
-  std::string what = std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) + ") in " +
-                     expression + " at " + where;
+  std::string what =
+      std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) + ") in " + expression + " at " + where;
   if (status == cudaErrorMemoryAllocation) throw OutOfMemory("out of GPU memory: " + what);
   if (is_kernel_image_error(status)) throw DeviceUnavailable(current_gpu_unsupported_message());
   if (status == cudaErrorNoDevice || status == cudaErrorInsufficientDriver || status == cudaErrorInvalidDevice)
@@ -26,9 +26,9 @@ namespace s3d::detail {
 }  // namespace s3d::detail
 
 /// Evaluates a CUDA runtime call and throws on failure.
-#define S3D_CUDA_CHECK(call)                                                          \
-  do {                                                                                \
-    cudaError_t s3d_status_ = (call);                                                 \
+#define S3D_CUDA_CHECK(call)                                                                                 \
+  do {                                                                                                       \
+    cudaError_t s3d_status_ = (call);                                                                        \
     if (s3d_status_ != cudaSuccess) ::s3d::detail::throw_cuda_error(s3d_status_, #call, __FILE__, __LINE__); \
   } while (0)
 

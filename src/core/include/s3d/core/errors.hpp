@@ -52,7 +52,7 @@ class OutOfMemory : public Error {
 }  // namespace s3d
 
 /// Throws s3d::InvalidArgument with `message` when `condition` does not hold.
-#define S3D_EXPECTS(condition, message)                 \
-  do {                                                  \
+#define S3D_EXPECTS(condition, message)                      \
+  do {                                                       \
     if (!(condition)) throw ::s3d::InvalidArgument(message); \
   } while (0)

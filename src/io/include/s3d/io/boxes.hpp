@@ -16,9 +16,9 @@
 //
 // Errors: a file that cannot be read, or whose overall structure is broken (not a JSON array, no CSV
 // header, no box columns), throws IoError or DataError naming the file. A single bad record (NaN or
-// infinite coordinate or score, a value beyond float range, missing field, wrong type, wrong field count) throws DataError naming the
-// file and the record (`dets.csv: line 17: score is NaN`); with `drop_invalid` such records are skipped
-// and counted instead. Nothing here prints or logs.
+// infinite coordinate or score, a value beyond float range, missing field, wrong type, wrong field count) throws
+// DataError naming the file and the record (`dets.csv: line 17: score is NaN`); with `drop_invalid` such records are
+// skipped and counted instead. Nothing here prints or logs.
 #include <cstddef>
 #include <cstdint>
 #include <iosfwd>
@@ -89,9 +89,9 @@ struct BoxReadOptions {
 
 /// The values of one key field over the records, dictionary-coded.
 struct KeyColumn {
-  std::string name;                  ///< the field name as found in the file
-  std::vector<std::int32_t> codes;   ///< per record: index into `values`
-  std::vector<std::string> values;   ///< distinct values in first-seen order, as text (JSON strings unquoted)
+  std::string name;                 ///< the field name as found in the file
+  std::vector<std::int32_t> codes;  ///< per record: index into `values`
+  std::vector<std::string> values;  ///< distinct values in first-seen order, as text (JSON strings unquoted)
 };
 
 /// The original bytes of each record, kept so that writers reproduce every field and column verbatim.
@@ -101,21 +101,21 @@ struct OriginalRecords {
     std::size_t offset = 0;  ///< byte offset in `text`
     std::size_t size = 0;    ///< byte count
   };
-  std::string text;                  ///< the input bytes (a voc folder: its files concatenated)
-  std::vector<Span> record;          ///< per table row: the record (one line, or one JSON value), no newline
-  std::vector<Span> score;           ///< per table row: the score token (text formats; empty for JSON)
-  std::string header;                ///< csv: the header line
-  std::string score_field;           ///< the score column/key as spelled in the file (JSON rewrites it)
-  std::vector<std::string> files;    ///< voc: file names (no folder), in read order
-  std::vector<std::int32_t> file_of; ///< voc: per table row, index into `files`
-  bool folder = false;               ///< voc: read from a folder (written as a folder)
+  std::string text;                   ///< the input bytes (a voc folder: its files concatenated)
+  std::vector<Span> record;           ///< per table row: the record (one line, or one JSON value), no newline
+  std::vector<Span> score;            ///< per table row: the score token (text formats; empty for JSON)
+  std::string header;                 ///< csv: the header line
+  std::string score_field;            ///< the score column/key as spelled in the file (JSON rewrites it)
+  std::vector<std::string> files;     ///< voc: file names (no folder), in read order
+  std::vector<std::int32_t> file_of;  ///< voc: per table row, index into `files`
+  bool folder = false;                ///< voc: read from a folder (written as a folder)
 };
 
 /// Detections of one file: one row per valid record, in input order.
 struct DetectionTable {
   BoxFileFormat format = BoxFileFormat::kCsv;
-  std::string source;          ///< name used in messages (path or display name)
-  bool rotated = false;        ///< rows hold (cx, cy, w, h, angle) instead of (x1, y1, x2, y2)
+  std::string source;                         ///< name used in messages (path or display name)
+  bool rotated = false;                       ///< rows hold (cx, cy, w, h, angle) instead of (x1, y1, x2, y2)
   BoxEncoding encoding = BoxEncoding::kXyxy;  ///< the encoding of `given` (resolved, never kAuto)
 
   std::vector<double> given;   ///< box_dim() numbers per row, as in the file
@@ -130,8 +130,8 @@ struct DetectionTable {
   std::string image_field;      ///< the field naming the image/frame ("" = none): image_id, frame, ...
   std::string class_field;      ///< the field naming the class ("" = none): category_id, class, label, ...
 
-  std::size_t records_in = 0;       ///< records seen, valid or not
-  std::size_t dropped_invalid = 0;  ///< records skipped by drop_invalid
+  std::size_t records_in = 0;                ///< records seen, valid or not
+  std::size_t dropped_invalid = 0;           ///< records skipped by drop_invalid
   std::vector<std::string> dropped_reasons;  ///< the first 20 messages of skipped records
 
   OriginalRecords original;
@@ -142,7 +142,8 @@ struct DetectionTable {
   const KeyColumn* key(std::string_view name) const;
   /// Dense group ids (0..G-1, in first-seen order) of the value tuples of `fields`; all zeros when
   /// `fields` is empty. `*group_count` (if given) receives G. @throws InvalidArgument for an unknown field.
-  std::vector<std::int64_t> group_ids(const std::vector<std::string>& fields, std::int64_t* group_count = nullptr) const;
+  std::vector<std::int64_t> group_ids(const std::vector<std::string>& fields,
+                                      std::int64_t* group_count = nullptr) const;
 };
 
 /// Reads a box file (or a voc folder). @throws IoError, DataError (see the file comment).
