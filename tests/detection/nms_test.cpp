@@ -424,6 +424,7 @@ TEST_F(NmsCudaVsCpuTest, FusedSmallPathChainsTiesAndGraphs) {
     ~FusedLimitGuard() { unsetenv("S3D_NMS_FUSED_MAX_BOXES"); }
   } fused_limit;
   const Device cpu(Device::Kind::kCpu);
+  Stream stream;  // outlives the engine, which releases buffers on the streams of its calls
   NmsEngine engine(Device(Device::Kind::kCuda, 0));
   std::mt19937 rng(99);
   for (std::int64_t n : {64, 65, 3000, 10000, 16384}) {
@@ -443,7 +444,6 @@ TEST_F(NmsCudaVsCpuTest, FusedSmallPathChainsTiesAndGraphs) {
       }
     }
   }
-  Stream stream;
   auto s = test::clustered(10000, 4242, 5, 7, 0.03f, 1500.f, 16);
   DeviceBuffer<float> boxes, scores;
   DeviceBuffer<std::int64_t> groups;

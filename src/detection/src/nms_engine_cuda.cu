@@ -62,30 +62,22 @@ class CudaEngine final : public NmsEngine::Impl {
     soft_.shared_boxes_max = soft_shared_boxes_max(optin);
     fused_.max_boxes = fused_max_boxes_for(optin, fused_max_boxes_from_env());
     configure_fused_kernels(fused_.max_boxes);
-    last_call_done_.emplace();  // on the engine's device, where the calls' streams are
   }
 
   /// Each buffer is freed on the stream that last grew it, which is not ordered after a later call on another
-  /// stream: the work of every stream this engine used must be done before the members are released.
+  /// stream: every call's work must be done before the members are released. The engine waits on its own
+  /// events, recorded at the end of each call, never on the callers' streams (which may be gone by now).
   ~CudaEngine() noexcept override {
     try {
-      const ScopedDevice scope(device_.index());  // the legacy stream (nullptr) is per device
-      for (StreamHandle st : used_streams_) {
-        const cudaError_t status = cudaStreamSynchronize(st);
-        if (status != cudaSuccess) {
-          cudaGetLastError();
-          std::fprintf(stderr, "s3d: warning: NmsEngine: cudaStreamSynchronize failed: %s\n",
-                       cudaGetErrorString(status));
-        }
-      }
+      const ScopedDevice scope(device_.index());
+      for (auto& done : call_done_) done.event.synchronize();
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "s3d: warning: NmsEngine: cannot select its device to wait for it: %s\n", e.what());
+      std::fprintf(stderr, "s3d: warning: NmsEngine: cannot wait for its last calls: %s\n", e.what());
     }
   }
 
   NmsResult run(const NmsInput& in, const NmsParams& params, StreamHandle st) override {
     const ScopedDevice scope(device_.index());
-    note_stream(st);
     forget_graph();  // the uploads and this run may reallocate the buffers a graph points to
     const std::size_t n = static_cast<std::size_t>(in.count);
     NmsInput dev;
@@ -105,7 +97,7 @@ class CudaEngine final : public NmsEngine::Impl {
       }
     }
     enqueue(dev, params, st);
-    last_call_done_->record(st);
+    note_call_done(st);
     return download_result(st);
   }
 
@@ -116,9 +108,8 @@ class CudaEngine final : public NmsEngine::Impl {
   /// captured call allocates nothing; any other call runs eagerly and drops the graph (it may reallocate).
   void run_device_async(const NmsInput& in, const NmsParams& prm, StreamHandle st) override {
     const ScopedDevice scope(device_.index());
-    note_stream(st);
     queue_device_call(in, prm, st);
-    last_call_done_->record(st);
+    note_call_done(st);
   }
 
   const std::int64_t* device_keep() const override { return result_.keep.data(); }
@@ -136,7 +127,7 @@ class CudaEngine final : public NmsEngine::Impl {
       const ScopedDevice scope(device_.index());
       int rounds = 0;
       long long pairs = 0;
-      last_call_done_->synchronize();  // the last call's stream only: other streams may keep running
+      call_done_.at(last_call_).event.synchronize();  // the last call only: other streams may keep running
       S3D_CUDA_CHECK(cudaMemcpy(&rounds, hard_.scan.rounds.data(), sizeof(int), cudaMemcpyDeviceToHost));
       S3D_CUDA_CHECK(
           cudaMemcpy(&pairs, hard_.mask.pair_offset.data() + mask_tiles_, sizeof(long long), cudaMemcpyDeviceToHost));
@@ -239,9 +230,16 @@ class CudaEngine final : public NmsEngine::Impl {
     return r;
   }
 
-  /// Streams are the caller's and outlive the engine (NmsEngine's contract), so the destructor may wait on them.
-  void note_stream(StreamHandle st) {
-    if (std::find(used_streams_.begin(), used_streams_.end(), st) == used_streams_.end()) used_streams_.push_back(st);
+  /// Records the end of the call just queued on `st` in the engine's event for that stream (streams are told
+  /// apart by their process-unique id, not by their handle, whose address a later stream may reuse).
+  void note_call_done(StreamHandle st) {
+    unsigned long long id = 0;
+    S3D_CUDA_CHECK(cudaStreamGetId(st, &id));
+    std::size_t i = 0;
+    while (i < call_done_.size() && call_done_[i].stream_id != id) ++i;
+    if (i == call_done_.size()) call_done_.push_back(CallDone{id, Event{}});
+    call_done_[i].event.record(st);
+    last_call_ = i;
   }
 
   void forget_graph() {
@@ -270,8 +268,12 @@ class CudaEngine final : public NmsEngine::Impl {
   bool graphs_disabled_ = false;  ///< the driver could not capture or instantiate a call on this engine
   NmsEngine::Stats graph_stats_;
   int graph_mask_tiles_ = 0;
-  std::optional<Event> last_call_done_;     ///< recorded on the stream of the last call, for last_stats()
-  std::vector<StreamHandle> used_streams_;  ///< every stream a call queued work on, for the destructor
+  struct CallDone {
+    unsigned long long stream_id;
+    Event event;
+  };
+  std::vector<CallDone> call_done_;  ///< per stream used, the end of its last call (destructor, last_stats)
+  std::size_t last_call_ = 0;        ///< index in call_done_ of the latest call
 };
 
 }  // namespace

@@ -114,8 +114,9 @@ float nms_iou(const float* a, const float* b, const NmsParams& params);
 /// An NMS engine bound to one device; it keeps its (device or host) scratch buffers across calls so that a
 /// batch of files pays for allocation once. Not thread-safe: one engine per thread. Device buffers are
 /// stream-ordered: they are released on the stream of the call that (re)allocated them. Destroying a CUDA engine
-/// first waits for the work queued on every stream it was given (errors are logged, never thrown), so destroy
-/// the engine before destroying a stream you passed to it.
+/// first waits for the work of every call made on it (on events of its own; errors are logged, never thrown);
+/// since its buffers are then released on the streams of the calls that allocated them, destroy the engine
+/// before destroying a stream you passed to it.
 class NmsEngine {
  public:
   /// @throws DeviceUnavailable when `device` is CUDA and none is visible (auto is resolved here).
