@@ -116,7 +116,7 @@ class FrameTest(unittest.TestCase):
         lines = p.stdout.splitlines()
         self.assertRegex(lines[0], rf"^{NAME} \d+\.\d+\.\d+$")
         self.assertRegex(lines[1], r"^git: \S+$")
-        self.assertRegex(lines[2], r"^cuda: (off|on \(runtime [0-9.]+, archs [0-9 ]+\))$")
+        self.assertRegex(lines[2], r"^cuda: (off|on \(runtime [0-9.]+, archs sm_[0-9]+a?( sm_[0-9]+a?)*(, PTX compute_[0-9]+a?( compute_[0-9]+a?)*)?\))$")
         self.assertRegex(lines[3], r"^opencv: \d+\.\d+")
         self.assertRegex(lines[4], r"^pcl: \d+\.\d+")
 
