@@ -57,6 +57,10 @@ std::string describe_device(const Device& device) {
 }
 
 std::string cuda_build_info() { return "off"; }
+
+std::size_t device_memory_total(const Device& device) {
+  throw DeviceUnavailable("device " + device.to_string() + ": this build has no CUDA support");
+}
 #endif
 
 }  // namespace s3d

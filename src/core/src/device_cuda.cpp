@@ -105,6 +105,14 @@ std::string describe_device(const Device& device) {
   return buf;
 }
 
+std::size_t device_memory_total(const Device& device) {
+  if (!device.is_cuda()) throw DeviceUnavailable("device " + device.to_string() + " is not a GPU");
+  const ScopedDevice current(device.index());
+  std::size_t free_bytes = 0, total_bytes = 0;
+  S3D_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return total_bytes;
+}
+
 std::string cuda_build_info() {
   int runtime = 0;
   cudaRuntimeGetVersion(&runtime);

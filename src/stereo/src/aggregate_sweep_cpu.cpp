@@ -340,6 +340,23 @@ void aggregate_wta(const std::uint8_t* cost, const MatchSpec& s, std::uint16_t* 
   }
 }
 
+// The sizes sweep_impl and sweep_bytes_avx512 resize to: row planes of L (uint8 with byte rows, else
+// uint16), the horizontal path's two pixels, the path minima, the fused WTA's row of sums and its total.
+std::size_t sweep_buffer_bytes(const MatchSpec& s) {
+  const std::size_t W = static_cast<std::size_t>(s.width), D = static_cast<std::size_t>(s.disparities);
+  const std::size_t stride = D + 2, np = s.paths == 8 ? 3 : 1, planes = np == 3 ? np + 2 : np + 1;
+  const std::size_t l_bytes = use_byte_rows(s) ? sizeof(std::uint8_t) : sizeof(std::uint16_t);
+  return (planes * W * stride + 2 * stride) * l_bytes + (np + 1) * W * sizeof(int) +
+         (W * D + D) * sizeof(std::uint16_t);
+}
+
+std::size_t this_thread_sweep_bytes() {
+  const SweepBuffers& b = thread_buffers();
+  return b.rows.capacity() * sizeof(std::uint16_t) + b.hrow.capacity() * sizeof(std::uint16_t) + b.rows8.capacity() +
+         b.hrow8.capacity() + b.mins.capacity() * sizeof(int) +
+         (b.sums.capacity() + b.total.capacity()) * sizeof(std::uint16_t);
+}
+
 void add_volume(std::uint16_t* a, const std::uint16_t* b, std::size_t count) {
 #pragma omp parallel for schedule(static)
   for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(count); ++i)

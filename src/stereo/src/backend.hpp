@@ -48,6 +48,10 @@ void aggregate(const std::uint8_t* cost, const MatchSpec& spec, std::uint16_t* v
 void add_volume(std::uint16_t* a, const std::uint16_t* b, std::size_t count);
 /// aggregate() and wta() fused (aggregate_sweep_cpu.cpp; the same results as the two stages composed): the two
 /// sweeps meet in the middle and take each row's winner. `volume` is W*H*D scratch.
+/// Upper bound of one aggregation thread's row buffers for `spec` (kept per thread across calls).
+std::size_t sweep_buffer_bytes(const MatchSpec& spec);
+/// Bytes the calling thread's row buffers hold now (for the tests of sweep_buffer_bytes).
+std::size_t this_thread_sweep_bytes();
 void aggregate_wta(const std::uint8_t* cost, const MatchSpec& spec, std::uint16_t* volume, float* disparity,
                    float* confidence);
 /// WTA over A + B (`volume_b` may be null).

@@ -5,6 +5,7 @@
 
 #include "backend.hpp"
 #include "s3d/stereo/sgm.hpp"
+#include "s3d/stereo/sgm_memory.hpp"
 #include "s3d/stereo/stages.hpp"
 
 namespace s3d::stereo {
@@ -22,6 +23,8 @@ class SgmEngine::Impl {
   virtual void compute_device(ImageView<const std::uint16_t> l, ImageView<const std::uint16_t> r, ImageView<float> disp,
                               ImageView<float> conf, StreamHandle stream) = 0;
   virtual StreamHandle stream() const { return nullptr; }
+  /// Bytes of the buffers the engine holds (what its constructor allocated).
+  virtual SgmMemory allocated() const = 0;
 
   Device device_;
   SgmParams params_;
@@ -32,6 +35,15 @@ class SgmEngine::Impl {
 namespace detail {
 std::unique_ptr<SgmEngine::Impl> make_cpu_engine(const Device& device, const SgmParams& params, int width, int height);
 std::unique_ptr<SgmEngine::Impl> make_cuda_engine(const Device& device, const SgmParams& params, int width, int height);
+
+/// What each engine allocates, computed from the same sizes its constructor uses (sgm_memory.hpp), beside
+/// that constructor: equal to its allocated(), plus (CPU) cpu_compute_scratch_bytes().
+SgmMemory cpu_engine_memory(const SgmParams& params, int width, int height);
+/// @throws DeviceUnavailable in a build without CUDA.
+SgmMemory cuda_engine_memory(const SgmParams& params, int width, int height);
+/// CPU compute() scratch beyond the engine's buffers: the row buffers of the two aggregation threads
+/// (kept per thread) and the per-row meeting flags of the fused winner-take-all.
+std::size_t cpu_compute_scratch_bytes(const SgmParams& params, int width, int height);
 
 /// Host-memory wrappers of single CUDA stages (upload, one stage, download; synchronous).
 namespace cuda_host {

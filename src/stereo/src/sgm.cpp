@@ -104,6 +104,12 @@ const SgmParams& SgmEngine::params() const { return impl_->params_; }
 const Device& SgmEngine::device() const { return impl_->device_; }
 int SgmEngine::width() const { return impl_->width_; }
 int SgmEngine::height() const { return impl_->height_; }
+SgmMemory SgmEngine::allocated() const { return impl_->allocated(); }
+
+SgmMemory sgm_engine_memory(const Device& device, const SgmParams& params, int width, int height) {
+  return device.is_cuda() ? detail::cuda_engine_memory(params, width, height)
+                          : detail::cpu_engine_memory(params, width, height);
+}
 
 SgmResult compute_sgm(const Device& device, const SgmParams& params, ImageView<const std::uint8_t> left,
                       ImageView<const std::uint8_t> right) {

@@ -1,4 +1,5 @@
 // SgmEngine, CPU backend: buffers allocated once, stages run in order (see sgm.hpp).
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -26,6 +27,12 @@ class CpuEngine final : public SgmEngine::Impl {
 
   void compute(ImageView<const std::uint8_t> l, ImageView<const std::uint8_t> r, float* disp, float* conf) override {
     run(l, r, disp, conf);
+  }
+  SgmMemory allocated() const override {
+    auto bytes = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
+    return {bytes(census_left_) + bytes(census_right_) + bytes(cost_) + bytes(volume_) + bytes(disp_) +
+                bytes(disp_right_) + bytes(scratch_),
+            0};
   }
   void compute(ImageView<const std::uint16_t> l, ImageView<const std::uint16_t> r, float* disp, float* conf) override {
     run(l, r, disp, conf);
@@ -80,6 +87,24 @@ class CpuEngine final : public SgmEngine::Impl {
 };
 
 }  // namespace
+
+// The constructor's sizes: census codes (2n uint64), costs and partial sums (nD uint8 + nD uint16), the
+// disparity, the right view's (LR check) and the speckle labels (2n int).
+SgmMemory cpu_engine_memory(const SgmParams& params, int width, int height) {
+  const std::size_t n = static_cast<std::size_t>(width) * height;
+  const std::size_t nd = n * static_cast<std::size_t>(params.disparities);
+  std::size_t host =
+      2 * n * sizeof(std::uint64_t) + nd * (sizeof(std::uint8_t) + sizeof(std::uint16_t)) + n * sizeof(float);
+  if (params.lr_check) host += n * sizeof(float);
+  if (params.speckle_size > 0) host += 2 * n * sizeof(int);
+  return {host + cpu_compute_scratch_bytes(params, width, height), 0};
+}
+
+std::size_t cpu_compute_scratch_bytes(const SgmParams& params, int width, int height) {
+  const std::size_t threads = 2;  // aggregate_wta runs its two sweeps on at most two threads
+  return threads * cpu::sweep_buffer_bytes(make_match_spec(params, width, height, false)) +
+         2 * static_cast<std::size_t>(height) * sizeof(std::atomic<int>);
+}
 
 std::unique_ptr<SgmEngine::Impl> make_cpu_engine(const Device& device, const SgmParams& params, int width, int height) {
   return std::make_unique<CpuEngine>(device, params, width, height);

@@ -77,6 +77,13 @@ class CudaEngine final : public SgmEngine::Impl {
     run_device(l, r, disp, conf, stream ? stream : stream_.get());
   }
   StreamHandle stream() const override { return stream_.get(); }
+  SgmMemory allocated() const override {
+    const std::size_t device = img_left_.bytes() + img_right_.bytes() + census_left_.bytes() + census_right_.bytes() +
+                               volume_.bytes() + volume_b_.bytes() + volume_c_.bytes() + paths_.bytes() +
+                               cost_.bytes() + disp_.bytes() + disp_right_.bytes() + out_disp_.bytes() +
+                               out_conf_.bytes() + scratch_.bytes();
+    return {host_in_.bytes() + host_out_.bytes(), device};
+  }
 
  private:
   template <typename T>
@@ -166,6 +173,24 @@ class CudaEngine final : public SgmEngine::Impl {
 };
 
 }  // namespace
+
+// The constructor's sizes: images (2n uint16), census codes (2n uint64), the per-path uint8 volumes and
+// cost volume or three uint16 volumes, four n-float disparity/confidence buffers as enabled, the speckle
+// labels (2n int); pinned staging of 2n uint16 in and 2n float out.
+SgmMemory cuda_engine_memory(const SgmParams& params, int width, int height) {
+  const std::size_t n = static_cast<std::size_t>(width) * height;
+  std::size_t device = 2 * n * sizeof(std::uint16_t) + 2 * n * sizeof(std::uint64_t);
+  const MatchSpec spec = make_match_spec(params, width, height, false);
+  if (cuda::per_path_fits(spec)) {
+    device += cuda::per_path_bytes(spec) + cuda::per_path_cost_bytes(spec);
+  } else {
+    device += 3 * n * static_cast<std::size_t>(cuda::volume_pitch(params.disparities)) * sizeof(std::uint16_t);
+  }
+  const std::size_t float_planes = 2 + (params.confidence ? 1 : 0) + (params.lr_check ? 1 : 0);
+  device += float_planes * n * sizeof(float);
+  if (params.speckle_size > 0) device += 2 * n * sizeof(int);
+  return {2 * n * sizeof(std::uint16_t) + 2 * n * sizeof(float), device};
+}
 
 std::unique_ptr<SgmEngine::Impl> make_cuda_engine(const Device& device, const SgmParams& params, int width,
                                                   int height) {

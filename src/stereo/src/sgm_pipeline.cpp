@@ -9,8 +9,17 @@
 
 #include "s3d/core/errors.hpp"
 #include "s3d/core/staging_pipeline.hpp"
+#include "s3d/stereo/sgm_memory.hpp"
 
 namespace s3d::stereo {
+namespace {
+
+// A slot's bytes: the pair packed at `pixel_bytes` per pixel, and 1 or 2 float output planes.
+StagingBytes slot_bytes(std::size_t pixels, std::size_t planes, std::size_t pixel_bytes) {
+  return StagingBytes{2 * pixels * pixel_bytes, planes * pixels * sizeof(float)};
+}
+
+}  // namespace
 
 // Slot layout: input = left then right image, packed (pitch = width), 8- or 16-bit; output = disparity then
 // (with params.confidence) confidence. The staging is declared after the engine so that it is destroyed
@@ -23,9 +32,7 @@ class SgmPipeline::Impl {
         planes_(engine_.params().confidence ? 2 : 1),
         staging_(engine_.device(), depth, bytes_for(sizeof(std::uint16_t)), engine_.stream()) {}
 
-  StagingBytes bytes_for(std::size_t pixel_bytes) const {
-    return StagingBytes{2 * pixels_ * pixel_bytes, planes_ * pixels_ * sizeof(float)};
-  }
+  StagingBytes bytes_for(std::size_t pixel_bytes) const { return slot_bytes(pixels_, planes_, pixel_bytes); }
 
   template <typename T>
   std::uint64_t submit(ImageView<const T> left, ImageView<const T> right) {
@@ -125,6 +132,18 @@ std::uint64_t SgmPipeline::retrieve(SgmResult& result) {
 }
 
 void SgmPipeline::drain() { impl_->staging_.drain(); }
+
+// The staging is sized for 16-bit pairs (8-bit ones use part of it): per slot, host memory (pinned on a
+// GPU) and, on a GPU, the same again on the device.
+SgmMemory sgm_pipeline_memory(const Device& device, const SgmParams& params, int width, int height, int depth) {
+  SgmMemory m = sgm_engine_memory(device, params, width, height);
+  const StagingBytes slot =
+      slot_bytes(static_cast<std::size_t>(width) * height, params.confidence ? 2 : 1, sizeof(std::uint16_t));
+  const std::size_t staged = static_cast<std::size_t>(depth) * (slot.upload + slot.download);
+  m.host += staged;
+  if (device.is_cuda()) m.device += staged;
+  return m;
+}
 
 int SgmPipeline::in_flight() const { return impl_->staging_.in_flight(); }
 bool SgmPipeline::full() const { return impl_->staging_.full(); }

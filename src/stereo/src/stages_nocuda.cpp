@@ -26,3 +26,9 @@ std::vector<float> speckle(const std::vector<float>&, int, int, int, float) { no
 std::vector<float> fill_occlusions(const std::vector<float>&, int, int) { no_cuda(); }
 
 }  // namespace s3d::stereo::detail::cuda_host
+
+namespace s3d::stereo::detail {
+SgmMemory cuda_engine_memory(const SgmParams&, int, int) {
+  throw DeviceUnavailable("this build of s3d has no CUDA support");
+}
+}  // namespace s3d::stereo::detail

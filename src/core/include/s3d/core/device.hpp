@@ -1,6 +1,7 @@
 #pragma once
 // A run-time compute device. It flows from the CLI (`--device auto|cpu|cuda|cuda:N`) down to each op's
 // dispatcher, the only place where a backend is chosen.
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -59,6 +60,10 @@ Device resolve_device(const Device& requested, bool* fell_back_to_cpu = nullptr)
 
 /// One line describing the device, e.g. `NVIDIA H200 (sm_90, 132 SMs, 139 GiB)` or `CPU (16 threads)`.
 std::string describe_device(const Device& device);
+
+/// Total memory of GPU `device` (cudaMemGetInfo's total, bytes): the most one process could ever get there.
+/// @throws DeviceUnavailable for a non-CUDA device or in a build without CUDA; CudaError.
+std::size_t device_memory_total(const Device& device);
 
 /// `on (runtime 13.0, archs sm_75 sm_90, PTX compute_90)`: the CUDA runtime version and the compiled
 /// architectures; `off` without CUDA.

@@ -102,6 +102,8 @@ struct SgmParams {
 /// bounded by census_bits + p2, so validate() demands paths * (census_bits + p2) <= 65535.
 inline constexpr int kMaxAggregatedCost = 65535;
 
+struct SgmMemory;  // s3d/stereo/sgm_memory.hpp
+
 /// Disparity (and optional confidence) of one pair. Row-major, pitch == width.
 struct SgmResult {
   int width = 0;
@@ -158,6 +160,8 @@ class SgmEngine {
   const Device& device() const;
   int width() const;
   int height() const;
+  /// Bytes held by the engine's own buffers (sgm_memory.hpp; without the CPU aggregation's per-thread rows).
+  SgmMemory allocated() const;
 
   class Impl;  ///< backend implementation (CPU or CUDA)
 
