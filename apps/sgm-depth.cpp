@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "s3d/cli/tool.hpp"
@@ -21,6 +22,7 @@
 #include "s3d/stereo/sgm.hpp"
 #include "sgm_depth/eval_totals.hpp"
 #include "sgm_depth/matcher.hpp"
+#include "sgm_depth/memory_budget.hpp"
 #include "sgm_depth/outputs.hpp"
 #include "sgm_depth/pair_input.hpp"
 
@@ -53,6 +55,7 @@ struct Options {
   std::string colormap = "turbo";
   float max_depth = 0.0f;
   std::string ply_format = "binary";
+  std::string max_memory;  // empty: the machine's memory (sgm_depth/memory_budget)
 };
 
 // What the handler hands the writers: the match and what its outputs need.
@@ -73,6 +76,7 @@ class App {
     tool_.outputs_of([this](const cli::Item& item, cli::ItemContext& ctx) { return outputs(item, ctx); });
     tool_.on_summary([this](json& s) {
       if (totals_.items() > 0) s["eval"] = totals_.to_json();
+      show_stages_run(s["settings"]);
     });
     // A dataset folder among the positional inputs stands for its pairs (s3d/io/stereo_datasets.hpp).
     tool_.expand_arguments([this](const std::string& arg) -> std::optional<std::vector<json>> {
@@ -143,6 +147,11 @@ class App {
                                  "pixels stay invalid; confidence stays 0 there") +
                          (p.fill ? " (default)" : ""))
             ->group(g);
+    app.add_option("--max-memory", opt_.max_memory,
+                   "most memory one pair's matching may take (host RAM on the CPU, GPU memory on a GPU), e.g. "
+                   "8G; a pair needing more fails alone (default: all of the machine's RAM / the GPU's memory)")
+        ->type_name("SIZE")
+        ->group(g);
     app.add_flag("--no-fill", opt_.fill_off,
                  std::string("leave every invalid pixel invalid") + (p.fill ? "" : " (default)"))
         ->excludes(fill)
@@ -186,9 +195,10 @@ class App {
                    "error/D1/density to the record (also a manifest's `gt` key)")
         ->type_name("GT")
         ->group(e);
-    app.add_option("--gt-scale", opt_.gt_scale,
-                   "d = value / SCALE for integer ground truth (default: 256 for 16-bit, info.txt beside 8-bit)")
-        ->group(e);
+    gt_scale_opt_ =
+        app.add_option("--gt-scale", opt_.gt_scale,
+                       "d = value / SCALE for integer ground truth (default: 256 for 16-bit, info.txt beside 8-bit)")
+            ->group(e);
 
     tool_.add_example("sgm-depth left.png right.png -o disp.pfm", "one pair, float disparity (PFM)");
     tool_.add_example(
@@ -201,6 +211,7 @@ class App {
   }
 
   void start(const Device& device) {
+    check_numbers();
     stereo::SgmParams& p = opt_.params;
     stereo::parse_census(opt_.census, p.census, p.census_width, p.census_height);
     p.lr_check = !opt_.no_lr_check;
@@ -252,7 +263,31 @@ class App {
     encode_.color_hi = encode_.color_lo + static_cast<float>(p.disparities);
     encode_.max_depth = opt_.max_depth;
     encode_.ply_ascii = opt_.ply_format == "ascii";
-    matcher_ = std::make_unique<PairMatcher>(device, p);
+    const std::size_t max_memory = opt_.max_memory.empty() ? 0 : parse_memory_size(opt_.max_memory);
+    matcher_ = std::make_unique<PairMatcher>(device, p, MemoryBudget(device, max_memory));
+  }
+
+  // Numbers the library does not see (SgmParams::validate checks its own): NaN, infinities and negative
+  // values are usage errors, never silently a default.
+  void check_numbers() {
+    auto given = [&](const char* flag) { return tool_.app().get_option(flag)->results().back(); };
+    if (gt_scale_opt_->count() > 0 && !(std::isfinite(opt_.gt_scale) && opt_.gt_scale > 0.0))
+      throw InvalidArgument("--gt-scale: expected a positive number, got " + given("--gt-scale"));
+    if (!(std::isfinite(opt_.max_depth) && opt_.max_depth >= 0.0f))
+      throw InvalidArgument("--max-depth: expected a finite number of metres >= 0 (0 = keep all), got " +
+                            given("--max-depth"));
+  }
+
+  // A flag pair such as --median / --no-median is false in the settings when neither was given, yet the
+  // stage runs by default: the summary states what ran.
+  void show_stages_run(json& settings) const {
+    const stereo::SgmParams& p = opt_.params;
+    const std::pair<const char*, bool> stages[] = {{"subpixel", p.subpixel}, {"median", p.median}, {"fill", p.fill}};
+    for (const auto& [name, on] : stages) {
+      settings[name] = on;
+      settings[std::string("no-") + name] = !on;
+    }
+    settings["no-lr-check"] = !p.lr_check;
   }
 
   // --png-encoding names disparity encodings; for depth PNGs only `mm` (= scale 1000) means something, so
@@ -363,6 +398,7 @@ class App {
   PairSources sources_;
   EncodeSettings encode_;
   EvalTotals totals_;
+  CLI::Option* gt_scale_opt_ = nullptr;
   std::unique_ptr<PairMatcher> matcher_;  // declared last: destroyed (its pipeline drained) first
 };
 

@@ -1,10 +1,16 @@
 #include "matcher.hpp"
 
+#include <utility>
+
 #include "s3d/core/errors.hpp"
 
 namespace s3d::sgm_depth {
+namespace {
+constexpr int kDepth = 2;  // pairs in flight: one computing, the next one uploading
+}  // namespace
 
-PairMatcher::PairMatcher(const Device& device, const stereo::SgmParams& params) : device_(device), params_(params) {}
+PairMatcher::PairMatcher(const Device& device, const stereo::SgmParams& params, MemoryBudget budget)
+    : device_(device), params_(params), budget_(std::move(budget)) {}
 
 void PairMatcher::submit(const LoadedPair& p, std::size_t index) {
   if (p.sixteen())
@@ -21,11 +27,15 @@ Match PairMatcher::match(std::size_t index, const LoadedPair& pair, std::size_t 
     pipeline_.reset();
     queued_.clear();
     try {
-      pipeline_ = std::make_unique<stereo::SgmPipeline>(device_, params_, w, h, 2);
+      params_.validate(w, h);
     } catch (const InvalidArgument& e) {
       // D or the window does not fit this image: a property of this item, not of the command line.
       throw DataError(name + ": " + e.what());
     }
+    // Before any allocation: a pair that can never fit fails alone; an allocation that fails below the
+    // limit (memory held by others) stays OutOfMemory, transient.
+    budget_.check(name, params_, w, h, kDepth);
+    pipeline_ = std::make_unique<stereo::SgmPipeline>(device_, params_, w, h, kDepth);
   }
   // A pair queued for an item that never came (it failed before matching) is dropped.
   if (!queued_.empty() && queued_.front() != index) {

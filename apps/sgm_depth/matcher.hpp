@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "memory_budget.hpp"
 #include "pair_input.hpp"
 #include "s3d/core/device.hpp"
 #include "s3d/io/image.hpp"
@@ -23,13 +24,15 @@ struct Match {
 
 class PairMatcher {
  public:
-  PairMatcher(const Device& device, const stereo::SgmParams& params);
+  /// `budget`: the pipeline for a new image size is built only when it can fit.
+  PairMatcher(const Device& device, const stereo::SgmParams& params, MemoryBudget budget);
 
   /// Matches item `index`'s pair. When `next` is given (the next item's pair, already decoded) and the
   /// pipeline has room and the same size, it is queued first; the next call must then be for `next_index`,
   /// else the queued pair is discarded. The pipeline is rebuilt when the size changes. Times "upload" (the
   /// host side of queuing) and "compute_download" (waiting for the result) into `ctx`.
-  /// @throws DataError naming `name` when the parameters do not fit this size; CudaError, OutOfMemory.
+  /// @throws DataError naming `name` when the parameters do not fit this size, or matching it can never fit
+  ///         in memory (MemoryBudget); CudaError, OutOfMemory.
   Match match(std::size_t index, const LoadedPair& pair, std::size_t next_index, const LoadedPair* next,
               const std::string& name, cli::ItemContext& ctx);
 
@@ -38,6 +41,7 @@ class PairMatcher {
 
   Device device_;
   stereo::SgmParams params_;
+  MemoryBudget budget_;
   std::deque<std::size_t> queued_;                 // item index of each pair in flight, oldest first
   std::unique_ptr<stereo::SgmPipeline> pipeline_;  // built per image size, reused across the batch
 };

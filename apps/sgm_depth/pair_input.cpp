@@ -60,6 +60,8 @@ std::string field(const cli::Item& item, const char* key) {
 PairInput load_pair_input(const cli::Item& item, cli::ItemContext& ctx, const PairSources& sources) {
   const std::string& left_name = item.inputs.at(0);
   const std::string& right_name = item.inputs.at(1);
+  // A dataset image without its partner (io::stereo_dataset_items): this item fails, the others go on.
+  if (const std::string unpaired = field(item, "unpaired"); !unpaired.empty()) throw DataError(unpaired);
   PairInput in;
   in.left_path = ctx.readable_path(left_name);
   in.pair = load_pair(left_name, in.left_path, right_name, ctx.readable_path(right_name), ctx);

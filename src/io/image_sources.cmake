@@ -2,6 +2,7 @@
 # calibration (KITTI, Q, YAML, Middlebury), disparity evaluation masks and reports, stereo dataset naming.
 list(APPEND S3D_IO_SOURCES
   src/image.cpp
+  src/png_decode.cpp  # PNG through libpng with our own error handlers (no libpng lines on stderr)
   src/pfm.cpp
   src/calib.cpp
   src/colormap.cpp

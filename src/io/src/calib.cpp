@@ -123,13 +123,26 @@ bool from_pairs(const std::map<std::string, double>& kv, const std::string& form
   return true;
 }
 
-StereoCalibration from_filestorage(const std::string& path) {
-  cv::FileStorage fs;
-  try {
-    fs.open(path, cv::FileStorage::READ);
-  } catch (const cv::Exception& e) {
-    throw IoError(path + ": cannot parse calibration: " + e.msg);
+// OpenCV's own text (`OpenCV(4.6.0) /build/.../persistence.cpp:717: error: (-212:Parsing error) x.yml(3):
+// Missing ':' ... in function '...'`, over several lines) is for OpenCV's developers: keep what it says about
+// the file, as `line N: what`, on one line.
+std::string filestorage_reason(const cv::Exception& e, const std::string& path) {
+  std::string what = e.err;
+  if (what.rfind(path, 0) == 0) {
+    what = what.substr(path.size());
+    const std::size_t close = what.find("): ");
+    if (what.rfind("(", 0) == 0 && close != std::string::npos)
+      what = "line " + what.substr(1, close - 1) + ": " + what.substr(close + 3);
   }
+  for (char& c : what)
+    if (c == '\n' || c == '\r') c = ' ';
+  while (!what.empty() && what.back() == ' ') what.pop_back();
+  return what.empty() ? "not a valid OpenCV YAML/XML file" : what;
+}
+
+StereoCalibration read_filestorage(const std::string& path) {
+  cv::FileStorage fs;
+  fs.open(path, cv::FileStorage::READ);
   if (!fs.isOpened()) throw IoError(path + ": cannot open calibration file");
   cv::Mat q, p1, p2;
   fs["Q"] >> q;
@@ -156,6 +169,14 @@ StereoCalibration from_filestorage(const std::string& path) {
   StereoCalibration c;
   if (from_pairs(kv, "yaml", path, &c)) return c;
   throw DataError(path + ": no Q, P1/P2 or focal_px/baseline_m in this calibration file");
+}
+
+StereoCalibration from_filestorage(const std::string& path) {
+  try {
+    return read_filestorage(path);
+  } catch (const cv::Exception& e) {
+    throw DataError(path + ": cannot read calibration: " + filestorage_reason(e, path));
+  }
 }
 
 }  // namespace

@@ -7,9 +7,11 @@
 #include <fstream>
 #include <iterator>
 #include <opencv2/core.hpp>
+#include <opencv2/core/utils/logger.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "png_decode.hpp"
 #include "s3d/core/errors.hpp"
 #include "s3d/io/pfm.hpp"
 #include "s3d/io/stereo_datasets.hpp"
@@ -26,18 +28,19 @@ cv::Mat checked(const cv::Mat& m, const std::string& path) {
   return m;
 }
 
-cv::Mat load(const std::string& path) {
-  if (!std::filesystem::exists(path)) throw IoError(path + ": no such file");
-  cv::Mat m;
-  try {
-    m = cv::imread(path, cv::IMREAD_UNCHANGED);
-  } catch (const cv::Exception& e) {
-    throw IoError(path + ": cannot decode image: " + e.msg);
-  }
-  return checked(m, path);
+// Every failure reaches the caller as one exception, one line: OpenCV's own log lines (`[ WARN:0@0.1]
+// imread_(...)`) would be a second line on stderr, printed even under -q.
+void silence_opencv_log() {
+  static const bool silenced = [] {
+    cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_SILENT);
+    return true;
+  }();
+  (void)silenced;
 }
 
 cv::Mat decode(const std::vector<std::uint8_t>& bytes, const std::string& name) {
+  if (detail::is_png(bytes)) return checked(detail::decode_png(bytes, name), name);
+  silence_opencv_log();
   cv::Mat m;
   try {
     if (!bytes.empty())
@@ -48,6 +51,9 @@ cv::Mat decode(const std::vector<std::uint8_t>& bytes, const std::string& name) 
   }
   return checked(m, name);
 }
+
+// The same decoder as for bytes already in memory (decode_grey16): one path, one set of messages.
+cv::Mat load(const std::string& path) { return decode(read_file_bytes(path), path); }
 
 cv::Mat to_grey(const cv::Mat& m) {
   cv::Mat g;

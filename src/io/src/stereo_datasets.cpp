@@ -53,14 +53,23 @@ std::vector<nlohmann::json> stereo_dataset_items(const std::string& folder, doub
   const fs::path dir(folder);
   std::vector<nlohmann::json> items;
   if (fs::is_directory(dir / "image_2") && fs::is_directory(dir / "image_3")) {
-    std::vector<fs::path> lefts;
-    for (const auto& e : fs::directory_iterator(dir / "image_2"))
-      if (e.is_regular_file() && is_image(e.path())) lefts.push_back(e.path());
-    std::sort(lefts.begin(), lefts.end());
-    for (const fs::path& l : lefts) {
-      const fs::path r = dir / "image_3" / l.filename();
-      if (!fs::is_regular_file(r)) continue;
+    // Every image of either side, so that one without its partner becomes a failed item, never a silent gap.
+    std::vector<fs::path> names;
+    for (const char* side : {"image_2", "image_3"})
+      for (const auto& e : fs::directory_iterator(dir / side))
+        if (e.is_regular_file() && is_image(e.path())) names.push_back(e.path().filename());
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    for (const fs::path& name : names) {
+      const fs::path l = dir / "image_2" / name, r = dir / "image_3" / name;
       nlohmann::json rec{{"left", l.string()}, {"right", r.string()}, {"name", l.stem().string()}};
+      const bool has_left = fs::is_regular_file(l), has_right = fs::is_regular_file(r);
+      if (!has_left || !has_right) {
+        rec["unpaired"] = has_left ? l.string() + ": no right image (" + r.string() + " is missing)"
+                                   : r.string() + ": no left image (" + l.string() + " is missing)";
+        items.push_back(rec);
+        continue;
+      }
       for (const char* g : {"disp_occ_0", "disp_noc_0", "disp_occ", "disp_noc"}) {
         const fs::path gt = dir / g / l.filename();
         if (fs::is_regular_file(gt)) {

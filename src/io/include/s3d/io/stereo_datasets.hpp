@@ -13,7 +13,8 @@ namespace s3d::io {
 /// The pairs of a dataset folder, as manifest records {"left","right"[,"gt"][,"gt_scale"][,"calib"],"name"}:
 /// - KITTI: `image_2/` + `image_3/` (same file names); gt from `disp_occ_0/` (else `disp_noc_0/`,
 ///   `disp_occ/`, `disp_noc/`), calib from `calib_cam_to_cam/<sequence>.txt` when present (frames are
-///   `<sequence>_<frame>.png`). name = the file stem (`000005_10`).
+///   `<sequence>_<frame>.png`). name = the file stem (`000005_10`). An image of either side without its
+///   partner gives a record with `unpaired`: a one-line message naming it (the reader fails that item).
 /// - Middlebury scene: `im0.png`+`im1.png` (2014/2021; gt `disp0GT.pfm`/`disp0.pfm`, `calib.txt`),
 ///   `imL.png`+`imR.png` (2001/2003; gt `groundtruth.png` or `disp2.png`, scale from `info.txt`), or
 ///   `view1.png`+`view5.png` (2005/2006; gt `disp1.png`, used only with a scale: `gt_scale` given).
