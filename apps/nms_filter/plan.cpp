@@ -54,9 +54,12 @@ Plan make_plan(const Flags& f, const cli::CommonSettings& common) {
     np.method = detection::NmsMethod::kSoftGaussian;
   else
     throw InvalidArgument("--method: expected hard, soft-linear or soft-gaussian, got '" + f.method + "'");
+  // The flags by name (NmsParams::validate names its fields): NaN passes CLI11's range check.
+  S3D_EXPECTS(f.iou >= 0.f && f.iou <= 1.f, "--iou must be in [0, 1], got " + std::to_string(f.iou));
+  S3D_EXPECTS(std::isfinite(f.sigma) && f.sigma > 0.f, "--sigma must be a finite number > 0");
   np.sigma = f.sigma;
   if (f.min_score_given) {
-    S3D_EXPECTS(!std::isnan(f.min_score), "--min-score must be a number");
+    S3D_EXPECTS(std::isfinite(f.min_score), "--min-score must be a finite number");
     np.min_score = f.min_score;
     // Soft-NMS: a decayed score below --min-score is dropped too (the same floor before and after decay).
     if (np.method != detection::NmsMethod::kHard && f.min_score >= 0.f) np.soft_min_score = f.min_score;

@@ -448,7 +448,14 @@ void check_options(const BoxReadOptions& options, BoxFileFormat format, const st
     throw InvalidArgument("boxes need 4 box field names");
 }
 
+// A file's line ending is that of its first line: written back the same (a Windows tool gets CRLF again).
+std::string first_newline(const std::string& text) {
+  const std::size_t lf = text.find('\n');
+  return lf != std::string::npos && lf > 0 && text[lf - 1] == '\r' ? "\r\n" : "\n";
+}
+
 void read_text(DetectionTable& table, const BoxReadOptions& options) {
+  table.original.newline = first_newline(table.original.text);
   switch (table.format) {
     case BoxFileFormat::kCsv:
       detail::read_csv(table, options);
@@ -582,26 +589,28 @@ std::vector<BoxOutputFile> render_boxes(const DetectionTable& table, const std::
       if (rows[k] >= table.size()) throw InvalidArgument("render_boxes: row out of range");
       auto& content = files[static_cast<std::size_t>(orig.file_of[rows[k]])].content;
       record_text(k, content);
-      content += '\n';
+      content += orig.newline;
     }
     return files;
   }
   files.resize(1);
   std::string& out = files[0].content;
-  out.reserve(rows.size() * 64 + orig.header.size() + 4);
-  if (table.format == BoxFileFormat::kCsv) out += orig.header + "\n";
+  const std::string& nl = orig.newline;
+  out.reserve(rows.size() * 64 + orig.header.size() + 8);
+  out += orig.bom;
+  if (table.format == BoxFileFormat::kCsv) out += orig.header + nl;
   if (table.format == BoxFileFormat::kCocoJson) {
     out += "[";
     for (std::size_t k = 0; k < rows.size(); ++k) {
-      out += k ? ",\n" : "\n";
+      out += k ? "," + nl : nl;
       record_text(k, out);
     }
-    out += rows.empty() ? "]\n" : "\n]\n";
+    out += rows.empty() ? "]" + nl : nl + "]" + nl;
     return files;
   }
   for (std::size_t k = 0; k < rows.size(); ++k) {
     record_text(k, out);
-    out += '\n';
+    out += nl;
   }
   return files;
 }

@@ -142,7 +142,10 @@ std::vector<std::string> key_list(const BoxReadOptions& options, const std::stri
 void read_csv(DetectionTable& table, const BoxReadOptions& options) {
   const std::string& text = table.original.text;
   std::size_t start = 0;
-  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) start = 3;
+  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) {
+    start = 3;
+    table.original.bom = text.substr(0, 3);
+  }
   TableBuilder builder(table, options);
   builder.reserve(count_lines(text));
 
@@ -162,11 +165,15 @@ void read_csv(DetectionTable& table, const BoxReadOptions& options) {
     if (!have_header) {
       have_header = true;
       table.original.header = std::string(line);
+      const std::string where = table.source + ": line " + std::to_string(line_no) + " (header): ";
       for (const auto& f : fields) {
         std::string_view name = line.substr(f.offset, f.size);
+        // Columns are found by name without case: a second one of the same name would be ambiguous.
+        if (const int first = index_of(columns, std::string(name)); first >= 0 && !name.empty())
+          throw DataError(where + "column " + quoted(std::string(name)) + " appears twice (columns " +
+                          std::to_string(first + 1) + " and " + std::to_string(columns.size() + 1) + ")");
         columns.emplace_back(name);
       }
-      const std::string where = table.source + ": line " + std::to_string(line_no) + " (header): ";
       BoxEncoding encoding = BoxEncoding::kXyxy;
       box_names = choose_box_fields(columns, options, &encoding);
       if (box_names.empty())

@@ -109,6 +109,8 @@ struct OriginalRecords {
   std::vector<std::string> files;     ///< voc: file names (no folder), in read order
   std::vector<std::int32_t> file_of;  ///< voc: per table row, index into `files`
   bool folder = false;                ///< voc: read from a folder (written as a folder)
+  std::string bom;                    ///< csv: the UTF-8 byte-order mark the file began with ("" = none)
+  std::string newline = "\n";         ///< the first line's ending ("\r\n" for CRLF files): written back
 };
 
 /// Detections of one file: one row per valid record, in input order.
