@@ -94,7 +94,8 @@ void MemoryBudget::check(const std::string& name, const stereo::SgmParams& param
                     std::to_string(params.disparities) + " needs " + memory_text(bytes) + " of " + what +
                     " to match, more than the " + memory_text(limit) + " of " + source);
   };
-  if (device_.is_cuda() && need.device > device_limit_) refuse(need.device, "GPU memory", device_limit_, device_source_);
+  if (device_.is_cuda() && need.device > device_limit_)
+    refuse(need.device, "GPU memory", device_limit_, device_source_);
   if (need.host > host_limit_) refuse(need.host, "memory", host_limit_, host_source_);
 }
 

@@ -254,10 +254,18 @@ TEST(Boxes, CsvEncodingsAndExplicitColumns) {
   EXPECT_EQ(n.boxes, (std::vector<double>{1, 2, 3, 4}));
   const std::vector<double> s{0.5};
   EXPECT_EQ(s3d::io::render_boxes(n, {0}, &s).front().content, "a,b,c,d,score,tag\n1,2,3,4,0.5,\"p,q\"\n");
-  // CRLF and a BOM are accepted; the writer normalises line ends.
+  // CRLF and a BOM are accepted, and written back as read (a Windows tool gets its own file's form again).
   DetectionTable crlf = from_string("\xEF\xBB\xBFx1,y1,x2,y2,score\r\n0,0,1,1,0.5\r\n", BoxFileFormat::kCsv);
   ASSERT_EQ(crlf.size(), 1u);
   EXPECT_DOUBLE_EQ(crlf.scores[0], 0.5);
+  EXPECT_EQ(s3d::io::render_boxes(crlf, {0}).front().content, "\xEF\xBB\xBFx1,y1,x2,y2,score\r\n0,0,1,1,0.5\r\n");
+  // Columns are looked up by name without case: a second `Score` would be ambiguous.
+  try {
+    from_string("x1,y1,x2,y2,score,Score\n0,0,1,1,0.5,0.6\n", BoxFileFormat::kCsv);
+    ADD_FAILURE() << "duplicate column accepted";
+  } catch (const s3d::DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("'Score' appears twice (columns 5 and 6)"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Boxes, RotatedBoxesPassThrough) {

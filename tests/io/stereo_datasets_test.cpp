@@ -37,13 +37,16 @@ TEST_F(StereoDatasets, KittiFolderPairsNamesGroundTruthAndCalibration) {
   touch("image_3/000001_10.png");
   touch("image_2/000000_10.png");
   touch("image_3/000000_10.png");
-  touch("image_2/000002_10.png");  // no right view: not a pair
+  touch("image_2/000002_10.png");  // no right view: an item that says so (it fails alone, never silently dropped)
   touch("image_2/notes.txt");
   touch("disp_noc_0/000000_10.png");
   touch("disp_occ_0/000000_10.png");  // preferred over disp_noc_0
   touch("calib_cam_to_cam/000001.txt");
   const auto items = stereo_dataset_items(dir_.string(), 0.0);
-  ASSERT_EQ(items.size(), 2u);
+  ASSERT_EQ(items.size(), 3u);
+  EXPECT_EQ(items[2]["unpaired"],
+            at("image_2/000002_10.png") + ": no right image (" + at("image_3/000002_10.png") + " is missing)");
+  EXPECT_FALSE(items[0].contains("unpaired"));
   EXPECT_EQ(items[0]["name"], "000000_10");
   EXPECT_EQ(items[0]["left"], at("image_2/000000_10.png"));
   EXPECT_EQ(items[0]["right"], at("image_3/000000_10.png"));
