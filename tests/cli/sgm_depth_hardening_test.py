@@ -65,6 +65,8 @@ class SgmDepthHardeningTest(ToolCase):
                ("--max-memory", "0"), ("--max-memory", "-5"), ("--max-memory", "nan"), ("--max-memory", "12Q")]
         for flag, value in bad:
             with self.subTest(flag=flag, value=value):
+                if os.path.exists(self.path("d.pfm")):  # a run that wrongly succeeded must not fail the next
+                    os.remove(self.path("d.pfm"))
                 p = self.run_tool(self.left, self.right, "-D", "48", flag, value, "-o", self.path("d.pfm"))
                 self.assertEqual(p.returncode, 2, p.stderr)
                 lines = self.lines(p.stderr)
