@@ -1,5 +1,6 @@
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -177,18 +178,17 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
     run.record = base_record(item);
     run.ctx = std::make_unique<Context>(*this, item, s.overwrite);
     guarded(run, [&] {
+      // A read of a pipe, FIFO or device may block forever (in the tool's outputs_of too, which may sniff
+      // an input's format): a signal then ends the process at once.
+      std::optional<detail::BlockingWait> wait;
+      if (std::any_of(item.inputs.begin(), item.inputs.end(), detail::may_block)) wait.emplace();
       // Existing outputs are decided before any work when the tool says what it will write.
       if (outputs_fn) {
         const std::vector<std::string> outs = outputs_fn(item, *run.ctx);
         if (run.ctx->skip_for_existing(outs)) throw SkipItem{};
         if (!outs.empty()) run.record["output"] = outs.front();
       }
-      if (!stages.load) return;
-      // A read of a pipe, FIFO or device may block forever: a signal then ends the process at once.
-      const bool blocking = std::any_of(item.inputs.begin(), item.inputs.end(), detail::may_block);
-      std::optional<detail::BlockingWait> wait;
-      if (blocking) wait.emplace();
-      run.input = stages.load(item, *run.ctx);
+      if (stages.load) run.input = stages.load(item, *run.ctx);
     });
   };
   cb.handle = [&](std::size_t k, bool next_loaded) {

@@ -486,6 +486,8 @@ void Tool::Impl::check_collisions(const std::vector<Item>& items) {
     Context ctx(*this, items[k], s.overwrite);
     std::vector<std::string> outs;
     try {
+      std::optional<detail::BlockingWait> wait;  // outputs_of may sniff an input's format
+      if (std::any_of(items[k].inputs.begin(), items[k].inputs.end(), detail::may_block)) wait.emplace();
       outs = outputs_fn(items[k], ctx);
     } catch (...) {
       continue;  // the item fails on its own when it runs

@@ -81,6 +81,7 @@ class ItemContext {
   virtual void write_folder_atomically(const std::string& path,
                                        const std::function<void(const std::string& tmp_dir)>& write) = 0;
   /// A readable path for `input` (for `-`, stdin is copied once into a temp file that the frame deletes).
+  /// @throws DataError `-: empty input` when stdin has no data; IoError when it cannot be copied.
   virtual std::string readable_path(const std::string& input) = 0;
   /// The concrete device for this run (auto already resolved).
   virtual const Device& device() const = 0;
