@@ -70,7 +70,7 @@ class App {
  public:
   App()
       : tool_("sgm-depth", "rectified stereo pairs -> disparity / depth / point cloud (census + semi-global matching)",
-              cli::ItemSpec{2, {"left", "right"}}) {
+              cli::ItemSpec{2, {"left", "right"}, /*stdout_needs_format=*/true}) {
     add_options();
     tool_.on_start([this](const Device& d) { start(d); });
     tool_.outputs_of([this](const cli::Item& item, cli::ItemContext& ctx) { return outputs(item, ctx); });

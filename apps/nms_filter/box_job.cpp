@@ -135,7 +135,18 @@ void write_kept(cli::ItemContext& ctx, const KeptBoxes& kept, bool emit_indices)
   }
   auto files = io::render_boxes(job.table, rows, rescored ? &new_scores : nullptr);
   if (job.folder) {
-    for (const auto& file : files) write_text(ctx, (fs::path(job.out) / file.name).string(), file.content);
+    // One output: the folder, staged whole and committed with nothing or everything in it.
+    ctx.write_folder_atomically(job.out, [&](const std::string& dir) {
+      for (const auto& file : files) {
+        const std::string tmp = (fs::path(dir) / file.name).string();
+        std::ofstream out(tmp, std::ios::binary);
+        const std::string shown = (fs::path(job.out) / file.name).string();
+        if (!out) throw IoError(shown + ": cannot create");
+        out.write(file.content.data(), static_cast<std::streamsize>(file.content.size()));
+        out.close();
+        if (!out) throw IoError(shown + ": write failed");
+      }
+    });
   } else {
     write_text(ctx, job.out, files.front().content);
   }

@@ -13,3 +13,7 @@ set_property(DIRECTORY APPEND PROPERTY S3D_PYTHON_TEST_ENVIRONMENT
 # The frame's staged items (load / handle / write) with fake stages; it reaches the scheduler's private header.
 s3d_add_test(cli_frame_stages SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/frame_stages_test.cpp LIBS s3d::cli LABELS "cli")
 target_include_directories(cli_frame_stages PRIVATE ${PROJECT_SOURCE_DIR}/src/cli/src)
+
+# The output, input and signal promises (frame_outputs_test.py) are also checked on the real tools.
+set_property(DIRECTORY APPEND PROPERTY S3D_PYTHON_TEST_ENVIRONMENT "S3D_NMS_FILTER=$<TARGET_FILE:nms-filter>"
+                                                                   "S3D_SGM_DEPTH=$<TARGET_FILE:sgm-depth>")

@@ -16,9 +16,10 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
+
+from frame_case import FrameCase
 
 DEMO = None
 DOC_DIR = None
@@ -33,46 +34,14 @@ def gpu_present():
         return False
 
 
-class FrameTest(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="s3d-frame-e2e-")
-        self.tmpdir = os.path.join(self.dir, "tmp")  # the process's TMPDIR: must be empty after every run
-        os.mkdir(self.tmpdir)
-        self.env = dict(os.environ, TMPDIR=self.tmpdir)
-        for var in ("NO_COLOR", "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN",
-                    "JOB_COMPLETION_INDEX", "S3D_SHARD_COUNT"):
-            self.env.pop(var, None)
-
-    def tearDown(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
-
+class FrameTest(FrameCase):
     # helpers -----------------------------------------------------------------------------------------
-    def path(self, *parts):
-        return os.path.join(self.dir, *parts)
-
-    def write(self, name, text):
-        p = self.path(name)
-        os.makedirs(os.path.dirname(p), exist_ok=True)
-        with open(p, "w") as f:
-            f.write(text)
-        return p
-
-    def read(self, name):
-        with open(self.path(name)) as f:
-            return f.read()
-
     def run_demo(self, *args, stdin=None, env=None, check_tmp=True):
         proc = subprocess.run([DEMO, *args], cwd=self.dir, input=stdin, capture_output=True, text=True,
                               env=env or self.env, timeout=120)
         if check_tmp:
             self.assertEqual(os.listdir(self.tmpdir), [], "temp files left in TMPDIR")
         return proc
-
-    def temps_under(self, folder):
-        found = []
-        for root, _, files in os.walk(self.path(folder)):
-            found += [os.path.join(root, f) for f in files if ".tmp-" in f]
-        return found
 
     def records(self, text):
         return [json.loads(line) for line in text.splitlines() if line.strip()]
@@ -549,13 +518,7 @@ class FrameTest(unittest.TestCase):
         self._interrupt(signal.SIGINT, 130)
 
     def test_second_signal_exits_at_once_removing_temps(self):
-        self.write("a.txt", "some text to write\n")
-        proc = subprocess.Popen([DEMO, "a.txt", "-o", "out/a.txt", "--device", "cpu", "--write-sleep-ms", "30000"],
-                                cwd=self.dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env)
-        deadline = time.time() + 60
-        while time.time() < deadline and not self.temps_under("out"):
-            time.sleep(0.02)
-        self.assertTrue(self.temps_under("out"), "the writer never started")
+        proc = self.start_stuck_writer(DEMO)
         proc.send_signal(signal.SIGTERM)  # first: recorded, the item would finish
         time.sleep(0.3)
         self.assertIsNone(proc.poll())

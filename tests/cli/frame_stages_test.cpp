@@ -236,7 +236,7 @@ class StagedTool : public ::testing::Test {
     std::vector<std::string> found;
     if (!fs::exists(dir_ / "out")) return found;
     for (const auto& e : fs::directory_iterator(dir_ / "out"))
-      if (e.path().filename().string().find(".tmp-") != std::string::npos) found.push_back(e.path().string());
+      if (e.path().filename().string().find(".s3d-tmp.") != std::string::npos) found.push_back(e.path().string());
     return found;
   }
 

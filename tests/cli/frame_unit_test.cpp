@@ -1,6 +1,8 @@
 // Unit tests of the CLI frame's pure pieces: output templates, --shard parsing and partitioning, manifest
 // and input-list parsing.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -216,6 +218,21 @@ TEST(Inputs, ManifestChainsAnotherToolsRecords) {
   EXPECT_EQ(items[1].index, 1u);  // positions in this manifest's order (what --shard partitions)
 }
 
+TEST(Manifest, NamesThatLeaveTheOutputFolderAreRefused) {
+  const ItemSpec spec{1, {"input"}};
+  for (const std::string bad : {"../x", "/abs/x", "a/../../x", ""}) {
+    std::istringstream in("{\"input\":\"a\",\"name\":\"ok/n\"}\n{\"input\":\"a\",\"name\":\"" + bad + "\"}\n");
+    try {
+      items_from_manifest(in, "m.jsonl", spec);
+      ADD_FAILURE() << "accepted name " << bad;
+    } catch (const InvalidArgument& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("m.jsonl:2: ", 0), 0u) << e.what();
+    }
+  }
+  std::istringstream ok("{\"input\":\"a\",\"name\":\"sub/x..y\"}\n");
+  EXPECT_EQ(items_from_manifest(ok, "m.jsonl", spec).size(), 1u);
+}
+
 // s3d::cli::write_atomically, the primitive under ItemContext::write_atomically.
 class AtomicFile : public ::testing::Test {
  protected:
@@ -272,6 +289,40 @@ TEST_F(AtomicFile, ExceptionLeavesNothingAndKeepsAnOldTarget) {
   std::string text;
   in >> text;
   EXPECT_EQ(text, "old");
+}
+
+TEST_F(AtomicFile, StaleTempsOfDeadProcessesOfThisHostAreRemoved) {
+  const std::string live = cli::temp_path_for((dir_ / "a.txt").string());
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);  // reaped: its pid names no process now
+  std::string dead = live;
+  const std::string own = "." + std::to_string(::getpid()) + ".";
+  dead.replace(dead.rfind(own), own.size(), "." + std::to_string(child) + ".");
+  const std::string dead_folder = cli::temp_path_for((dir_ / "voc").string());
+  std::string dead_dir = dead_folder;
+  dead_dir.replace(dead_dir.rfind(own), own.size(), "." + std::to_string(child) + ".");
+  std::ofstream(live) << "x";
+  std::ofstream(dead) << "x";
+  std::filesystem::create_directories(std::filesystem::path(dead_dir) / "inner");
+  std::ofstream((dir_ / "a.txt.s3d-tmp.note").string()) << "not a temp name";  // not hidden: kept
+  cli::remove_stale_temps(dir_.string());
+  EXPECT_TRUE(std::filesystem::exists(live));
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_FALSE(std::filesystem::exists(dead_dir));
+  EXPECT_EQ(files(), 2u);
+}
+
+TEST_F(AtomicFile, LinksAreFollowedToTheirTarget) {
+  std::filesystem::create_directories(dir_ / "real");
+  std::filesystem::create_symlink("real/t.txt", dir_ / "l1");
+  std::filesystem::create_symlink(dir_ / "l1", dir_ / "l2");
+  EXPECT_EQ(cli::resolve_links((dir_ / "l2").string()), (dir_ / "real" / "t.txt").string());  // dangling too
+  EXPECT_EQ(cli::resolve_links((dir_ / "plain").string()), (dir_ / "plain").string());
+  std::filesystem::create_symlink(dir_ / "loop", dir_ / "loop");
+  EXPECT_THROW(cli::resolve_links((dir_ / "loop").string()), IoError);
+  EXPECT_TRUE(cli::is_write_through("/dev/null"));
+  EXPECT_FALSE(cli::is_write_through((dir_ / "l2").string()));
 }
 
 TEST_F(AtomicFile, MissingFolderIsAnIoError) {

@@ -1,5 +1,6 @@
 #include "s3d/cli/inputs.hpp"
 
+#include <filesystem>
 #include <optional>
 #include <sstream>
 
@@ -64,6 +65,22 @@ std::vector<Item> items_from_paths(const std::vector<std::string>& paths, const 
   return items;
 }
 
+namespace {
+
+// A record's "name" names its outputs under --output-dir: it must stay inside that folder.
+void check_name(const nlohmann::json& record, const std::string& where) {
+  if (!record.contains("name") || !record["name"].is_string()) return;
+  const std::string name = record["name"].get<std::string>();
+  const std::filesystem::path p(name);
+  bool escapes = name.empty() || p.is_absolute() || p.has_root_path();
+  for (const auto& part : p) escapes = escapes || part == "..";
+  if (escapes)
+    throw InvalidArgument(where + ": \"name\" \"" + name +
+                          "\" would write outside the output folder (give a relative name without `..`)");
+}
+
+}  // namespace
+
 std::vector<Item> items_from_paths(const std::vector<std::string>& paths, const ItemSpec& spec,
                                    const ExpandArgument& expand) {
   if (!expand) return items_from_paths(paths, spec);
@@ -102,6 +119,7 @@ std::vector<Item> items_from_paths(const std::vector<std::string>& paths, const 
           throw InvalidArgument(where + ": missing string key \"" + key + "\"");
         item.inputs.push_back(record[key].get<std::string>());
       }
+      check_name(record, where);
       item.fields = std::move(record);
       items.push_back(std::move(item));
     }
@@ -153,6 +171,7 @@ std::vector<Item> items_from_manifest(std::istream& in, const std::string& sourc
       if (type == "summary") continue;
       if (type == "item" && record.contains("status") && record["status"] != "ok") continue;
     }
+    check_name(record, where);
     Item item;
     item.index = items.size();
     const bool chained = s3d_record && n == 1 && record["type"] == "item" && record.contains("output") &&

@@ -1,5 +1,6 @@
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -112,6 +113,7 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
     log->info("device: {}", describe_device(device));
     set_cpu_threads(s.threads);
     for (auto& fn : start_fns) fn(device);
+    check_collisions(all);
     const bool data_on_stdout = std::find(s.outputs.begin(), s.outputs.end(), "-") != s.outputs.end();
     records.emplace(s.json && !data_on_stdout, s.report_path);
     if (shard.count > 1) log->info("shard {}/{}: {} of {} items", shard.index, shard.count, items.size(), all.size());
@@ -176,22 +178,14 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
     run.record = base_record(item);
     run.ctx = std::make_unique<Context>(*this, item, s.overwrite);
     guarded(run, [&] {
+      // A read of a pipe, FIFO or device may block forever (in the tool's outputs_of too, which may sniff
+      // an input's format): a signal then ends the process at once.
+      std::optional<detail::BlockingWait> wait;
+      if (std::any_of(item.inputs.begin(), item.inputs.end(), detail::may_block)) wait.emplace();
       // Existing outputs are decided before any work when the tool says what it will write.
       if (outputs_fn) {
         const std::vector<std::string> outs = outputs_fn(item, *run.ctx);
-        std::size_t existing = 0;
-        std::string first_existing;
-        for (const auto& o : outs) {
-          std::error_code ec;
-          if (o != "-" && !o.empty() && fs::exists(o, ec)) {
-            if (existing++ == 0) first_existing = o;
-          }
-        }
-        if (existing > 0 && !s.overwrite) {
-          if (!s.skip_existing) throw IoError(first_existing + ": exists (use --overwrite or --skip-existing)");
-          if (existing == outs.size()) throw SkipItem{};
-          run.ctx->allow_overwrite(true);  // a partial earlier run: redo the item
-        }
+        if (run.ctx->skip_for_existing(outs)) throw SkipItem{};
         if (!outs.empty()) run.record["output"] = outs.front();
       }
       if (stages.load) run.input = stages.load(item, *run.ctx);
@@ -209,7 +203,12 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
         next_input = &runs[k + 1].input;
       }
       const auto t0 = Clock::now();
-      guarded(run, [&] { run.output = stages.handle(item, run.input, *run.ctx, next, next_input); });
+      guarded(run, [&] {
+        // A tool without a load stage reads its inputs here.
+        std::optional<detail::BlockingWait> wait;
+        if (!stages.load && std::any_of(item.inputs.begin(), item.inputs.end(), detail::may_block)) wait.emplace();
+        run.output = stages.handle(item, run.input, *run.ctx, next, next_input);
+      });
       handle_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
     }
     run.input.reset();
@@ -224,6 +223,7 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
           stages.write ? stages.write(item, run.output, *run.ctx) : *static_cast<nlohmann::json*>(run.output.get());
       if (fields.is_object())
         for (auto it = fields.begin(); it != fields.end(); ++it) run.record[it.key()] = it.value();
+      run.ctx->commit_outputs();  // all of the item's outputs, or none
       const auto& written = run.ctx->written();
       if (!written.empty()) {
         if (!fields.is_object() || !fields.contains("output")) run.record["output"] = written.front();
@@ -234,6 +234,7 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
   cb.finish = [&](std::size_t k) {
     ItemRun& run = runs[k];
     if (!settled(run)) write_item(run, items[k]);
+    if (settled(run)) run.ctx->discard_outputs();
     run.output.reset();
     run.record["seconds"] = std::chrono::duration<double>(Clock::now() - run.start).count();
   };

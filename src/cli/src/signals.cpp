@@ -1,6 +1,7 @@
 #include "signals.hpp"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -14,7 +15,7 @@ namespace s3d::cli {
 namespace detail {
 namespace {
 
-constexpr int kSlots = 64;
+constexpr int kSlots = 256;
 constexpr std::size_t kPathMax = 4096;
 
 struct TempSlot {
@@ -24,14 +25,21 @@ struct TempSlot {
 
 TempSlot g_temps[kSlots];
 volatile sig_atomic_t g_signal = 0;
+std::atomic<int> g_waits{0};  // BlockingWaits in progress (lock-free: read by the handler)
+static_assert(std::atomic<int>::is_always_lock_free);
+
+[[noreturn]] void exit_now(int sig) {
+  // Files first, then folders (a staged folder is registered after nothing inside it is left registered).
+  for (auto& slot : g_temps)
+    if (slot.used.load(std::memory_order_acquire) == 1) ::unlink(slot.path);
+  for (auto& slot : g_temps)
+    if (slot.used.load(std::memory_order_acquire) == 1) ::rmdir(slot.path);
+  ::_exit(128 + sig);
+}
 
 extern "C" void on_signal(int sig) {
-  if (g_signal != 0) {
-    // Second signal: the user insists. Remove what we know of and leave now.
-    for (auto& slot : g_temps)
-      if (slot.used.load(std::memory_order_acquire) == 1) ::unlink(slot.path);
-    ::_exit(128 + sig);
-  }
+  // A second signal (the user insists), or a first one while a read may block forever: leave now.
+  if (g_signal != 0 || g_waits.load() > 0) exit_now(g_signal != 0 ? g_signal : sig);
   g_signal = sig;
 }
 
@@ -54,6 +62,19 @@ void install_signal_handlers() {
 }
 
 int pending_signal() { return g_signal; }
+
+BlockingWait::BlockingWait() {
+  g_waits.fetch_add(1);
+  if (g_signal != 0) exit_now(g_signal);  // it came before the wait began: the flag alone would not be seen
+}
+
+BlockingWait::~BlockingWait() { g_waits.fetch_sub(1); }
+
+bool may_block(const std::string& path) {
+  if (path == "-") return true;
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode));
+}
 
 void register_temp(const std::string& path) {
   if (path.size() >= kPathMax) return;

@@ -1,13 +1,16 @@
 #include "s3d/cli/tool.hpp"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -87,21 +90,99 @@ std::string flag_text(const CLI::Option& opt) {
   return !results.empty() && flag_value(results.back()) > 0 ? "true" : "false";
 }
 
-// --config's reader: CLI11's TOML/INI reader, less the flags set to false (or 0). CLI11 counts a flag read
-// from a config as given even when it is false, which trips exclusions (--overwrite/--skip-existing,
-// -q/-v, a tool's --x/--no-x); a false flag in a config means the flag is not given.
+// --config's reader: CLI11's TOML/INI reader, after a check of every line, less the flags set to false (or
+// 0). CLI11 ignores lines it cannot read and keys it does not know (`disparites = 16` would run with the
+// default); here each is a usage error naming the file and line. CLI11 counts a flag read from a config as
+// given even when it is false, which trips exclusions (--overwrite/--skip-existing, -q/-v, a tool's
+// --x/--no-x); a false flag in a config means the flag is not given.
 class ConfigReader final : public CLI::ConfigBase {
  public:
   explicit ConfigReader(const CLI::App& app) : app_(app) {}
 
   std::vector<CLI::ConfigItem> from_config(std::istream& input) const override {
-    std::vector<CLI::ConfigItem> items = CLI::ConfigBase::from_config(input);
+    std::ostringstream whole;
+    whole << input.rdbuf();
+    const std::string text = whole.str();
+    check_lines(text);
+    std::istringstream again(text);
+    std::vector<CLI::ConfigItem> items = CLI::ConfigBase::from_config(again);
     items.erase(std::remove_if(items.begin(), items.end(), [this](const CLI::ConfigItem& i) { return false_flag(i); }),
                 items.end());
     return items;
   }
 
  private:
+  static std::string trimmed(const std::string& s) {
+    const auto b = s.find_first_not_of(" \t\r");
+    if (b == std::string::npos) return "";
+    return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
+  }
+
+  // The option a config key names in `app` (looked up as CLI11 does: `--name`, `-n`, then the bare name).
+  static const CLI::Option* find_option(const CLI::App& app, const std::string& name) {
+    const CLI::Option* opt = app.get_option_no_throw("--" + name);
+    if (!opt && name.size() == 1) opt = app.get_option_no_throw("-" + name);
+    if (!opt) opt = app.get_option_no_throw(name);
+    return opt;
+  }
+
+  // Every line must be blank, a comment, a [section] naming a subcommand, or KEY = VALUE with a key this
+  // tool reads from a config. @throws CLI::ConfigError naming FILE:LINE.
+  void check_lines(const std::string& text) const {
+    std::string file = "--config";
+    if (const CLI::Option* c = app_.get_config_ptr(); c && !c->results().empty()) file = c->results().back();
+    std::istringstream in(text);
+    std::string raw;
+    const CLI::App* section = &app_;
+    for (std::size_t line_no = 1; std::getline(in, raw); ++line_no) {
+      const std::string where = file + ":" + std::to_string(line_no) + ": ";
+      const std::string line = trimmed(raw);
+      if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+      if (line.front() == '[' && line.back() == ']') {
+        std::string name = line.substr(1, line.size() - 2);
+        if (name.size() > 1 && name.front() == '[' && name.back() == ']') name = name.substr(1, name.size() - 2);
+        section = &app_;
+        if (name == "default") continue;
+        try {
+          for (std::size_t at = 0; at <= name.size();) {
+            const std::size_t dot = std::min(name.find('.', at), name.size());
+            section = section->get_subcommand(name.substr(at, dot - at));
+            at = dot + 1;
+          }
+        } catch (const CLI::Error&) {
+          throw CLI::ConfigError(where + "unknown section [" + name + "]");
+        }
+        continue;
+      }
+      const std::size_t eq = line.find('=');
+      if (eq == std::string::npos) throw CLI::ConfigError(where + "cannot read `" + line + "`: expected KEY = VALUE");
+      std::string key = trimmed(line.substr(0, eq));
+      const std::string value = trimmed(line.substr(eq + 1));
+      if (key.size() > 1 && (key.front() == '"' || key.front() == '\'') && key.back() == key.front())
+        key = key.substr(1, key.size() - 2);
+      if (key.empty() || value.empty())
+        throw CLI::ConfigError(where + "cannot read `" + line + "`: expected KEY = VALUE");
+      if (value.front() == '[' && value.back() != ']') {  // an array over several lines
+        while (std::getline(in, raw)) {
+          ++line_no;
+          const std::string more = trimmed(raw);
+          if (!more.empty() && more.back() == ']') break;
+        }
+      }
+      const CLI::App* app = section;
+      std::string name = key;
+      try {
+        for (std::size_t dot; (dot = name.find('.')) != std::string::npos; name = name.substr(dot + 1))
+          app = app->get_subcommand(name.substr(0, dot));
+      } catch (const CLI::Error&) {
+        throw CLI::ConfigError(where + "unknown setting `" + key + "`");
+      }
+      const CLI::Option* opt = find_option(*app, name);
+      if (!opt || opt->get_positional()) throw CLI::ConfigError(where + "unknown setting `" + key + "`");
+      if (!opt->get_configurable()) throw CLI::ConfigError(where + "`" + key + "` cannot be set in a config file");
+    }
+  }
+
   bool false_flag(const CLI::ConfigItem& item) const {
     if (item.inputs.size() != 1 || item.name == "++" || item.name == "--") return false;
     const CLI::App* app = &app_;
@@ -110,10 +191,7 @@ class ConfigReader final : public CLI::ConfigBase {
     } catch (const CLI::Error&) {
       return false;  // CLI11 reports it
     }
-    // Looked up as CLI11 does (`--name`, `-n`, then the bare name).
-    const CLI::Option* opt = app->get_option_no_throw("--" + item.name);
-    if (!opt && item.name.size() == 1) opt = app->get_option_no_throw("-" + item.name);
-    if (!opt) opt = app->get_option_no_throw(item.name);
+    const CLI::Option* opt = find_option(*app, item.name);
     if (!opt || !opt->get_configurable() || opt->get_expected_min() != 0 || opt->get_expected_max() != 0) return false;
     return flag_value(item.inputs.front()) <= 0;
   }
@@ -167,9 +245,9 @@ void Tool::Impl::add_common_options() {
       ->type_name("auto|cpu|cuda[:N]")
       ->capture_default_str()
       ->group(common);
-  app.add_option("--threads", st.threads, "CPU threads (0 = all cores)")
+  app.add_option("--threads", st.threads, "CPU threads (0 = all cores; at most " + std::to_string(kMaxThreads) + ")")
       ->type_name("N")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0, kMaxThreads))
       ->capture_default_str()
       ->group(common);
   app.add_option("--prefetch", st.prefetch,
@@ -364,6 +442,9 @@ std::vector<Item> Tool::Impl::collect_items() {
   if (stdin_readers > 1) throw InvalidArgument("`-` (stdin) can be used only once");
 
   auto from_stream = [&](const std::string& path, auto parse) {
+    // A list or manifest on a pipe or FIFO may never end: a signal must still end the process.
+    std::optional<detail::BlockingWait> wait;
+    if (detail::may_block(path)) wait.emplace();
     if (path == "-") {
       stdin_used = true;
       return parse(std::cin, std::string("<stdin>"));
@@ -391,21 +472,98 @@ void Tool::Impl::validate_outputs(std::size_t item_count) const {
   const bool data_on_stdout = std::find(s.outputs.begin(), s.outputs.end(), "-") != s.outputs.end();
   if (data_on_stdout && s.json && s.report_path.empty())
     throw InvalidArgument("--json with -o -: stdout carries the data; write the records with --report FILE");
+  if (data_on_stdout && spec.stdout_needs_format && s.format.empty())
+    throw InvalidArgument("-o -: give --format FMT (stdout has no extension to choose the format by)");
+  std::error_code ec;
+  if (!s.output_dir.empty() && fs::exists(s.output_dir, ec) && !fs::is_directory(s.output_dir, ec))
+    throw InvalidArgument("--output-dir " + s.output_dir + ": exists and is not a folder");
+}
+
+void Tool::Impl::check_collisions(const std::vector<Item>& items) {
+  if (!outputs_fn) return;
+  std::map<std::string, std::size_t> owner;  // an output's real path -> the position in `items` writing it
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    Context ctx(*this, items[k], s.overwrite);
+    std::vector<std::string> outs;
+    try {
+      std::optional<detail::BlockingWait> wait;  // outputs_of may sniff an input's format
+      if (std::any_of(items[k].inputs.begin(), items[k].inputs.end(), detail::may_block)) wait.emplace();
+      outs = outputs_fn(items[k], ctx);
+    } catch (...) {
+      continue;  // the item fails on its own when it runs
+    }
+    for (const auto& o : outs) {
+      if (o.empty() || o == "-") continue;
+      std::string key;
+      try {
+        key = resolve_links(o);
+      } catch (const IoError&) {
+        continue;
+      }
+      if (is_write_through(key)) continue;  // many items may write into /dev/null or a FIFO
+      key = fs::absolute(key).lexically_normal().string();
+      const auto [it, fresh] = owner.emplace(key, k);
+      if (fresh) continue;
+      const auto describe = [&](std::size_t j) {
+        return "item " + std::to_string(items[j].index + 1) + " (" + items[j].name() + ")";
+      };
+      if (it->second == k)
+        throw InvalidArgument(describe(k) + " writes " + o + " twice: give each output its own name");
+      throw InvalidArgument(describe(it->second) + " and " + describe(k) + " both write " + o +
+                            ": make the output names differ (a template such as {/.} or {#})");
+    }
+  }
 }
 
 std::string Tool::Impl::copy_stdin() {
   std::lock_guard<std::mutex> lock(stdin_mutex);
+  if (stdin_failure) std::rethrow_exception(stdin_failure);
   if (!stdin_copy.empty()) return stdin_copy;
+  try {
+    return copy_stdin_once();
+  } catch (...) {
+    stdin_failure = std::current_exception();
+    throw;
+  }
+}
+
+std::string Tool::Impl::copy_stdin_once() {
   if (stdin_used) throw InvalidArgument("`-` (stdin) was already read as a list or manifest");
   const std::string target = (fs::temp_directory_path() / "s3d-stdin").string();
+  remove_stale_temps(fs::path(target).parent_path().string());
   const std::string tmp = temp_path_for(target);
   detail::register_temp(tmp);
-  std::ofstream out(tmp, std::ios::binary);
-  if (!out) throw IoError(tmp + ": cannot create a temporary file for stdin");
-  out << std::cin.rdbuf();
-  out.close();
-  if (!out) throw IoError(tmp + ": cannot write stdin to a temporary file");
-  stdin_copy = tmp;
+  stdin_copy = tmp;  // remove_temps() deletes it on every way out, this function's errors included
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) throw IoError("-: cannot copy stdin to a temporary file in " + target + ": " + std::strerror(errno));
+  std::size_t total = 0;
+  {
+    detail::BlockingWait wait;  // a pipe that never closes: a signal must still end the process
+    char buf[1 << 16];
+    for (;;) {
+      const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        const int err = errno;
+        ::close(fd);
+        throw IoError(std::string("-: cannot read stdin: ") + std::strerror(err));
+      }
+      if (n == 0) break;
+      for (ssize_t done = 0; done < n;) {
+        const ssize_t w = ::write(fd, buf + done, static_cast<std::size_t>(n - done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) {
+          const int err = errno;
+          ::close(fd);
+          throw IoError("-: cannot copy stdin to a temporary file: " + std::string(std::strerror(err)));
+        }
+        done += w;
+      }
+      total += static_cast<std::size_t>(n);
+    }
+  }
+  if (::close(fd) != 0) throw IoError("-: cannot copy stdin to a temporary file: " + std::string(std::strerror(errno)));
+  if (total == 0) throw DataError("-: empty input (stdin had no data)");
   return stdin_copy;
 }
 

@@ -62,7 +62,8 @@ struct Tool::Impl {
   std::size_t total_items = 0;  // before --shard
   std::string stdin_copy;       // temp file holding stdin, once
   bool stdin_used = false;
-  std::mutex stdin_mutex;  // loads of several items may ask for stdin at once
+  std::exception_ptr stdin_failure;  // the copy failed (empty, unreadable): every later ask fails the same way
+  std::mutex stdin_mutex;            // loads of several items may ask for stdin at once
   std::shared_ptr<spdlog::logger> log;
   std::unique_ptr<detail::Progress> progress;
 
@@ -90,7 +91,11 @@ struct Tool::Impl {
   bool show_progress = false;
   std::vector<Item> collect_items();
   void validate_outputs(std::size_t item_count) const;
+  /// A usage error when two items (or two outputs of one) would write the same path, as tool.outputs_of
+  /// names them. Items whose outputs_of throws are left to fail when they run.
+  void check_collisions(const std::vector<Item>& items);
   std::string copy_stdin();
+  std::string copy_stdin_once();
   void remove_temps();
   int run(int argc, char** argv, const detail::ErasedStages& stages);
 
@@ -107,10 +112,23 @@ class Tool::Impl::Context final : public ItemContext {
 
   std::string output_path(std::size_t slot, const std::string& default_ext) const override;
   void write_atomically(const std::string& path, const std::function<void(const std::string& tmp)>& write) override;
+  void write_folder_atomically(const std::string& path,
+                               const std::function<void(const std::string& tmp_dir)>& write) override;
   std::string readable_path(const std::string& input) override;
   const Device& device() const override;
   void add_stage_seconds(const std::string& stage, double seconds) override { stage_seconds_[stage] += seconds; }
 
+  /// Decides, before any work, what the existing ones of the item's planned outputs `outs` mean: true =
+  /// skip the item (--skip-existing, all exist); some exist under --skip-existing: the item is redone,
+  /// replacing them. A character device or FIFO never counts as existing. @throws IoError for an existing
+  /// output without --overwrite/--skip-existing, or a folder where a file goes (with any flag).
+  bool skip_for_existing(const std::vector<std::string>& outs);
+  /// Renames every staged output onto its path, in the order staged. On a failure the outputs this call
+  /// created are removed again, the other temps too, and the IoError propagates (outputs it already replaced
+  /// under --overwrite stay replaced). @throws IoError, SkipItem (a racing writer under --skip-existing).
+  void commit_outputs();
+  /// Removes the temps of every staged output (the item failed or was dropped).
+  void discard_outputs();
   /// Copies the item's `-` outputs to stdout, in the order written. @throws BrokenPipe, IoError.
   void flush_stdout();
   /// Drops the item's `-` outputs (the item failed after writing them, or was dropped).
@@ -121,11 +139,26 @@ class Tool::Impl::Context final : public ItemContext {
 
  private:
   const std::string& first_input() const;
+  /// The real path an output goes to (links followed), after the checks every output gets (a folder where a
+  /// file goes and the reverse, an existing file without --overwrite). @throws IoError, SkipItem.
+  std::string checked_target(const std::string& path, bool folder);
+  /// Calls `write(tmp)`; an s3d exception whose message names `tmp` is rethrown naming `path`.
+  static void write_naming(const std::string& path, const std::string& tmp,
+                           const std::function<void(const std::string&)>& write);
+
+  struct Staged {
+    enum Kind { kFile, kFolder, kThrough } kind;
+    std::string path;    // as the tool named it (records, messages)
+    std::string target;  // links followed
+    std::string tmp;
+  };
+  void commit_folder(const Staged& o, bool existed, std::vector<std::string>& created);
 
   Tool::Impl& tool_;
   const Item& item_;
   bool allow_overwrite_;
   std::vector<std::string> written_;
+  std::vector<Staged> staged_;
   std::vector<std::string> stdout_parts_;  // complete `-` outputs waiting for their turn on stdout
   std::map<std::string, double> stage_seconds_;
 };

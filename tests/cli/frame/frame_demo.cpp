@@ -4,6 +4,10 @@
 //   NAMEDFAIL   -> DataError whose message starts with the item's name (`<stdin>` for `-`)
 //   TRANSIENT   -> DeviceUnavailable (exit 75, the batch stops)
 //   BADWRITE   -> IoError thrown by the writer after it wrote part of the temp file
+//   TMPBAD     -> IoError thrown by the writer, naming its temp file (the frame renames it in the message)
+//   SECONDBAD  -> with --second, the second output's writer fails (after the first output was written)
+// --second also writes a second output (slot 1, default `.second.txt`); --folder-out writes a folder of three
+// files (part1.txt..part3.txt, default `.d`) instead, and BADWRITE then fails it at the second file.
 // --write-sleep-ms N sleeps inside the writer, with the temp file half written (second-signal test).
 // Subcommand `lower [--prefix P]` lower-cases instead (subcommands take the common options and inputs too).
 // A folder given as a positional argument stands for its *.txt files, in name order (Tool::expand_arguments).
@@ -27,6 +31,10 @@ int main(int argc, char** argv) {
   int sleep_ms = 0;
   int write_sleep_ms = 0;
   bool bad_start = false;
+  bool second = false;
+  bool folder_out = false;
+  tool.app().add_flag("--second", second, "also write a second output (slot 1)");
+  tool.app().add_flag("--folder-out", folder_out, "write a folder of three files instead of a file");
   tool.app().add_option("--sleep-ms", sleep_ms, "sleep this long in every item")->capture_default_str();
   tool.app().add_option("--write-sleep-ms", write_sleep_ms, "sleep this long inside the writer");
   tool.app().add_flag("--bad-start", bad_start, "fail in on_start with InvalidArgument");
@@ -54,8 +62,16 @@ int main(int argc, char** argv) {
     for (const auto& f : files) records.push_back({{"input", f}, {"folder", arg}});
     return records;
   });
-  tool.outputs_of([](const s3d::cli::Item&, s3d::cli::ItemContext& ctx) {
-    return std::vector<std::string>{ctx.output_path(0, ".up.txt")};
+  const std::vector<std::string> parts{"part1.txt", "part2.txt", "part3.txt"};
+  tool.outputs_of([&](const s3d::cli::Item&, s3d::cli::ItemContext& ctx) {
+    if (folder_out) {
+      std::vector<std::string> files;
+      for (const auto& part : parts) files.push_back(ctx.output_path(0, ".d") + "/" + part);
+      return files;
+    }
+    std::vector<std::string> outs{ctx.output_path(0, ".up.txt")};
+    if (second) outs.push_back(ctx.output_path(1, ".second.txt"));
+    return outs;
   });
   std::size_t total_chars = 0;
   tool.on_summary([&](nlohmann::json& summary) { summary["total_chars"] = total_chars; });
@@ -74,9 +90,20 @@ int main(int argc, char** argv) {
       c = static_cast<char>(lower->parsed() ? std::tolower(static_cast<unsigned char>(c))
                                             : std::toupper(static_cast<unsigned char>(c)));
     if (lower->parsed()) text = prefix + text;
+    if (folder_out) {
+      ctx.write_folder_atomically(ctx.output_path(0, ".d"), [&](const std::string& dir) {
+        for (const auto& part : parts) {
+          if (part == parts[1] && text.find("BADWRITE") != std::string::npos)
+            throw s3d::IoError(part + ": simulated write failure");
+          std::ofstream(dir + "/" + part, std::ios::binary) << text;
+        }
+      });
+      return nlohmann::json{{"chars", text.size()}};
+    }
     const std::string out = ctx.output_path(0, ".up.txt");
     ctx.write_atomically(out, [&](const std::string& tmp) {
       std::ofstream o(tmp, std::ios::binary);
+      if (text.find("TMPBAD") != std::string::npos) throw s3d::IoError(tmp + ": simulated write failure");
       const bool fail = text.find("BADWRITE") != std::string::npos;
       o << text.substr(0, text.size() / 2) << std::flush;
       if (fail) throw s3d::IoError(out + ": simulated write failure");
@@ -84,6 +111,12 @@ int main(int argc, char** argv) {
       o << text.substr(text.size() / 2);
       if (!o) throw s3d::IoError(out + ": write failed");
     });
+    if (second) {
+      ctx.write_atomically(ctx.output_path(1, ".second.txt"), [&](const std::string& tmp) {
+        std::ofstream(tmp, std::ios::binary) << text;
+        if (text.find("SECONDBAD") != std::string::npos) throw s3d::IoError("simulated failure of the second output");
+      });
+    }
     total_chars += text.size();
     return nlohmann::json{
         {"chars", text.size()}, {"device", ctx.device().to_string()}, {"cpu_threads", s3d::cpu_threads()}};

@@ -6,10 +6,28 @@
 
 namespace s3d::cli {
 
-/// A unique temporary path next to `target` (same folder, so the final rename is atomic). The name is
-/// hidden (leading `.`), holds the process id and a counter, and keeps `target`'s extension last so that
-/// writers choosing the format by extension (OpenCV, PCL) still do. Thread-safe.
+/// A unique temporary path next to `target` (same folder, so the final rename is atomic):
+/// `.NAME.s3d-tmp.HOST.PID.N.EXT`. Hidden (leading `.`), it names its host and process so that a later run
+/// can tell a stale one (remove_stale_temps), and keeps `target`'s extension last so that writers choosing
+/// the format by extension (OpenCV, PCL) still do. Thread-safe.
 std::string temp_path_for(const std::string& target);
+
+/// Removes, once per folder per process, the temp files and folders (temp_path_for names) in `folder` that
+/// a process of this host which is no longer alive left behind (`kill -9`, a power cut). Temps of live
+/// processes, and of other hosts (a shared file system), are kept. Never throws.
+void remove_stale_temps(const std::string& folder);
+
+/// `path` with its symbolic links followed (also a dangling one: the path it points to); `path` itself
+/// when it is not a link. @throws IoError for a loop of links.
+std::string resolve_links(const std::string& path);
+
+/// True for a character device or a FIFO (`/dev/null`, `mkfifo`): an output there is written through, never
+/// replaced by a rename.
+bool is_write_through(const std::string& path);
+
+/// Copies the complete file `tmp` into the character device or FIFO `target` (opened for writing, not
+/// created or truncated). @throws IoError naming `target`.
+void write_through(const std::string& tmp, const std::string& target);
 
 /// Moves the complete file `tmp` onto `target` in one step. With `replace` false an existing `target` is
 /// never replaced, even by a writer racing this one: the move fails instead (RENAME_NOREPLACE where the

@@ -44,6 +44,10 @@ struct ItemSpec {
   int inputs_per_item = 1;
   /// Manifest keys holding the inputs, in order (e.g. {"left","right"} or {"input"}).
   std::vector<std::string> manifest_keys{"input"};
+  /// True when the format of an output comes only from its extension or --format (sgm-depth): `-o -`
+  /// without --format is then a usage error before any item runs. False when the tool can infer it
+  /// (nms-filter writes the input's format).
+  bool stdout_needs_format = false;
 };
 
 /// Per-item services the frame gives the item callback.
@@ -57,16 +61,27 @@ class ItemContext {
   /// (neither a -o for it nor --output-dir): optional outputs are skipped, and write_atomically("") fails
   /// the item with "no output path".
   virtual std::string output_path(std::size_t slot, const std::string& default_ext) const = 0;
-  /// Writes one output atomically: `write` gets a temporary path in the target folder and must write the
-  /// complete file there; on success it is renamed onto `path` (for `-`, copied to stdout). On an exception
-  /// the temp file is removed and nothing is left at `path`. Honors --overwrite / --skip-existing checks
-  /// made before the item started. Details: missing parent folders are created; the temp name keeps the
-  /// target's extension (for `-` it is --format's), so writers choosing by extension work; an existing
-  /// `path` fails the item (IoError) without --overwrite, or ends it as "skipped" under --skip-existing;
-  /// the written path is reported as the record's "output" ("outputs" when several).
-  /// @throws IoError when the writer produced no file or the rename fails; whatever `write` throws.
+  /// Stages one output file: `write` gets a temporary path in the target folder and must write the complete
+  /// file there. The item's outputs are all or nothing: the frame renames every staged output onto its path
+  /// only once the item's last stage has succeeded (for `-`, copies it to stdout), and removes every temp
+  /// when the item fails. Details: missing parent folders are created; the temp name keeps the target's
+  /// extension (for `-` it is --format's), so writers choosing by extension work; a symbolic link at `path` is
+  /// followed (its target is replaced, the link kept); a character device or FIFO at `path` (`/dev/null`) is
+  /// written through, never replaced, and never counts as an existing output; a folder at `path` fails the
+  /// item; an existing file fails the item (IoError) without --overwrite, or ends it as "skipped" under
+  /// --skip-existing; an exception's message naming the temp path is rewritten to name `path`; the path is
+  /// reported as the record's "output" ("outputs" when several).
+  /// @throws IoError when the writer produced no file, InvalidArgument for an empty `path`; whatever `write`
+  ///         throws. A failed rename at the end fails the item.
   virtual void write_atomically(const std::string& path, const std::function<void(const std::string& tmp)>& write) = 0;
+  /// Stages one output folder (a VOC folder of box files): `write` gets an empty temporary folder next to
+  /// `path` and fills it. Committed with the item's other outputs: renamed onto `path` when `path` does not
+  /// exist, else its files are moved into the existing folder (each replacing a file of the same name, which
+  /// needs --overwrite; files already there and not written are kept). A file at `path` fails the item.
+  virtual void write_folder_atomically(const std::string& path,
+                                       const std::function<void(const std::string& tmp_dir)>& write) = 0;
   /// A readable path for `input` (for `-`, stdin is copied once into a temp file that the frame deletes).
+  /// @throws DataError `-: empty input` when stdin has no data; IoError when it cannot be copied.
   virtual std::string readable_path(const std::string& input) = 0;
   /// The concrete device for this run (auto already resolved).
   virtual const Device& device() const = 0;
@@ -137,7 +152,9 @@ struct ErasedStages {
 };
 }  // namespace detail
 
-/// Optional: the outputs an item will produce (for --skip-existing / overwrite checks before work).
+/// Optional: the outputs an item will produce (for --skip-existing / overwrite checks before work, and the
+/// check, before any item runs, that no two items write the same path; for a folder output, the files it
+/// will hold).
 using OutputsOf = std::function<std::vector<std::string>(const Item&, ItemContext&)>;
 
 /// Optional: expands one positional argument into whole items, for an argument that stands for several
@@ -147,6 +164,10 @@ using OutputsOf = std::function<std::vector<std::string>(const Item&, ItemContex
 /// fields kept in Item::fields; or std::nullopt for an ordinary input path, grouped by inputs_per_item with
 /// its neighbours as usual. Throw (DataError, InvalidArgument) for an unusable argument: exit 2.
 using ExpandArgument = std::function<std::optional<std::vector<nlohmann::json>>(const std::string& argument)>;
+
+/// The most --threads accepted (a usage error above it): far more threads than any machine has cores is a
+/// typo, and OpenMP fails on it (tens of thousands abort or crash inside the runtime).
+constexpr int kMaxThreads = 1024;
 
 /// Settings every tool shares, filled by the frame from flags and --config.
 struct CommonSettings {
