@@ -93,6 +93,29 @@ TEST_P(FpsDeviceTest, BatchOfDifferentLengthsMatchesEachCloud) {
   EXPECT_EQ(engine.run(batch), want);
 }
 
+TEST_P(FpsDeviceTest, ManySmallCloudsMoreThanTheGpuHasSms) {
+  std::vector<std::int64_t> lengths, samples, starts;
+  std::vector<float> all;
+  for (unsigned b = 0; b < 300; ++b) {
+    const std::int64_t n = 1 + (b * 37) % 700;
+    lengths.push_back(n);
+    samples.push_back(std::min<std::int64_t>(n, 1 + b % 50));
+    starts.push_back(static_cast<std::int64_t>(b) % n);
+    const auto c = b % 3 ? test::uniform_cloud(static_cast<std::size_t>(n), b) : test::duplicates(n, 3, b);
+    all.insert(all.end(), c.begin(), c.end());
+  }
+  FpsEngine engine(GetParam());
+  const auto got = engine.run(FpsBatch{all.data(), lengths, samples, starts});
+  std::vector<std::int32_t> want;
+  std::size_t offset = 0;
+  for (std::size_t b = 0; b < lengths.size(); ++b) {
+    const auto r = reference_fps(all.data() + 3 * offset, lengths[b], samples[b], starts[b]);
+    want.insert(want.end(), r.begin(), r.end());
+    offset += lengths[b];
+  }
+  EXPECT_EQ(got, want);
+}
+
 TEST_P(FpsDeviceTest, RealKittiScan) {
   S3D_REQUIRE_DATA(path, "pointclouds/kitti_velodyne/000000.bin");
   expect_reference(test::read_kitti_bin(path), 512);

@@ -15,7 +15,7 @@ struct GridShape {
   float origin[3];  // bounding-box minimum
   float cell;       // cell edge
   float inv_cell;
-  float margin;     // how far a point may sit outside its cell's box after rounding
+  float margin;  // how far a point may sit outside its cell's box after rounding
   int dims[3];
   S3D_HOST_DEVICE long long cells() const { return static_cast<long long>(dims[0]) * dims[1] * dims[2]; }
 };
@@ -80,34 +80,88 @@ struct GridView {
 };
 
 /// A query's best K so far, sorted by (key, index); empty slots hold key +inf, index INT32_MAX. The key is the
-/// squared distance (kNN, ball query by distance) or 0 (ball query in index order).
-struct RowRef {
-  float* key;
-  float* d2;
-  std::int32_t* idx;
-  int k;
-};
-
-S3D_HOST_DEVICE inline bool row_accepts(const RowRef& r, float key, std::int32_t idx) {
-  return neighbor_before(key, idx, r.key[r.k - 1], r.idx[r.k - 1]);
-}
-
-S3D_HOST_DEVICE inline void row_insert(const RowRef& r, float key, float d2, std::int32_t idx) {
-  for (int j = 0; j < r.k; ++j) {
-    if (neighbor_before(key, idx, r.key[j], r.idx[j])) {
-      const float tk = r.key[j], td = r.d2[j];
-      const std::int32_t ti = r.idx[j];
-      r.key[j] = key;
-      r.d2[j] = d2;
-      r.idx[j] = idx;
-      key = tk;
-      d2 = td;
-      idx = ti;
+/// squared distance (kNN, ball query by distance) or 0 (ball query in index order). Two storages with one
+/// interface: PointerRow (arrays elsewhere: the CPU, and CUDA for K > 32) and RegisterRow (CUDA, K <= KM:
+/// every index is a compile-time constant, so the row stays in registers).
+class PointerRow {
+ public:
+  S3D_HOST_DEVICE PointerRow(float* key, float* d2, std::int32_t* idx, int k) : key_(key), d2_(d2), idx_(idx), k_(k) {
+    for (int j = 0; j < k_; ++j) {
+      key_[j] = d2_[j] = __builtin_huge_valf();
+      idx_[j] = 0x7fffffff;
     }
   }
-}
+  S3D_HOST_DEVICE int k() const { return k_; }
+  S3D_HOST_DEVICE float worst_key() const { return key_[k_ - 1]; }
+  S3D_HOST_DEVICE std::int32_t worst_index() const { return idx_[k_ - 1]; }
+  S3D_HOST_DEVICE bool accepts(float key, std::int32_t idx) const {
+    return neighbor_before(key, idx, key_[k_ - 1], idx_[k_ - 1]);
+  }
+  /// A candidate that `accepts` passed bubbles into place; the last slot falls off.
+  S3D_HOST_DEVICE void insert(float key, float d2, std::int32_t idx) {
+    for (int j = 0; j < k_; ++j) {
+      if (neighbor_before(key, idx, key_[j], idx_[j])) {
+        const float tk = key_[j], td = d2_[j];
+        const std::int32_t ti = idx_[j];
+        key_[j] = key, d2_[j] = d2, idx_[j] = idx;
+        key = tk, d2 = td, idx = ti;
+      }
+    }
+  }
+  S3D_HOST_DEVICE std::int32_t index_at(int j) const { return idx_[j]; }
+  S3D_HOST_DEVICE float d2_at(int j) const { return d2_[j]; }
 
-/// Visits the points of cell (x, y, z), offering each to `visit(d2, index)`.
+ private:
+  float* key_;
+  float* d2_;
+  std::int32_t* idx_;
+  int k_;
+};
+
+template <int KM>
+class RegisterRow {
+ public:
+  S3D_HOST_DEVICE explicit RegisterRow(int k) : k_(k) {
+#pragma unroll
+    for (int j = 0; j < KM; ++j) {
+      key_[j] = d2_[j] = __builtin_huge_valf();
+      idx_[j] = 0x7fffffff;
+    }
+  }
+  S3D_HOST_DEVICE int k() const { return k_; }
+  S3D_HOST_DEVICE float worst_key() const { return worst_key_; }
+  S3D_HOST_DEVICE std::int32_t worst_index() const { return worst_idx_; }
+  S3D_HOST_DEVICE bool accepts(float key, std::int32_t idx) const {
+    return neighbor_before(key, idx, worst_key_, worst_idx_);
+  }
+  S3D_HOST_DEVICE void insert(float key, float d2, std::int32_t idx) {
+#pragma unroll
+    for (int j = 0; j < KM; ++j) {
+      if (j < k_ && neighbor_before(key, idx, key_[j], idx_[j])) {
+        const float tk = key_[j], td = d2_[j];
+        const std::int32_t ti = idx_[j];
+        key_[j] = key, d2_[j] = d2, idx_[j] = idx;
+        key = tk, d2 = td, idx = ti;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < KM; ++j)
+      if (j == k_ - 1) worst_key_ = key_[j], worst_idx_ = idx_[j];
+  }
+  /// Unrolled by the caller (finish_row) so that j is a constant.
+  S3D_HOST_DEVICE std::int32_t index_at(int j) const { return idx_[j]; }
+  S3D_HOST_DEVICE float d2_at(int j) const { return d2_[j]; }
+
+ private:
+  float key_[KM], d2_[KM];
+  std::int32_t idx_[KM];
+  int k_;
+  float worst_key_ = __builtin_huge_valf();
+  std::int32_t worst_idx_ = 0x7fffffff;
+};
+
+/// Visits the points of cell (x, y, z) in index order (cells list their points that way), offering each to
+/// `visit(d2, index)`; a visit that returns false skips the rest of the cell.
 template <typename Visit>
 S3D_HOST_DEVICE inline void visit_cell(const GridView& g, int x, int y, int z, float qx, float qy, float qz,
                                        Visit& visit) {
@@ -115,7 +169,7 @@ S3D_HOST_DEVICE inline void visit_cell(const GridView& g, int x, int y, int z, f
   const std::int32_t end = g.begin[c + 1];
   for (std::int32_t p = g.begin[c]; p < end; ++p) {
     const float* v = g.xyz + 4 * static_cast<long long>(p);
-    visit(squared_distance(v[0], v[1], v[2], qx, qy, qz), g.index[p]);
+    if (!visit(squared_distance(v[0], v[1], v[2], qx, qy, qz), g.index[p])) return;
   }
 }
 

@@ -22,14 +22,14 @@ class CpuNeighbors final : public NeighborEngine::Impl {
     {
       std::vector<float> key(static_cast<std::size_t>(k)), d2(static_cast<std::size_t>(k));
       std::vector<std::int32_t> idx(static_cast<std::size_t>(k));
-      const detail::RowRef row{key.data(), d2.data(), idx.data(), k};
 #pragma omp for schedule(dynamic, 256)
       for (std::int64_t i = 0; i < queries; ++i) {
         const std::int32_t own = self && request.spec.exclude_self ? static_cast<std::int32_t>(i) : -1;
+        detail::PointerRow row(key.data(), d2.data(), idx.data(), k);
         const int count = detail::search_query(grid, request.spec, q[3 * i], q[3 * i + 1], q[3 * i + 2], own, row);
         if (request.counts) request.counts[i] = count;
-        detail::finish_row(request.spec, row, count, request.indices ? request.indices + i * k : nullptr,
-                           request.distances ? request.distances + i * k : nullptr);
+        detail::finish_row<0>(request.spec, row, count, request.indices ? request.indices + i * k : nullptr,
+                              request.distances ? request.distances + i * k : nullptr);
       }
     }
   }

@@ -18,7 +18,9 @@ namespace {
 
 constexpr int kThreads = 256;
 
-unsigned blocks_for(long long n) { return static_cast<unsigned>(std::max<long long>(1, (n + kThreads - 1) / kThreads)); }
+unsigned blocks_for(long long n) {
+  return static_cast<unsigned>(std::max<long long>(1, (n + kThreads - 1) / kThreads));
+}
 
 /// Floats as signed ints that order like the floats (for atomicMin/atomicMax).
 __device__ __forceinline__ int ordered(float v) {
@@ -28,8 +30,10 @@ __device__ __forceinline__ int ordered(float v) {
 __device__ __forceinline__ float from_ordered(int i) { return __int_as_float(i >= 0 ? i : i ^ 0x7fffffff); }
 
 __global__ void init_bounds_kernel(int* bounds) {
-  if (threadIdx.x < 3) bounds[threadIdx.x] = INT_MAX;
-  else if (threadIdx.x < 6) bounds[threadIdx.x] = INT_MIN;
+  if (threadIdx.x < 3)
+    bounds[threadIdx.x] = INT_MAX;
+  else if (threadIdx.x < 6)
+    bounds[threadIdx.x] = INT_MIN;
 }
 
 __global__ void bounds_kernel(const float* __restrict__ xyz, long long n, int* bounds) {
@@ -118,25 +122,101 @@ __global__ void __launch_bounds__(kThreads)
   } else {
     qx = queries[3 * q], qy = queries[3 * q + 1], qz = queries[3 * q + 2];
   }
-  constexpr int kSlots = KM > 0 ? KM : 1;
-  float key[kSlots], d2[kSlots];
-  std::int32_t idx[kSlots];
-  RowRef row{key, d2, idx, spec.k};
-  if constexpr (KM == 0) {
-    const long long at = q * spec.k;
-    const long long plane = query_count * spec.k;
-    row = RowRef{scratch + at, scratch + plane + at, reinterpret_cast<std::int32_t*>(scratch + 2 * plane) + at, spec.k};
+  std::int32_t* idx_out = out_index ? out_index + q * spec.k : nullptr;
+  float* dist_out = out_distance ? out_distance + q * spec.k : nullptr;
+  if constexpr (KM > 0) {
+    RegisterRow<KM> row(spec.k);
+    const int count = search_query(g, spec, qx, qy, qz, self, row);
+    if (out_count) out_count[q] = count;
+    finish_row<KM>(spec, row, count, idx_out, dist_out);
+  } else {
+    const long long at = q * spec.k, plane = query_count * spec.k;
+    PointerRow row(scratch + at, scratch + plane + at, reinterpret_cast<std::int32_t*>(scratch + 2 * plane) + at,
+                   spec.k);
+    const int count = search_query(g, spec, qx, qy, qz, self, row);
+    if (out_count) out_count[q] = count;
+    finish_row<0>(spec, row, count, idx_out, dist_out);
   }
-  const int count = search_query(g, spec, qx, qy, qz, self, row);
-  if (out_count) out_count[q] = count;
-  finish_row(spec, row, count, out_index ? out_index + q * spec.k : nullptr,
-             out_distance ? out_distance + q * spec.k : nullptr);
+}
+
+/// Ball query with K <= 32, one warp per query: the lanes test 32 consecutive points of a cell at once and the
+/// row is spread over the lanes (slot j in lane j), so an insertion is a ballot and a shuffle. Few queries then
+/// still fill the GPU, and a cell's points are read coalesced. The answer is the shared definition (first K by
+/// (key, index)), which does not depend on the order the candidates arrive in.
+__global__ void __launch_bounds__(kThreads)
+    ball_warp_kernel(const GridShape* __restrict__ shape, const std::int32_t* __restrict__ begin,
+                     const float4* __restrict__ sorted, const std::int32_t* __restrict__ index,
+                     const float* __restrict__ queries, long long query_count, QuerySpec spec,
+                     std::int32_t* __restrict__ out_index, float* __restrict__ out_distance,
+                     std::int32_t* __restrict__ out_count) {
+  const long long q = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (q >= query_count) return;  // whole warps leave together
+  const GridShape s = *shape;
+  const float qx = queries[3 * q], qy = queries[3 * q + 1], qz = queries[3 * q + 2];
+  const float reach = sqrtf(spec.radius2) + s.margin;
+  const int x0 = grid_coordinate(s, qx - reach, 0), x1 = grid_coordinate(s, qx + reach, 0);
+  const int y0 = grid_coordinate(s, qy - reach, 1), y1 = grid_coordinate(s, qy + reach, 1);
+  const int z0 = grid_coordinate(s, qz - reach, 2), z1 = grid_coordinate(s, qz + reach, 2);
+  float my_key = __int_as_float(0x7f800000), my_d2 = my_key;  // this lane's slot
+  std::int32_t my_idx = 0x7fffffff;
+  long long found = 0;
+  for (int z = z0; z <= z1; ++z)
+    for (int y = y0; y <= y1; ++y)
+      for (int x = x0; x <= x1; ++x) {
+        const long long c = grid_cell(s, x, y, z);
+        const std::int32_t first = begin[c], end = begin[c + 1];
+        for (std::int32_t base = first; base < end; base += 32) {
+          const std::int32_t p = base + lane;
+          float d2 = 0.f;
+          bool hit = false;
+          if (p < end) {
+            const float4 v = sorted[p];
+            d2 = squared_distance(v.x, v.y, v.z, qx, qy, qz);
+            hit = d2 < spec.radius2 && (spec.min_radius2 == 0.f || d2 == 0.f || d2 >= spec.min_radius2);
+          }
+          unsigned hits = __ballot_sync(0xffffffffu, hit);
+          found += __popc(hits);
+          const std::int32_t idx = hit ? index[p] : 0;
+          while (hits) {  // in lane order; each hit goes into the spread row
+            const int from = __ffs(hits) - 1;
+            hits &= hits - 1;
+            const std::int32_t ci = __shfl_sync(0xffffffffu, idx, from);
+            const float cd2 = __shfl_sync(0xffffffffu, d2, from);
+            const float ck = spec.by_index ? 0.f : cd2;
+            const bool goes_before = lane < spec.k && neighbor_before(ck, ci, my_key, my_idx);
+            const unsigned before_mask = __ballot_sync(0xffffffffu, goes_before);
+            if (!before_mask) continue;  // not among the best K
+            const int at = __ffs(before_mask) - 1;
+            const float up_key = __shfl_up_sync(0xffffffffu, my_key, 1), up_d2 = __shfl_up_sync(0xffffffffu, my_d2, 1);
+            const std::int32_t up_idx = __shfl_up_sync(0xffffffffu, my_idx, 1);
+            if (lane == at)
+              my_key = ck, my_d2 = cd2, my_idx = ci;
+            else if (lane > at)
+              my_key = up_key, my_d2 = up_d2, my_idx = up_idx;
+          }
+        }
+      }
+  const int count = found < spec.k ? static_cast<int>(found) : spec.k;
+  const std::int32_t first_idx = __shfl_sync(0xffffffffu, my_idx, 0);
+  const float first_d2 = __shfl_sync(0xffffffffu, my_d2, 0);
+  if (lane < spec.k) {
+    std::int32_t i = -1;
+    float d = __int_as_float(0x7f800000);
+    if (lane < count)
+      i = my_idx, d = sqrtf(my_d2);
+    else if (spec.pad_first && count > 0)
+      i = first_idx, d = sqrtf(first_d2);
+    if (out_index) out_index[q * spec.k + lane] = i;
+    if (out_distance) out_distance[q * spec.k + lane] = d;
+  }
+  if (out_count && lane == 0) out_count[q] = count;
 }
 
 class CudaNeighbors final : public NeighborEngine::Impl {
  public:
   explicit CudaNeighbors(const Device& device) : Impl(device) {
-    require_kernel_image(reinterpret_cast<const void*>(&search_kernel<16>));
+    s3d::detail::require_kernel_image(reinterpret_cast<const void*>(&search_kernel<16>));
   }
 
   ~CudaNeighbors() override {
@@ -153,7 +233,9 @@ class CudaNeighbors final : public NeighborEngine::Impl {
     const std::size_t slots = static_cast<std::size_t>(queries) * request.spec.k;
     uploaded_points_.resize(3 * n);
     uploaded_points_.copy_from_host_async(request.points.xyz, 3 * n, stream_);
-    if (nq) uploaded_queries_.resize(3 * nq, stream_), uploaded_queries_.copy_from_host_async(request.queries.xyz, 3 * nq, stream_);
+    if (nq)
+      uploaded_queries_.resize(3 * nq, stream_),
+          uploaded_queries_.copy_from_host_async(request.queries.xyz, 3 * nq, stream_);
     out_index_.resize(slots, stream_);
     out_distance_.resize(slots, stream_);
     out_count_.resize(static_cast<std::size_t>(queries), stream_);
@@ -217,18 +299,42 @@ class CudaNeighbors final : public NeighborEngine::Impl {
     S3D_CUDA_CHECK_LAUNCH();
 
     const float* queries_xyz = request.queries.size ? request.queries.xyz : nullptr;
+    if (request.spec.ball && k <= 32) {
+      const float* ball_queries = queries_xyz ? queries_xyz : xyz;  // self-queries in input order
+      const unsigned warps_per_block = kThreads / 32;
+      const unsigned ball_blocks = static_cast<unsigned>((queries + warps_per_block - 1) / warps_per_block);
+      ball_warp_kernel<<<std::max(1u, ball_blocks), kThreads, 0, stream>>>(
+          shape_.data(), begin_.data(), sorted_.data(), sorted_index, ball_queries, queries, request.spec,
+          request.indices, request.distances, request.counts);
+      S3D_CUDA_CHECK_LAUNCH();
+      work_done_.record(stream);
+      return;
+    }
     float* scratch = km == 0 ? row_scratch_.data() : nullptr;
+    // Few queries (a ball query over 4,096 of them, say) spread over more SMs in small blocks.
+    const int threads = queries < 65536 ? 64 : kThreads;
+    const unsigned blocks = static_cast<unsigned>(std::max<long long>(1, (queries + threads - 1) / threads));
     const auto launch = [&](auto kernel) {
-      kernel<<<blocks_for(queries), kThreads, 0, stream>>>(shape_.data(), begin_.data(), sorted_.data(), sorted_index,
-                                                           queries_xyz, queries, request.spec, scratch,
-                                                           request.indices, request.distances, request.counts);
+      kernel<<<blocks, threads, 0, stream>>>(shape_.data(), begin_.data(), sorted_.data(), sorted_index, queries_xyz,
+                                             queries, request.spec, scratch, request.indices, request.distances,
+                                             request.counts);
     };
     switch (km) {
-      case 4: launch(search_kernel<4>); break;
-      case 8: launch(search_kernel<8>); break;
-      case 16: launch(search_kernel<16>); break;
-      case 32: launch(search_kernel<32>); break;
-      default: launch(search_kernel<0>); break;
+      case 4:
+        launch(search_kernel<4>);
+        break;
+      case 8:
+        launch(search_kernel<8>);
+        break;
+      case 16:
+        launch(search_kernel<16>);
+        break;
+      case 32:
+        launch(search_kernel<32>);
+        break;
+      default:
+        launch(search_kernel<0>);
+        break;
     }
     S3D_CUDA_CHECK_LAUNCH();
     work_done_.record(stream);
