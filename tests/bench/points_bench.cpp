@@ -50,7 +50,8 @@ Npy read_npy(const std::string& path) {
   for (std::size_t p = 0; p < dims.size();) {
     const std::size_t comma = dims.find(',', p);
     const std::string d = dims.substr(p, comma == std::string::npos ? std::string::npos : comma - p);
-    if (d.find_first_of("0123456789") != std::string::npos) out.shape.push_back(std::stoull(d)), count *= out.shape.back();
+    if (d.find_first_of("0123456789") != std::string::npos)
+      out.shape.push_back(std::stoull(d)), count *= out.shape.back();
     if (comma == std::string::npos) break;
     p = comma + 1;
   }
@@ -105,8 +106,8 @@ std::vector<float> uniform(std::size_t n, unsigned seed) {
 }
 
 /// Rows of `ours` ([rows, k], -1 = none) whose sets equal the peer's rows (same layout, -1 padding).
-long long rows_with_equal_sets(const std::vector<std::int32_t>& ours, const std::vector<long long>& theirs, long long rows,
-                               int k) {
+long long rows_with_equal_sets(const std::vector<std::int32_t>& ours, const std::vector<long long>& theirs,
+                               long long rows, int k) {
   long long equal = 0;
   for (long long r = 0; r < rows; ++r) {
     std::set<long long> a, b;
@@ -147,9 +148,10 @@ struct Bench {
   }
 
   void report(const std::string& name, const std::string& source, const Timing& t, const std::string& check) {
-    std::printf("{\"peer\": \"s3d\", \"case\": \"%s\", \"input\": \"%s\", \"event_median_ms\": %.4f, "
-                "\"event_min_ms\": %.4f, \"runs\": %d%s%s}\n",
-                name.c_str(), source.c_str(), t.median, t.min, t.runs, check.empty() ? "" : ", ", check.c_str());
+    std::printf(
+        "{\"peer\": \"s3d\", \"case\": \"%s\", \"input\": \"%s\", \"event_median_ms\": %.4f, "
+        "\"event_min_ms\": %.4f, \"runs\": %d%s%s}\n",
+        name.c_str(), source.c_str(), t.median, t.min, t.runs, check.empty() ? "" : ", ", check.c_str());
     std::fflush(stdout);
   }
 
@@ -158,8 +160,10 @@ struct Bench {
     const std::vector<float> host = points(name, batch * n, source);
     DeviceBuffer<float> d_points(host.size(), stream);
     d_points.copy_from_host_async(host.data(), host.size(), stream);
-    FpsBatch b{d_points.data(), std::vector<std::int64_t>(batch, static_cast<std::int64_t>(n)),
-               std::vector<std::int64_t>(batch, static_cast<std::int64_t>(m)), {}};
+    FpsBatch b{d_points.data(),
+               std::vector<std::int64_t>(batch, static_cast<std::int64_t>(n)),
+               std::vector<std::int64_t>(batch, static_cast<std::int64_t>(m)),
+               {}};
     DeviceBuffer<std::int32_t> out(batch * m, stream);
     const Timing t = time_it([&] { fps.run_device_async(b, out.data(), stream); }, stream, runs);
     const std::vector<std::int32_t> ours = out.to_host(stream);
@@ -171,8 +175,8 @@ struct Bench {
       long long rows = 0;
       for (std::size_t r = 0; r < batch; ++r)
         rows += std::equal(ours.begin() + r * m, ours.begin() + (r + 1) * m, theirs.ints.begin() + r * m);
-      check += (check.empty() ? "" : ", ") + std::string("\"rows_identical_") + peer + "\": \"" +
-               std::to_string(rows) + "/" + std::to_string(batch) + "\"";
+      check += (check.empty() ? "" : ", ") + std::string("\"rows_identical_") + peer + "\": \"" + std::to_string(rows) +
+               "/" + std::to_string(batch) + "\"";
     }
     report(name, source, t, check);
   }
@@ -190,23 +194,29 @@ struct Bench {
       BallQueryParams p;
       p.radius = radius;
       p.k = k;
-      t = time_it([&] {
+      t = time_it(
+          [&] {
             nn.ball_query_device_async({d_points.data(), n}, {d_points.data(), q}, p, idx.data(), dist.data(),
                                        counts.data(), stream);
-          }, stream, runs);
+          },
+          stream, runs);
     } else if (self) {
       KnnParams p;
       p.k = k;
-      t = time_it([&] {
+      t = time_it(
+          [&] {
             nn.knn_device_async({d_points.data(), n}, {}, p, idx.data(), dist.data(), counts.data(), stream);
-          }, stream, runs);
+          },
+          stream, runs);
     } else {  // three-NN: the dense cloud queries its first q points
       KnnParams p;
       p.k = k;
-      t = time_it([&] {
-            nn.knn_device_async({d_points.data(), q}, {d_points.data(), n}, p, idx.data(), dist.data(),
-                                counts.data(), stream);
-          }, stream, runs);
+      t = time_it(
+          [&] {
+            nn.knn_device_async({d_points.data(), q}, {d_points.data(), n}, p, idx.data(), dist.data(), counts.data(),
+                                stream);
+          },
+          stream, runs);
     }
     const std::vector<std::int32_t> ours = idx.to_host(stream);
     save_indices(name, ours);
@@ -229,10 +239,14 @@ int main(int argc, char** argv) {
   std::string only;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--dump" && i + 1 < argc) bench.dump = argv[++i];
-    else if (a == "--save" && i + 1 < argc) bench.save = argv[++i];
-    else if (a == "--runs" && i + 1 < argc) bench.runs = std::stoi(argv[++i]);
-    else if (a == "--cases" && i + 1 < argc) only = argv[++i];
+    if (a == "--dump" && i + 1 < argc)
+      bench.dump = argv[++i];
+    else if (a == "--save" && i + 1 < argc)
+      bench.save = argv[++i];
+    else if (a == "--runs" && i + 1 < argc)
+      bench.runs = std::stoi(argv[++i]);
+    else if (a == "--cases" && i + 1 < argc)
+      only = argv[++i];
     else {
       std::fprintf(stderr, "usage: bench_points [--dump DIR] [--save DIR] [--runs N] [--cases substring]\n");
       return 2;

@@ -191,7 +191,7 @@ __device__ __forceinline__ unsigned long long warp_max_redux(unsigned long long 
 template <int PPT>
 __global__ void __launch_bounds__(kThreads)
     fps_cluster_kernel(const float* __restrict__ xyz, const FpsCloud* __restrict__ clouds, int* __restrict__ out,
-                       int max_steps, int cluster_size) {
+                       int cluster_size) {
 #if S3D_CUDA_ARCH >= 900
   // Each warp's maximum and the coordinates of its point, so that no step waits on a global load of the winner.
   __shared__ unsigned long long warp_keys[2][kMaxCluster * kWarps];
@@ -315,7 +315,7 @@ class CudaFps final : public FpsEngine::Impl {
       max_steps = std::max(max_steps, static_cast<int>(batch.samples[b]));
     }
 
-    if (clusters_ && try_clusters(batch, total_points, max_steps, device_out, stream)) return;
+    if (clusters_ && try_clusters(batch, total_points, device_out, stream)) return;
 
     // Blocks per cloud: one each when the clouds fill the GPU (no grid barrier needed), else as many as the
     // GPU holds at once, shared in proportion to the clouds' sizes. Occupancy depends on the variant (points
@@ -358,8 +358,7 @@ class CudaFps final : public FpsEngine::Impl {
 
  private:
   /// sm_90: each cloud as one cluster of up to kMaxCluster blocks when its points then fit in registers.
-  bool try_clusters(const FpsBatch& batch, std::int64_t total_points, int max_steps, std::int32_t* device_out,
-                    StreamHandle stream) {
+  bool try_clusters(const FpsBatch& batch, std::int64_t total_points, std::int32_t* device_out, StreamHandle stream) {
     std::int64_t longest = 0;
     for (std::int64_t n : batch.lengths) longest = std::max(longest, n);
     int size = 1;
@@ -383,16 +382,16 @@ class CudaFps final : public FpsEngine::Impl {
     const float* xyz = batch.xyz;
     switch (ppt) {
       case 1:
-        S3D_CUDA_CHECK(cudaLaunchKernelEx(&config, fps_cluster_kernel<1>, xyz, d_clouds, device_out, max_steps, size));
+        S3D_CUDA_CHECK(cudaLaunchKernelEx(&config, fps_cluster_kernel<1>, xyz, d_clouds, device_out, size));
         break;
       case 2:
-        S3D_CUDA_CHECK(cudaLaunchKernelEx(&config, fps_cluster_kernel<2>, xyz, d_clouds, device_out, max_steps, size));
+        S3D_CUDA_CHECK(cudaLaunchKernelEx(&config, fps_cluster_kernel<2>, xyz, d_clouds, device_out, size));
         break;
       case 4:
-        S3D_CUDA_CHECK(cudaLaunchKernelEx(&config, fps_cluster_kernel<4>, xyz, d_clouds, device_out, max_steps, size));
+        S3D_CUDA_CHECK(cudaLaunchKernelEx(&config, fps_cluster_kernel<4>, xyz, d_clouds, device_out, size));
         break;
       default:
-        S3D_CUDA_CHECK(cudaLaunchKernelEx(&config, fps_cluster_kernel<8>, xyz, d_clouds, device_out, max_steps, size));
+        S3D_CUDA_CHECK(cudaLaunchKernelEx(&config, fps_cluster_kernel<8>, xyz, d_clouds, device_out, size));
         break;
     }
     S3D_CUDA_CHECK_LAUNCH();
