@@ -30,7 +30,7 @@ cp tests/bench/*.py "$out/" 2>/dev/null || true
 cmake --preset gpu-portable >/dev/null
 cmake --build --preset gpu-portable
 mkdir -p "$out/portable"
-for t in test_stereo test_stereo_layouts test_nms; do
+for t in test_stereo test_stereo_layouts test_nms test_points; do
   f=$(find "$root/build/gpu-portable/tests" -type f -perm -u+x -name "$t" | head -1)
   [ -n "$f" ] && cp "$f" "$out/portable/"
 done

@@ -1,0 +1,93 @@
+// FpsEngine: validation and the one place that chooses a backend.
+#include "s3d/points/fps.hpp"
+
+#include <optional>
+#include <string>
+
+#include "fps_impl.hpp"
+#include "s3d/core/config.hpp"
+#include "s3d/core/errors.hpp"
+#include "s3d/core/scoped_device.hpp"
+
+namespace s3d::points {
+
+void FpsBatch::validate() const {
+  S3D_EXPECTS(!lengths.empty(), "FpsBatch: no clouds");
+  S3D_EXPECTS(samples.size() == lengths.size(), "FpsBatch: " + std::to_string(samples.size()) + " sample counts for " +
+                                                    std::to_string(lengths.size()) + " clouds");
+  S3D_EXPECTS(
+      starts.empty() || starts.size() == lengths.size(),
+      "FpsBatch: " + std::to_string(starts.size()) + " starts for " + std::to_string(lengths.size()) + " clouds");
+  std::int64_t total = 0;
+  for (std::size_t b = 0; b < lengths.size(); ++b) {
+    const std::string cloud = "FpsBatch cloud " + std::to_string(b) + ": ";
+    S3D_EXPECTS(lengths[b] >= 1 && lengths[b] < (std::int64_t{1} << 31),
+                cloud + "length must be in [1, 2^31), got " + std::to_string(lengths[b]));
+    S3D_EXPECTS(
+        samples[b] >= 0 && samples[b] <= lengths[b],
+        cloud + "samples must be in [0, " + std::to_string(lengths[b]) + "], got " + std::to_string(samples[b]));
+    if (!starts.empty())
+      S3D_EXPECTS(starts[b] >= 0 && starts[b] < lengths[b],
+                  cloud + "start must be in [0, " + std::to_string(lengths[b]) + "), got " + std::to_string(starts[b]));
+    total += lengths[b];
+    S3D_EXPECTS(total < (std::int64_t{1} << 40), "FpsBatch: more than 2^40 points");
+  }
+  S3D_EXPECTS(xyz != nullptr, "FpsBatch: null xyz");
+}
+
+std::int64_t FpsBatch::total_samples() const {
+  std::int64_t total = 0;
+  for (std::int64_t m : samples) total += m;
+  return total;
+}
+
+FpsEngine::FpsEngine(const Device& device) {
+  std::optional<ScopedDevice> callers_device;
+  const int target = device.is_auto() ? 0 : device.index();
+  if (!device.is_cpu() && target >= 0 && target < cuda_device_count()) callers_device.emplace(target);
+  const Device resolved = resolve_device(device);
+  if (resolved.is_cuda()) {
+#if S3D_WITH_CUDA
+    impl_ = detail::make_cuda_fps(resolved);
+#else
+    throw DeviceUnavailable("FpsEngine: CUDA is not built into this s3d");
+#endif
+  } else {
+    impl_ = detail::make_cpu_fps(resolved);
+  }
+}
+
+FpsEngine::~FpsEngine() = default;
+FpsEngine::FpsEngine(FpsEngine&&) noexcept = default;
+FpsEngine& FpsEngine::operator=(FpsEngine&&) noexcept = default;
+
+const Device& FpsEngine::device() const { return impl_->device_; }
+
+std::vector<std::int32_t> FpsEngine::run(PointsView<const float> cloud, std::int64_t samples, std::int64_t start) {
+  FpsBatch batch;
+  batch.xyz = cloud.xyz;
+  batch.lengths = {static_cast<std::int64_t>(cloud.size)};
+  batch.samples = {samples};
+  batch.starts = {start};
+  return run(batch);
+}
+
+std::vector<std::int32_t> FpsEngine::run(const FpsBatch& batch) {
+  batch.validate();
+  return impl_->run_host(batch);
+}
+
+void FpsEngine::run_device_async(const FpsBatch& batch, std::int32_t* device_out, StreamHandle stream) {
+  batch.validate();
+  S3D_EXPECTS(impl_->device_.is_cuda(), "FpsEngine::run_device_async needs a CUDA engine");
+  S3D_EXPECTS(device_out != nullptr || batch.total_samples() == 0, "FpsEngine::run_device_async: null output");
+  impl_->run_device_async(batch, device_out, stream);
+}
+
+std::vector<std::int32_t> farthest_point_sampling(const Device& device, PointsView<const float> cloud,
+                                                  std::int64_t samples, std::int64_t start) {
+  FpsEngine engine(device);
+  return engine.run(cloud, samples, start);
+}
+
+}  // namespace s3d::points

@@ -1,0 +1,90 @@
+// The CPU neighbour backend: a counting sort of the points into the grid, then every query searched on its own
+// (OpenMP) with the same routines the CUDA backend runs.
+#include <algorithm>
+#include <vector>
+
+#include "neighbors_impl.hpp"
+
+namespace s3d::points {
+namespace {
+
+class CpuNeighbors final : public NeighborEngine::Impl {
+ public:
+  using Impl::Impl;
+
+  void run_host(const SearchRequest& request) override {
+    const detail::GridView grid = build_grid(request);
+    const std::int64_t queries = request.query_count();
+    const int k = request.spec.k;
+    const bool self = request.queries.size == 0;
+    const float* q = self ? request.points.xyz : request.queries.xyz;
+#pragma omp parallel
+    {
+      std::vector<float> key(static_cast<std::size_t>(k)), d2(static_cast<std::size_t>(k));
+      std::vector<std::int32_t> idx(static_cast<std::size_t>(k));
+#pragma omp for schedule(dynamic, 256)
+      for (std::int64_t i = 0; i < queries; ++i) {
+        const std::int32_t own = self && request.spec.exclude_self ? static_cast<std::int32_t>(i) : -1;
+        detail::PointerRow row(key.data(), d2.data(), idx.data(), k);
+        const int count = detail::search_query(grid, request.spec, q[3 * i], q[3 * i + 1], q[3 * i + 2], own, row);
+        if (request.counts) request.counts[i] = count;
+        detail::finish_row<0>(request.spec, row, count, request.indices ? request.indices + i * k : nullptr,
+                              request.distances ? request.distances + i * k : nullptr);
+      }
+    }
+  }
+
+  void run_device_async(const SearchRequest&, StreamHandle) override {}
+
+ private:
+  detail::GridView build_grid(const SearchRequest& request) {
+    const std::int64_t n = static_cast<std::int64_t>(request.points.size);
+    const float* p = request.points.xyz;
+    float lo[3] = {p[0], p[1], p[2]}, hi[3] = {p[0], p[1], p[2]};
+    for (std::int64_t i = 1; i < n; ++i)
+      for (int a = 0; a < 3; ++a) {
+        lo[a] = std::min(lo[a], p[3 * i + a]);
+        hi[a] = std::max(hi[a], p[3 * i + a]);
+      }
+    detail::GridView g{};
+    g.shape = detail::make_grid_shape(lo, hi, n, request.points_per_cell, request.min_cell, detail::max_grid_cells(n));
+    const long long cells = g.shape.cells();
+    cell_.resize(static_cast<std::size_t>(n));
+    begin_.assign(static_cast<std::size_t>(cells) + 1, 0);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const int x = detail::grid_coordinate(g.shape, p[3 * i], 0);
+      const int y = detail::grid_coordinate(g.shape, p[3 * i + 1], 1);
+      const int z = detail::grid_coordinate(g.shape, p[3 * i + 2], 2);
+      cell_[i] = detail::grid_cell(g.shape, x, y, z);
+      ++begin_[cell_[i] + 1];
+    }
+    for (long long c = 0; c < cells; ++c) begin_[c + 1] += begin_[c];
+    cursor_.assign(begin_.begin(), begin_.end() - 1);
+    sorted_.resize(static_cast<std::size_t>(4 * n));
+    index_.resize(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) {  // stable: a cell lists its points in index order
+      const std::int32_t at = cursor_[cell_[i]]++;
+      std::copy(p + 3 * i, p + 3 * i + 3, sorted_.data() + 4 * static_cast<std::int64_t>(at));
+      sorted_[4 * static_cast<std::int64_t>(at) + 3] = 0.f;
+      index_[at] = static_cast<std::int32_t>(i);
+    }
+    g.begin = begin_.data();
+    g.xyz = sorted_.data();
+    g.index = index_.data();
+    return g;
+  }
+
+  std::vector<long long> cell_;
+  std::vector<std::int32_t> begin_, cursor_, index_;
+  std::vector<float> sorted_;
+};
+
+}  // namespace
+
+namespace detail {
+std::unique_ptr<NeighborEngine::Impl> make_cpu_neighbors(const Device& device) {
+  return std::make_unique<CpuNeighbors>(device);
+}
+}  // namespace detail
+
+}  // namespace s3d::points

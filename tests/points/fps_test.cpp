@@ -1,0 +1,143 @@
+// FPS on every device against an independent plain reference (a first-arg-max loop written here), on ties,
+// duplicates, odd sizes, batches and the real scans.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "cloud_fixtures.hpp"
+#include "s3d/core/errors.hpp"
+#include "s3d/points/fps.hpp"
+#include "test_support.hpp"
+
+namespace s3d::points {
+namespace {
+
+/// The definition, written as plainly as possible: strict '>' keeps the first (smallest) index among maxima.
+std::vector<std::int32_t> reference_fps(const float* p, std::size_t n, std::size_t m, std::size_t start) {
+  std::vector<float> d(n, std::numeric_limits<float>::infinity());
+  std::vector<std::int32_t> out;
+  std::size_t last = start;
+  for (std::size_t s = 0; s < m; ++s) {
+    out.push_back(static_cast<std::int32_t>(last));
+    float best = -1.f;
+    std::size_t arg = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const float dx = p[3 * i] - p[3 * last], dy = p[3 * i + 1] - p[3 * last + 1], dz = p[3 * i + 2] - p[3 * last + 2];
+      const float dx2 = dx * dx, dy2 = dy * dy, dz2 = dz * dz;
+      const float sum = dx2 + dy2;
+      d[i] = std::min(d[i], sum + dz2);
+      if (d[i] > best) best = d[i], arg = i;
+    }
+    last = arg;
+  }
+  return out;
+}
+
+class FpsDeviceTest : public ::testing::TestWithParam<Device> {
+ protected:
+  void SetUp() override { S3D_SKIP_IF_NO_DEVICE(GetParam()); }
+  void expect_reference(const std::vector<float>& xyz, std::size_t m, std::size_t start = 0) {
+    FpsEngine engine(GetParam());
+    const std::size_t n = xyz.size() / 3;
+    const auto got = engine.run(PointsView<const float>{xyz.data(), n}, static_cast<std::int64_t>(m),
+                                static_cast<std::int64_t>(start));
+    EXPECT_EQ(got, reference_fps(xyz.data(), n, m, start)) << "n=" << n << " m=" << m << " start=" << start;
+  }
+};
+
+TEST_P(FpsDeviceTest, MatchesReferenceOnOddSizes) {
+  for (std::size_t n : {1u, 2u, 3u, 31u, 513u, 1000u, 4099u}) {
+    const auto xyz = test::uniform_cloud(n, 7 + static_cast<unsigned>(n));
+    expect_reference(xyz, std::min<std::size_t>(n, 64), n / 2);
+    expect_reference(xyz, n);  // M = N
+  }
+}
+
+TEST_P(FpsDeviceTest, MatchesReferenceOnLatticeTies) { expect_reference(test::lattice(17, 13, 11), 600, 5); }
+
+TEST_P(FpsDeviceTest, KeepsPickingWhenDistinctPointsRunOut) {
+  const auto xyz = test::duplicates(3001, 5, 3);
+  expect_reference(xyz, 40);
+  FpsEngine engine(GetParam());
+  const auto got = engine.run(PointsView<const float>{xyz.data(), 3001}, 40);
+  EXPECT_EQ(got[39], 0) << "with every distance 0 the smallest index is picked";
+}
+
+TEST_P(FpsDeviceTest, LargeCloudUsesTheWholeDeviceAndStaysExact) {
+  expect_reference(test::uniform_cloud(300001, 11), 200, 12345);
+}
+
+TEST_P(FpsDeviceTest, BatchOfDifferentLengthsMatchesEachCloud) {
+  std::vector<std::int64_t> lengths = {1000, 1, 5000, 33, 16384, 777};
+  std::vector<std::int64_t> samples = {100, 1, 64, 33, 256, 0};
+  std::vector<std::int64_t> starts = {3, 0, 4999, 7, 100, 0};
+  std::vector<float> all;
+  for (std::size_t b = 0; b < lengths.size(); ++b) {
+    const auto c = test::uniform_cloud(static_cast<std::size_t>(lengths[b]), 100 + static_cast<unsigned>(b));
+    all.insert(all.end(), c.begin(), c.end());
+  }
+  FpsBatch batch{all.data(), lengths, samples, starts};
+  FpsEngine engine(GetParam());
+  const auto got = engine.run(batch);
+  std::vector<std::int32_t> want;
+  std::size_t offset = 0;
+  for (std::size_t b = 0; b < lengths.size(); ++b) {
+    const auto r = reference_fps(all.data() + 3 * offset, lengths[b], samples[b], starts[b]);
+    want.insert(want.end(), r.begin(), r.end());
+    offset += lengths[b];
+  }
+  EXPECT_EQ(got, want);
+  // The same batch twice: the engine's reused buffers give the same answer.
+  EXPECT_EQ(engine.run(batch), want);
+}
+
+TEST_P(FpsDeviceTest, ManySmallCloudsMoreThanTheGpuHasSms) {
+  std::vector<std::int64_t> lengths, samples, starts;
+  std::vector<float> all;
+  for (unsigned b = 0; b < 300; ++b) {
+    const std::int64_t n = 1 + (b * 37) % 700;
+    lengths.push_back(n);
+    samples.push_back(std::min<std::int64_t>(n, 1 + b % 50));
+    starts.push_back(static_cast<std::int64_t>(b) % n);
+    const auto c = b % 3 ? test::uniform_cloud(static_cast<std::size_t>(n), b) : test::duplicates(n, 3, b);
+    all.insert(all.end(), c.begin(), c.end());
+  }
+  FpsEngine engine(GetParam());
+  const auto got = engine.run(FpsBatch{all.data(), lengths, samples, starts});
+  std::vector<std::int32_t> want;
+  std::size_t offset = 0;
+  for (std::size_t b = 0; b < lengths.size(); ++b) {
+    const auto r = reference_fps(all.data() + 3 * offset, lengths[b], samples[b], starts[b]);
+    want.insert(want.end(), r.begin(), r.end());
+    offset += lengths[b];
+  }
+  EXPECT_EQ(got, want);
+}
+
+TEST_P(FpsDeviceTest, RealKittiScan) {
+  S3D_REQUIRE_DATA(path, "pointclouds/kitti_velodyne/000000.bin");
+  expect_reference(test::read_kitti_bin(path), 512);
+}
+
+TEST_P(FpsDeviceTest, RealAerialScan) {
+  S3D_REQUIRE_DATA(path, "pointclouds/aerial_vol_total/vol_total_498868.ply");
+  expect_reference(test::read_binary_ply_xyz(path), 96, 1000);
+}
+
+TEST_P(FpsDeviceTest, RejectsBadShapes) {
+  FpsEngine engine(GetParam());
+  const auto xyz = test::uniform_cloud(10, 1);
+  const PointsView<const float> view{xyz.data(), 10};
+  EXPECT_THROW(engine.run(view, 11), InvalidArgument);
+  EXPECT_THROW(engine.run(view, 5, 10), InvalidArgument);
+  EXPECT_THROW(engine.run(PointsView<const float>{xyz.data(), 0}, 0), InvalidArgument);
+  EXPECT_TRUE(engine.run(view, 0).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, FpsDeviceTest, ::testing::ValuesIn(s3d::test::test_devices()),
+                         s3d::test::device_test_name);
+
+}  // namespace
+}  // namespace s3d::points
