@@ -65,10 +65,14 @@ inline std::vector<float> read_binary_ply_xyz(const std::filesystem::path& path)
     words >> a >> b >> c;
     if (a == "element" && b == "vertex") vertices = std::stoul(c);
     if (a == "property") {
-      if (b == "float" || b == "float32" || b == "int" || b == "uint" || b == "int32" || b == "uint32") record += 4;
-      else if (b == "double" || b == "float64") record += 8;
-      else if (b == "short" || b == "ushort" || b == "int16" || b == "uint16") record += 2;
-      else record += 1;
+      if (b == "float" || b == "float32" || b == "int" || b == "uint" || b == "int32" || b == "uint32")
+        record += 4;
+      else if (b == "double" || b == "float64")
+        record += 8;
+      else if (b == "short" || b == "ushort" || b == "int16" || b == "uint16")
+        record += 2;
+      else
+        record += 1;
     }
   }
   std::vector<char> bytes(vertices * record);

@@ -24,7 +24,8 @@ float d2_of(const float* a, const float* b) {
 
 /// Brute force: all candidates of query q that pass `keep`, ordered by (key, index), first k.
 template <typename Keep, typename Key>
-Neighbors brute(const std::vector<float>& pts, const std::vector<float>& qs, int k, bool pad_first, Keep keep, Key key) {
+Neighbors brute(const std::vector<float>& pts, const std::vector<float>& qs, int k, bool pad_first, Keep keep,
+                Key key) {
   const std::size_t n = pts.size() / 3, nq = qs.size() / 3;
   Neighbors out;
   out.queries = static_cast<std::int64_t>(nq);
@@ -49,8 +50,9 @@ Neighbors brute(const std::vector<float>& pts, const std::vector<float>& qs, int
 }
 
 Neighbors brute_knn(const std::vector<float>& pts, const std::vector<float>& qs, int k, bool exclude_self) {
-  return brute(pts, qs, k, false, [&](std::size_t q, std::size_t i, float) { return !(exclude_self && q == i); },
-               [](float d2) { return d2; });
+  return brute(
+      pts, qs, k, false, [&](std::size_t q, std::size_t i, float) { return !(exclude_self && q == i); },
+      [](float d2) { return d2; });
 }
 
 Neighbors brute_ball(const std::vector<float>& pts, const std::vector<float>& qs, const BallQueryParams& p) {

@@ -13,20 +13,19 @@ namespace s3d::points {
 
 void FpsBatch::validate() const {
   S3D_EXPECTS(!lengths.empty(), "FpsBatch: no clouds");
-  S3D_EXPECTS(samples.size() == lengths.size(), "FpsBatch: " + std::to_string(samples.size()) +
-                                                    " sample counts for " + std::to_string(lengths.size()) +
-                                                    " clouds");
-  S3D_EXPECTS(starts.empty() || starts.size() == lengths.size(),
-              "FpsBatch: " + std::to_string(starts.size()) + " starts for " + std::to_string(lengths.size()) +
-                  " clouds");
+  S3D_EXPECTS(samples.size() == lengths.size(), "FpsBatch: " + std::to_string(samples.size()) + " sample counts for " +
+                                                    std::to_string(lengths.size()) + " clouds");
+  S3D_EXPECTS(
+      starts.empty() || starts.size() == lengths.size(),
+      "FpsBatch: " + std::to_string(starts.size()) + " starts for " + std::to_string(lengths.size()) + " clouds");
   std::int64_t total = 0;
   for (std::size_t b = 0; b < lengths.size(); ++b) {
     const std::string cloud = "FpsBatch cloud " + std::to_string(b) + ": ";
     S3D_EXPECTS(lengths[b] >= 1 && lengths[b] < (std::int64_t{1} << 31),
                 cloud + "length must be in [1, 2^31), got " + std::to_string(lengths[b]));
-    S3D_EXPECTS(samples[b] >= 0 && samples[b] <= lengths[b],
-                cloud + "samples must be in [0, " + std::to_string(lengths[b]) + "], got " +
-                    std::to_string(samples[b]));
+    S3D_EXPECTS(
+        samples[b] >= 0 && samples[b] <= lengths[b],
+        cloud + "samples must be in [0, " + std::to_string(lengths[b]) + "], got " + std::to_string(samples[b]));
     if (!starts.empty())
       S3D_EXPECTS(starts[b] >= 0 && starts[b] < lengths[b],
                   cloud + "start must be in [0, " + std::to_string(lengths[b]) + "), got " + std::to_string(starts[b]));

@@ -68,11 +68,10 @@ __device__ __forceinline__ unsigned long long block_max(unsigned long long v, un
 /// PPT > 0: each thread owns PPT points (registers). PPT == 0: each thread walks its share of the block's
 /// chunk with distances in `scratch_distance` (global). kCooperative: several blocks per cloud.
 template <int PPT, bool kCooperative>
-__global__ void __launch_bounds__(kThreads) fps_kernel(const float* __restrict__ xyz, const FpsCloud* __restrict__ clouds,
-                                                       const FpsBlock* __restrict__ blocks,
-                                                       unsigned long long* __restrict__ slots,
-                                                       float* __restrict__ scratch_distance, int* __restrict__ out,
-                                                       int max_steps) {
+__global__ void __launch_bounds__(kThreads)
+    fps_kernel(const float* __restrict__ xyz, const FpsCloud* __restrict__ clouds, const FpsBlock* __restrict__ blocks,
+               unsigned long long* __restrict__ slots, float* __restrict__ scratch_distance, int* __restrict__ out,
+               int max_steps) {
   __shared__ unsigned long long reduce_scratch[kWarps + 1];
   const FpsBlock task = blocks[blockIdx.x];
   const FpsCloud c = clouds[task.cloud];
@@ -146,11 +145,16 @@ __global__ void __launch_bounds__(kThreads) fps_kernel(const float* __restrict__
 template <bool kCooperative>
 void* kernel_for(int ppt) {
   switch (ppt) {
-    case 1: return reinterpret_cast<void*>(&fps_kernel<1, kCooperative>);
-    case 2: return reinterpret_cast<void*>(&fps_kernel<2, kCooperative>);
-    case 4: return reinterpret_cast<void*>(&fps_kernel<4, kCooperative>);
-    case 8: return reinterpret_cast<void*>(&fps_kernel<8, kCooperative>);
-    default: return reinterpret_cast<void*>(&fps_kernel<0, kCooperative>);
+    case 1:
+      return reinterpret_cast<void*>(&fps_kernel<1, kCooperative>);
+    case 2:
+      return reinterpret_cast<void*>(&fps_kernel<2, kCooperative>);
+    case 4:
+      return reinterpret_cast<void*>(&fps_kernel<4, kCooperative>);
+    case 8:
+      return reinterpret_cast<void*>(&fps_kernel<8, kCooperative>);
+    default:
+      return reinterpret_cast<void*>(&fps_kernel<0, kCooperative>);
   }
 }
 

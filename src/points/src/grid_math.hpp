@@ -15,7 +15,7 @@ struct GridShape {
   float origin[3];  // bounding-box minimum
   float cell;       // cell edge
   float inv_cell;
-  float margin;     // how far a point may sit outside its cell's box after rounding
+  float margin;  // how far a point may sit outside its cell's box after rounding
   int dims[3];
   S3D_HOST_DEVICE long long cells() const { return static_cast<long long>(dims[0]) * dims[1] * dims[2]; }
 };

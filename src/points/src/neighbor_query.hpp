@@ -11,12 +11,12 @@ namespace s3d::points::detail {
 /// Everything a search needs besides the grid and the query; a trivially copyable kernel argument.
 struct QuerySpec {
   int k;
-  bool ball;           // ball query (else kNN)
-  bool by_index;       // ball query: first K in index order (else by distance)
-  bool exclude_self;   // kNN on the cloud itself: query i skips point i
-  bool pad_first;      // fill missing slots with the first neighbour (else -1 / +inf)
-  float radius2;       // ball: d2 < radius2
-  float min_radius2;   // ball: and (d2 == 0 or d2 >= min_radius2) when > 0 (mmcv)
+  bool ball;          // ball query (else kNN)
+  bool by_index;      // ball query: first K in index order (else by distance)
+  bool exclude_self;  // kNN on the cloud itself: query i skips point i
+  bool pad_first;     // fill missing slots with the first neighbour (else -1 / +inf)
+  float radius2;      // ball: d2 < radius2
+  float min_radius2;  // ball: and (d2 == 0 or d2 >= min_radius2) when > 0 (mmcv)
 };
 
 S3D_HOST_DEVICE inline void clear_row(const RowRef& row) {

@@ -79,7 +79,8 @@ void KnnParams::validate() const {
 }
 
 void BallQueryParams::validate() const {
-  S3D_EXPECTS(std::isfinite(radius) && radius > 0.f, "BallQueryParams.radius must be finite and > 0, got " + num(radius));
+  S3D_EXPECTS(std::isfinite(radius) && radius > 0.f,
+              "BallQueryParams.radius must be finite and > 0, got " + num(radius));
   S3D_EXPECTS(std::isfinite(radius * radius) && radius * radius > 0.f,
               "BallQueryParams.radius squared must be a positive float, got " + num(radius));
   S3D_EXPECTS(std::isfinite(min_radius) && min_radius >= 0.f && min_radius < radius,
@@ -191,7 +192,8 @@ std::vector<double> interpolate(const Interpolation& weights, const double* valu
       const std::int32_t i = weights.indices[3 * q + j];
       if (i < 0) continue;
       const double w = weights.weights[3 * q + j];
-      for (int c = 0; c < channels; ++c) out[q * channels + c] += w * values[static_cast<std::int64_t>(i) * channels + c];
+      for (int c = 0; c < channels; ++c)
+        out[q * channels + c] += w * values[static_cast<std::int64_t>(i) * channels + c];
     }
   return out;
 }

@@ -18,7 +18,9 @@ namespace {
 
 constexpr int kThreads = 256;
 
-unsigned blocks_for(long long n) { return static_cast<unsigned>(std::max<long long>(1, (n + kThreads - 1) / kThreads)); }
+unsigned blocks_for(long long n) {
+  return static_cast<unsigned>(std::max<long long>(1, (n + kThreads - 1) / kThreads));
+}
 
 /// Floats as signed ints that order like the floats (for atomicMin/atomicMax).
 __device__ __forceinline__ int ordered(float v) {
@@ -28,8 +30,10 @@ __device__ __forceinline__ int ordered(float v) {
 __device__ __forceinline__ float from_ordered(int i) { return __int_as_float(i >= 0 ? i : i ^ 0x7fffffff); }
 
 __global__ void init_bounds_kernel(int* bounds) {
-  if (threadIdx.x < 3) bounds[threadIdx.x] = INT_MAX;
-  else if (threadIdx.x < 6) bounds[threadIdx.x] = INT_MIN;
+  if (threadIdx.x < 3)
+    bounds[threadIdx.x] = INT_MAX;
+  else if (threadIdx.x < 6)
+    bounds[threadIdx.x] = INT_MIN;
 }
 
 __global__ void bounds_kernel(const float* __restrict__ xyz, long long n, int* bounds) {
@@ -153,7 +157,9 @@ class CudaNeighbors final : public NeighborEngine::Impl {
     const std::size_t slots = static_cast<std::size_t>(queries) * request.spec.k;
     uploaded_points_.resize(3 * n);
     uploaded_points_.copy_from_host_async(request.points.xyz, 3 * n, stream_);
-    if (nq) uploaded_queries_.resize(3 * nq, stream_), uploaded_queries_.copy_from_host_async(request.queries.xyz, 3 * nq, stream_);
+    if (nq)
+      uploaded_queries_.resize(3 * nq, stream_),
+          uploaded_queries_.copy_from_host_async(request.queries.xyz, 3 * nq, stream_);
     out_index_.resize(slots, stream_);
     out_distance_.resize(slots, stream_);
     out_count_.resize(static_cast<std::size_t>(queries), stream_);
@@ -220,15 +226,25 @@ class CudaNeighbors final : public NeighborEngine::Impl {
     float* scratch = km == 0 ? row_scratch_.data() : nullptr;
     const auto launch = [&](auto kernel) {
       kernel<<<blocks_for(queries), kThreads, 0, stream>>>(shape_.data(), begin_.data(), sorted_.data(), sorted_index,
-                                                           queries_xyz, queries, request.spec, scratch,
-                                                           request.indices, request.distances, request.counts);
+                                                           queries_xyz, queries, request.spec, scratch, request.indices,
+                                                           request.distances, request.counts);
     };
     switch (km) {
-      case 4: launch(search_kernel<4>); break;
-      case 8: launch(search_kernel<8>); break;
-      case 16: launch(search_kernel<16>); break;
-      case 32: launch(search_kernel<32>); break;
-      default: launch(search_kernel<0>); break;
+      case 4:
+        launch(search_kernel<4>);
+        break;
+      case 8:
+        launch(search_kernel<8>);
+        break;
+      case 16:
+        launch(search_kernel<16>);
+        break;
+      case 32:
+        launch(search_kernel<32>);
+        break;
+      default:
+        launch(search_kernel<0>);
+        break;
     }
     S3D_CUDA_CHECK_LAUNCH();
     work_done_.record(stream);

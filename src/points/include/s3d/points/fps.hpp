@@ -24,10 +24,10 @@ namespace s3d::points {
 /// One batch of clouds for FPS. Points of cloud b are `xyz[3*offset_b ... 3*(offset_b + lengths[b]) - 1]`,
 /// offset_b = lengths[0] + ... + lengths[b-1]. The memory space of `xyz` is the callee's to say.
 struct FpsBatch {
-  const float* xyz = nullptr;          ///< x y z per point, all clouds back to back
-  std::vector<std::int64_t> lengths;   ///< points per cloud, each in [1, 2^31)
-  std::vector<std::int64_t> samples;   ///< M per cloud, each in [0, lengths[b]] (the caller checks allow-fewer)
-  std::vector<std::int64_t> starts;    ///< first index per cloud, each in [0, lengths[b]); empty = all 0
+  const float* xyz = nullptr;         ///< x y z per point, all clouds back to back
+  std::vector<std::int64_t> lengths;  ///< points per cloud, each in [1, 2^31)
+  std::vector<std::int64_t> samples;  ///< M per cloud, each in [0, lengths[b]] (the caller checks allow-fewer)
+  std::vector<std::int64_t> starts;   ///< first index per cloud, each in [0, lengths[b]); empty = all 0
 
   /// Checks the shapes. @throws InvalidArgument naming the cloud and field.
   void validate() const;

@@ -87,8 +87,7 @@ class NeighborEngine {
   /// @throws InvalidArgument (params, K > N without allow_fewer, empty points), CudaError, OutOfMemory.
   Neighbors knn(PointsView<const float> points, PointsView<const float> queries, const KnnParams& params);
   /// Ball query of each query among `points` (host memory); empty `queries` = the points themselves.
-  Neighbors ball_query(PointsView<const float> points, PointsView<const float> queries,
-                       const BallQueryParams& params);
+  Neighbors ball_query(PointsView<const float> points, PointsView<const float> queries, const BallQueryParams& params);
   /// For each dense point, its 3 nearest `sparse` points and their inverse-distance weights (host memory).
   Interpolation three_nn(PointsView<const float> sparse, PointsView<const float> dense);
 
