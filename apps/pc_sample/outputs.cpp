@@ -30,7 +30,7 @@ std::string npy_bytes(const void* data, const char* dtype, const std::vector<std
   out += static_cast<char>(header.size() >> 8);
   out += header;
   // int32 and float32 only, both 4 bytes; s3d builds for little-endian hosts (as '<' says).
-  out.append(static_cast<const char*>(data), static_cast<std::size_t>(count) * 4);
+  if (count > 0) out.append(static_cast<const char*>(data), static_cast<std::size_t>(count) * 4);
   return out;
 }
 
