@@ -402,6 +402,33 @@ class PcSampleTest(unittest.TestCase):
         self.assertIn("POINTS 64", head)
         self.assertIn("HEIGHT 1\n", head)  # a sample is no longer an organised grid
 
+    def test_random_start_and_stdout_arrays(self):
+        # --start random: splitmix64(seed + item index) mod N, the same on every run
+        proc = self.run_tool("fps", BUNNY_SMALL, "-n", "5", "--start", "random", "--seed", "3", "--emit", "indices",
+                             "-o", "r.txt", "--json")
+        x = (3 + 0x9E3779B97F4A7C15) % 2 ** 64
+        x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) % 2 ** 64
+        x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) % 2 ** 64
+        start = (x ^ (x >> 31)) % 453
+        self.assertEqual(self.records(proc)[0]["start"], start)
+        with open(self.path("r.txt")) as f:
+            self.assertEqual([int(v) for v in f], fps_reference(local_xyz(self.bunny_points()), 5, start))
+        # -o - takes one array; --format npy names it
+        proc = self.run_tool("knn", BUNNY_SMALL, "-k", "2", "--emit", "counts", "-o", "-", "--format", "npy")
+        with open(self.path("c.npy"), "wb") as f:
+            f.write(proc.stdout)
+        self.assertEqual(read_npy(self.path("c.npy")), [2] * 453)
+        err = self.run_tool("-q", "knn", BUNNY_SMALL, "-k", "2", "-o", "-", code=1).stderr.decode()
+        self.assertIn("one array", err)
+        # interp --attributes replaces a dense column of the same name
+        pts = self.bunny_points()
+        write_ply(self.path("sp.ply"), [("x", "float"), ("y", "float"), ("z", "float"), ("intensity", "float")],
+                  [(p[0], p[1], p[2], 7.0) for p in pts[:10]])
+        self.run_tool("interp", BUNNY_SMALL, "--from", "sp.ply", "--attributes", "intensity", "-o", "d.ply")
+        out = read_ply(self.path("d.ply"))
+        self.assertEqual([p[0] for p in out["elements"][0][2]], ["x", "y", "z", "confidence", "intensity"])
+        self.assertTrue(all(abs(r[4] - 7.0) < 1e-5 for r in out["rows"]["vertex"]))
+
     # pipes, batches, records ---------------------------------------------------------------------
     def test_pipeline_from_sgm_depth(self):
         sample = os.path.join(SOURCE, "data", "sample")
