@@ -7,6 +7,7 @@
 #include <fstream>
 #include <limits>
 
+#include "../common/tool_files.hpp"
 #include "s3d/core/errors.hpp"
 
 namespace fs = std::filesystem;
@@ -15,13 +16,7 @@ namespace s3d::nms_filter {
 namespace {
 
 void write_text(cli::ItemContext& ctx, const std::string& path, const std::string& content) {
-  ctx.write_atomically(path, [&](const std::string& tmp) {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!out) throw IoError(path + ": cannot create");
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    out.close();
-    if (!out) throw IoError(path + ": write failed");
-  });
+  apps::write_file_atomically(ctx, path, content);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "../common/tool_files.hpp"
 #include "s3d/core/errors.hpp"
 
 namespace fs = std::filesystem;
@@ -11,22 +12,8 @@ namespace fs = std::filesystem;
 namespace s3d::nms_filter {
 namespace {
 
+using apps::split_list;
 using io::BoxFileFormat;
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    std::string item = text.substr(start, comma - start);
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    if (!item.empty()) out.push_back(item);
-    start = comma + 1;
-  }
-  return out;
-}
 
 /// The .txt names a voc folder will be written with (those of the input folder).
 std::vector<std::string> voc_files(const std::string& folder) {

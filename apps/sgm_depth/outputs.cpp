@@ -113,7 +113,8 @@ void write_output(cli::ItemContext& ctx, const std::string& path, const std::str
       break;
     }
     case Emit::kCloud: {
-      if (fmt != "ply") throw bad_format(".ply");
+      // PLY is the only cloud format, so `-o -` needs no --format (`... --emit cloud -o - | pc-sample fps -`).
+      if (fmt != "ply" && !(fmt.empty() && path == "-")) throw bad_format(".ply");
       const io::ImageU8 colour = io::read_rgb8(src.left_path);
       const geometry::ColourView colour_view{colour.data.data(), colour.width, colour.height, colour.channels};
       const PointCloud cloud = geometry::cloud_from_disparity(

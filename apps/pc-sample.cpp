@@ -1,0 +1,163 @@
+// pc-sample: farthest point sampling, ball query, kNN and three-NN interpolation of point-cloud files
+// (docs/PC-SAMPLE.md). Option parsing per subcommand and one handler: the frame's workers read each cloud
+// and put it in local coordinates (pc_sample/job), the handler runs the run's one engine (s3d::points, on
+// the chosen device) in input order, and the workers write the sampled cloud, indices or arrays
+// (pc_sample/results).
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pc_sample/job.hpp"
+#include "pc_sample/plan.hpp"
+#include "s3d/cli/tool.hpp"
+#include "s3d/core/errors.hpp"
+
+using s3d::pc_sample::Job;
+using s3d::pc_sample::Mode;
+using s3d::pc_sample::Result;
+
+namespace {
+
+/// A folder argument stands for the clouds in it (.ply .pcd .bin .npy, sorted by name).
+std::optional<std::vector<nlohmann::json>> folder_items(const std::string& arg) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(arg, ec)) return std::nullopt;
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(arg, ec)) {
+    std::string ext = e.path().extension().string();
+    for (auto& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (e.is_regular_file() && (ext == ".ply" || ext == ".pcd" || ext == ".bin" || ext == ".npy"))
+      files.push_back(e.path().string());
+  }
+  if (files.empty()) throw s3d::DataError(arg + ": no .ply, .pcd, .bin or .npy files");
+  std::sort(files.begin(), files.end());
+  std::vector<nlohmann::json> items;
+  for (const auto& f : files) items.push_back({{"input", f}});
+  return items;
+}
+
+/// ball and knn: where the queries come from, and which arrays are written.
+void add_neighbour_outputs(CLI::App& sub, std::string& queries, std::string& emit) {
+  sub.add_option("--queries", queries, "query points from this cloud file (default: the cloud itself)");
+  sub.add_option("--emit", emit,
+                 "arrays to write: indices at -o NAME.npy, distances at NAME.dist.npy, counts at NAME.counts.npy")
+      ->capture_default_str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  s3d::cli::Tool tool("pc-sample",
+                      "Exact farthest point sampling, ball query, kNN and three-NN interpolation of point clouds "
+                      "(PLY, PCD, KITTI .bin, .npy), on GPU or CPU",
+                      s3d::cli::ItemSpec{1, {"input"}});
+  s3d::pc_sample::Flags f;
+  CLI::App& app = tool.app();
+  app.require_subcommand(1);
+  const char* io_group = "Input and output";
+  app.add_option("--input-format", f.input_format,
+                 "the input's format: ply, pcd, bin (KITTI), npy (default: the extension; stdin: its first bytes)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "ply", "pcd", "bin", "kitti", "npy"}))
+      ->group(io_group);
+  app.add_flag("--drop-invalid", f.drop_invalid,
+               "skip points with a NaN/inf coordinate (counted in the record) instead of failing the file; "
+               "indices written still name rows of the input file")
+      ->group(io_group);
+
+  CLI::App* fps = app.add_subcommand("fps", "exact farthest point sampling: the sampled cloud or its indices");
+  fps->add_option("-n,--samples", f.samples, "number of points M to sample")->type_name("M");
+  fps->add_option("--ratio", f.ratio, "sample ceil(r * N) points instead of -n, 0 < r <= 1")->type_name("R");
+  fps->add_option("--start", f.start, "first point: an index, or `random` (from --seed and the item's index)")
+      ->capture_default_str();
+  fps->add_option("--seed", f.seed, "seed of --start random")->capture_default_str();
+  fps->add_flag("--allow-fewer", f.allow_fewer, "M > N samples all N points instead of failing");
+  fps->add_flag("--drop-faces", f.fps_drop_faces, "write no face or other element, only the points");
+  fps->add_option("--emit", f.fps_emit,
+                  "cloud: the sampled points with all their attributes, in selection order (the input's format "
+                  "unless -o's extension or --format names another); indices: their input rows, .txt one per "
+                  "line or .npy int32")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cloud", "indices"}));
+
+  CLI::App* ball = app.add_subcommand("ball", "ball query (pointnet2): up to K points with d < r per query");
+  ball->add_option("--radius", f.radius, "r > 0: a point is inside iff its distance is < r")->required();
+  ball->add_option("--min-radius", f.min_radius, "also d >= this (mmcv's min_radius; 0 = off)")->capture_default_str();
+  ball->add_option("-k,--k", f.ball_k, "neighbours per query (1..1024)")->capture_default_str();
+  ball->add_option("--pad", f.ball_pad, "missing slots: -1 (distance inf), or first (the first hit repeated)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"-1", "first"}));
+  ball->add_option("--order", f.order, "index: the first K in index order (pointnet2); distance: the K nearest")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"index", "distance"}));
+  add_neighbour_outputs(*ball, f.ball_queries, f.ball_emit);
+
+  CLI::App* knn =
+      app.add_subcommand("knn", "exact k nearest neighbours, ascending distance, ties to the smaller index");
+  knn->add_option("-k,--k", f.knn_k, "neighbours per query (1..1024)")->capture_default_str();
+  knn->add_flag("--exclude-self", f.exclude_self, "self queries: point i is never its own neighbour");
+  knn->add_option("--pad", f.knn_pad,
+                  "allow K > the points available; missing slots: -1 (distance inf) or first (the nearest repeated)")
+      ->check(CLI::IsMember({"-1", "first"}));
+  add_neighbour_outputs(*knn, f.knn_queries, f.knn_emit);
+
+  CLI::App* interp =
+      app.add_subcommand("interp", "three-NN inverse-distance interpolation of a sparse cloud's attributes");
+  interp->add_option("--from", f.from, "the sparse cloud (e.g. FPS samples with labels) whose attributes are spread")
+      ->required();
+  interp
+      ->add_option("--attributes", f.attributes,
+                   "comma-separated sparse attributes to interpolate (replacing the input's of the same name); "
+                   "default: every numeric one the input lacks")
+      ->type_name("A,B");
+  interp->add_flag("--drop-faces", f.interp_drop_faces, "write no face or other element, only the points");
+  interp
+      ->add_option("--emit", f.interp_emit,
+                   "cloud: the input with the interpolated attributes; weights: -o NAME.npy the [N,3] int32 sparse "
+                   "indices and NAME.weights.npy the float32 weights")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cloud", "weights"}));
+
+  tool.add_example("pc-sample fps -n 4096 scan.ply -o scan_4096.ply",
+                   "4096 farthest points, every attribute kept, in selection order");
+  tool.add_example("pc-sample knn -k 16 --exclude-self 000000.bin -o nbr.npy",
+                   "16 nearest neighbours of every point: nbr.npy, nbr.dist.npy, nbr.counts.npy");
+  tool.add_example("sgm-depth l.png r.png --calib K.txt --emit cloud -o - | pc-sample fps - -n 4096 -o s.ply",
+                   "sample a stereo cloud in a pipe (PLY on stdin is recognised)");
+  tool.add_example("pc-sample interp dense.ply --from sampled.ply -o labelled.ply",
+                   "spread the sampled cloud's attributes back to every point (pointnet2 three_interpolate)");
+
+  s3d::pc_sample::Run run;
+  tool.expand_arguments(folder_items);
+  tool.on_start([&](const s3d::Device& device) {
+    const Mode mode = fps->parsed()    ? Mode::kFps
+                      : ball->parsed() ? Mode::kBall
+                      : knn->parsed()  ? Mode::kKnn
+                                       : Mode::kInterp;
+    run.plan = s3d::pc_sample::make_plan(mode, f);
+    const auto& s = tool.settings();
+    if (s.outputs.empty() && s.output_dir.empty())
+      throw s3d::InvalidArgument("no output: give -o PATH|TEMPLATE, -o - (stdout) or --output-dir DIR");
+    s3d::pc_sample::prepare_run(run, device);
+  });
+  tool.outputs_of([&](const s3d::cli::Item& item, s3d::cli::ItemContext& ctx) {
+    return s3d::pc_sample::planned_outputs(item, ctx, run.plan);
+  });
+
+  s3d::cli::Stages<Job, Result> stages;
+  stages.load = [&](const s3d::cli::Item& item, s3d::cli::ItemContext& ctx) {
+    s3d::cli::StageTimer timer(ctx, "read");
+    return s3d::pc_sample::load_job(item, ctx, run);
+  };
+  stages.handle = [&](const s3d::cli::Item& item, Job& job, s3d::cli::ItemContext& ctx, s3d::cli::NextItem<Job>) {
+    s3d::cli::StageTimer timer(ctx, "compute");
+    return s3d::pc_sample::compute(item, run, std::move(job));
+  };
+  stages.write = [&](const s3d::cli::Item&, Result& result, s3d::cli::ItemContext& ctx) {
+    return s3d::pc_sample::write_result(ctx, tool.settings(), run, result);
+  };
+  return tool.run(argc, argv, std::move(stages));
+}

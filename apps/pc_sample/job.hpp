@@ -1,0 +1,59 @@
+#pragma once
+// pc-sample's stages: a cloud read and put in local coordinates (load, worker threads), the sampling or the
+// neighbour search on the run's one engine (handle, main thread, input order), and the outputs written with
+// the item's record (write, worker threads).
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cloud_input.hpp"
+#include "plan.hpp"
+#include "s3d/cli/tool.hpp"
+#include "s3d/points/fps.hpp"
+#include "s3d/points/neighbors.hpp"
+
+namespace s3d::pc_sample {
+
+/// What every item shares: the plan, the engine (made once per run), and the second cloud (--queries,
+/// --from) read once.
+struct Run {
+  Plan plan;
+  std::unique_ptr<points::FpsEngine> fps;
+  std::unique_ptr<points::NeighborEngine> neighbors;
+  std::optional<InputCloud> other;
+  std::vector<std::string> interp_columns;  ///< interp: the sparse columns interpolated (explicit list only)
+};
+
+/// One input cloud, ready for the engine.
+struct Job {
+  InputCloud in;
+  std::array<double, 3> origin{};
+  std::vector<float> local;        ///< the input's positions relative to `origin`
+  std::vector<float> other_local;  ///< the queries / sparse cloud relative to the same origin
+  std::vector<std::string> outputs;
+  double seconds_read = 0.0;
+};
+
+/// The engine's answer for one job.
+struct Result {
+  Job job;
+  std::vector<std::int32_t> selection;  ///< fps: rows of job.in.cloud in selection order
+  std::int64_t start = 0;               ///< fps: the first index (a row of job.in.cloud)
+  points::Neighbors neighbors;
+  points::Interpolation weights;
+  double seconds_compute = 0.0;
+};
+
+/// Reads --queries / --from and checks the interp attribute list (on_start: an error is a usage error).
+void prepare_run(Run& run, const Device& device);
+Job load_job(const cli::Item& item, cli::ItemContext& ctx, const Run& run);
+/// @throws DataError naming the input for M > N, K > N, a start outside the cloud.
+Result compute(const cli::Item& item, Run& run, Job job);
+/// Writes the outputs; returns the record's fields.
+nlohmann::json write_result(cli::ItemContext& ctx, const cli::CommonSettings& settings, const Run& run, Result& r);
+
+}  // namespace s3d::pc_sample

@@ -1,0 +1,156 @@
+#include "plan.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+
+#include "../common/tool_files.hpp"
+#include "s3d/core/errors.hpp"
+
+namespace fs = std::filesystem;
+
+namespace s3d::pc_sample {
+namespace {
+
+using apps::split_list;
+
+points::NeighborPad parse_pad(const std::string& flag, const std::string& text) {
+  if (text == "-1") return points::NeighborPad::kMinusOne;
+  if (text == "first") return points::NeighborPad::kFirst;
+  throw InvalidArgument(flag + ": expected first or -1, got '" + text + "'");
+}
+
+ArrayEmit parse_arrays(const std::string& text) {
+  ArrayEmit e;
+  for (const auto& name : split_list(text)) {
+    if (name == "indices")
+      e.indices = true;
+    else if (name == "distances")
+      e.distances = true;
+    else if (name == "counts")
+      e.counts = true;
+    else
+      throw InvalidArgument("--emit " + name + ": expected a list of indices, distances, counts");
+  }
+  S3D_EXPECTS(e.count() > 0, "--emit: name at least one of indices, distances, counts");
+  return e;
+}
+
+/// The extension an input's cloud output gets when only --output-dir names it.
+std::string cloud_extension(const std::string& input, const Plan& plan) {
+  if (plan.input_format != io::CloudFormat::kAuto) return std::string(".") + io::to_string(plan.input_format);
+  if (input == "-") return ".ply";  // sgm-depth's cloud format, the usual stdin
+  std::string ext = fs::path(input).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext.empty() ? ".ply" : ext;
+}
+
+}  // namespace
+
+Plan make_plan(Mode mode, const Flags& f) {
+  Plan p;
+  p.mode = mode;
+  p.input_format = io::parse_cloud_format(f.input_format);
+  p.drop_invalid = f.drop_invalid;
+  switch (mode) {
+    case Mode::kFps: {
+      S3D_EXPECTS((f.samples > 0) != (f.ratio > 0.0), "fps: give exactly one of -n M (M >= 1) or --ratio r");
+      S3D_EXPECTS(f.ratio == 0.0 || (f.ratio > 0.0 && f.ratio <= 1.0), "--ratio must be in (0, 1]");
+      p.samples = f.samples;
+      p.ratio = f.ratio;
+      if (f.start == "random") {
+        p.random_start = true;
+      } else {
+        std::size_t used = 0;
+        try {
+          p.start = std::stoll(f.start, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        S3D_EXPECTS(used == f.start.size() && p.start >= 0,
+                    "--start: expected an index >= 0 or `random`, got '" + f.start + "'");
+      }
+      p.seed = f.seed;
+      p.allow_fewer = f.allow_fewer;
+      S3D_EXPECTS(f.fps_emit == "cloud" || f.fps_emit == "indices",
+                  "--emit: expected cloud or indices, got '" + f.fps_emit + "'");
+      p.emit_indices = f.fps_emit == "indices";
+      p.drop_faces = f.fps_drop_faces;
+      break;
+    }
+    case Mode::kBall:
+      p.ball.radius = f.radius;
+      p.ball.min_radius = f.min_radius;
+      p.ball.k = f.ball_k;
+      p.ball.pad = parse_pad("--pad", f.ball_pad);
+      S3D_EXPECTS(f.order == "index" || f.order == "distance",
+                  "--order: expected index or distance, got '" + f.order + "'");
+      p.ball.order = f.order == "index" ? points::BallOrder::kIndex : points::BallOrder::kDistance;
+      S3D_EXPECTS(std::isfinite(f.radius) && f.radius > 0.0f,
+                  "--radius must be > 0 (got " + std::to_string(f.radius) + ")");
+      p.ball.validate();
+      p.queries = f.ball_queries;
+      p.arrays = parse_arrays(f.ball_emit);
+      break;
+    case Mode::kKnn:
+      p.knn.k = f.knn_k;
+      p.knn.exclude_self = f.exclude_self;
+      p.knn.allow_fewer = !f.knn_pad.empty();
+      if (p.knn.allow_fewer) p.knn.pad = parse_pad("--pad", f.knn_pad);
+      p.knn.validate();
+      p.queries = f.knn_queries;
+      S3D_EXPECTS(!(f.exclude_self && !p.queries.empty()), "--exclude-self: only without --queries (self queries)");
+      p.arrays = parse_arrays(f.knn_emit);
+      break;
+    case Mode::kInterp:
+      S3D_EXPECTS(!f.from.empty(), "interp: --from SPARSE (the cloud whose attributes are interpolated) is required");
+      p.from = f.from;
+      p.attributes = split_list(f.attributes);
+      S3D_EXPECTS(f.interp_emit == "cloud" || f.interp_emit == "weights",
+                  "--emit: expected cloud or weights, got '" + f.interp_emit + "'");
+      p.emit_weights = f.interp_emit == "weights";
+      p.drop_faces = f.interp_drop_faces;
+      break;
+  }
+  return p;
+}
+
+std::string derived_npy(const std::string& main, const std::string& suffix) {
+  const std::string ext = ".npy";
+  if (main.size() < ext.size() || main.compare(main.size() - ext.size(), ext.size(), ext) != 0)
+    throw InvalidArgument(main + ": neighbour and weight arrays are .npy files (-o NAME.npy)");
+  return main.substr(0, main.size() - ext.size()) + "." + suffix + ext;
+}
+
+std::vector<std::string> planned_outputs(const cli::Item& item, cli::ItemContext& ctx, const Plan& plan) {
+  const std::string& input = item.inputs.front();
+  switch (plan.mode) {
+    case Mode::kFps:
+      return {ctx.output_path(0, plan.emit_indices ? ".indices.txt" : cloud_extension(input, plan))};
+    case Mode::kInterp: {
+      if (!plan.emit_weights) return {ctx.output_path(0, cloud_extension(input, plan))};
+      const std::string main = ctx.output_path(0, ".three_nn.npy");
+      if (main.empty()) return {main};
+      S3D_EXPECTS(main != "-", "--emit weights writes two arrays: give -o NAME.npy, not -o -");
+      return {main, derived_npy(main, "weights")};
+    }
+    case Mode::kBall:
+    case Mode::kKnn: {
+      const std::string main = ctx.output_path(0, plan.mode == Mode::kBall ? ".ball.npy" : ".knn.npy");
+      if (main.empty()) return {main};
+      if (main == "-") {
+        S3D_EXPECTS(plan.arrays.count() == 1, "-o -: stdout takes one array: --emit indices, distances or counts");
+        return {main};
+      }
+      std::vector<std::string> out;
+      if (plan.arrays.indices) out.push_back(main);
+      if (plan.arrays.distances) out.push_back(derived_npy(main, "dist"));
+      if (plan.arrays.counts) out.push_back(derived_npy(main, "counts"));
+      return out;
+    }
+  }
+  return {};
+}
+
+}  // namespace s3d::pc_sample

@@ -1,0 +1,92 @@
+#pragma once
+// pc-sample's flags (per subcommand) turned into library parameters once, before any input is read, and the
+// output paths an item gets (docs/PC-SAMPLE.md, "Outputs").
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "s3d/cli/tool.hpp"
+#include "s3d/io/point_cloud_io.hpp"
+#include "s3d/points/neighbors.hpp"
+
+namespace s3d::pc_sample {
+
+enum class Mode { kFps, kBall, kKnn, kInterp };
+
+/// The flags as given (each subcommand binds its own).
+struct Flags {
+  // common to the subcommands
+  bool drop_invalid = false;
+  std::string input_format = "auto";
+  // fps
+  std::int64_t samples = 0;  // -n
+  double ratio = 0.0;        // --ratio
+  std::string start = "0";   // index or `random`
+  std::uint64_t seed = 0;
+  bool allow_fewer = false;
+  bool fps_drop_faces = false;
+  std::string fps_emit = "cloud";
+  // ball
+  float radius = 0.0f;
+  float min_radius = 0.0f;
+  int ball_k = 32;
+  std::string ball_pad = "-1";
+  std::string order = "index";
+  std::string ball_queries;
+  std::string ball_emit = "indices,distances,counts";
+  // knn
+  int knn_k = 16;
+  bool exclude_self = false;
+  std::string knn_pad;  // empty = K > N is an error
+  std::string knn_queries;
+  std::string knn_emit = "indices,distances,counts";
+  // interp
+  std::string from;
+  std::string attributes;  // comma list, empty = default choice
+  bool interp_drop_faces = false;
+  std::string interp_emit = "cloud";
+};
+
+/// The neighbour arrays ball/knn write.
+struct ArrayEmit {
+  bool indices = false, distances = false, counts = false;
+  int count() const { return int(indices) + int(distances) + int(counts); }
+};
+
+/// Flags checked and turned into library settings.
+struct Plan {
+  Mode mode = Mode::kFps;
+  io::CloudFormat input_format = io::CloudFormat::kAuto;
+  bool drop_invalid = false;
+  // fps
+  std::int64_t samples = 0;  // 0 = from ratio
+  double ratio = 0.0;
+  bool random_start = false;
+  std::int64_t start = 0;
+  std::uint64_t seed = 0;
+  bool allow_fewer = false;
+  bool emit_indices = false;  // fps: indices instead of the cloud
+  // ball / knn
+  points::BallQueryParams ball;
+  points::KnnParams knn;
+  std::string queries;  // "" = the cloud itself
+  ArrayEmit arrays;
+  // interp
+  std::string from;
+  std::vector<std::string> attributes;  // empty = every numeric sparse column the dense cloud lacks
+  bool emit_weights = false;
+  bool drop_faces = false;
+};
+
+/// @throws InvalidArgument naming the flag (exit 2).
+Plan make_plan(Mode mode, const Flags& f);
+
+/// The output paths of one item, the main one first (the one `-o` names); derived names follow the
+/// main path: `OUT.npy` -> `OUT.dist.npy`, `OUT.counts.npy` (ball, knn), `OUT.weights.npy` (interp weights).
+/// Only the arrays asked for are listed (indices at the main path).
+std::vector<std::string> planned_outputs(const cli::Item& item, cli::ItemContext& ctx, const Plan& plan);
+
+/// `OUT.npy` -> `OUT.SUFFIX.npy`. @throws InvalidArgument when `main` does not end in .npy.
+std::string derived_npy(const std::string& main, const std::string& suffix);
+
+}  // namespace s3d::pc_sample

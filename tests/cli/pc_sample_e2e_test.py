@@ -1,0 +1,470 @@
+#!/usr/bin/env python3
+"""End-to-end tests of pc-sample (docs/PC-SAMPLE.md) on the real clouds of $S3D_DATA_DIR/pointclouds.
+
+Pure Python (no numpy): the references (FPS, kNN, three-NN) redo the fp32 arithmetic the headers state, one
+IEEE rounding per operation, on small clouds; .npy and PLY are read and written here with struct.
+
+Run as CTest does (tests/python_tests.cmake), with S3D_PC_SAMPLE, S3D_SGM_DEPTH, S3D_SOURCE_DIR and S3D_DATA_DIR
+set: pc_sample_e2e_test.py [PcSampleTest.test_name ...]
+"""
+import json
+import math
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+EXE = os.environ.get("S3D_PC_SAMPLE", "")
+SGM = os.environ.get("S3D_SGM_DEPTH", "")
+SOURCE = os.environ.get("S3D_SOURCE_DIR", "")
+CLOUDS = os.path.join(os.environ.get("S3D_DATA_DIR", ""), "pointclouds")
+BUNNY_SMALL = os.path.join(CLOUDS, "stanford_bunny", "bun_zipper_res4.ply")  # ascii, 453 vertices + faces
+BUNNY = os.path.join(CLOUDS, "stanford_bunny", "bun_zipper.ply")
+KITTI = os.path.join(CLOUDS, "kitti_velodyne", "000000.bin")
+MILK = os.path.join(CLOUDS, "pcl_pcd", "milk_color.pcd")  # binary_compressed
+MUG = os.path.join(CLOUDS, "pcl_pcd", "table_scene_mug_stereo_textured.pcd")  # organised, NaN points
+AERIAL = os.path.join(CLOUDS, "aerial_vol_total", "vol_total_498868.ply")
+
+# The CPU backends open one OpenMP region per FPS step; on a shared 2-core machine (ctest -j2, other builds)
+# spinning OpenMP threads wait for descheduled ones and a 0.5 s run takes a minute. Passive waiting keeps
+# the threads (and so the parallel code paths) without that.
+ENV = dict(os.environ, OMP_WAIT_POLICY="passive")
+
+PLY_TYPES = {  # PLY name -> struct code
+    "char": "b", "uchar": "B", "short": "h", "ushort": "H", "int": "i", "uint": "I", "float": "f", "double": "d",
+    "int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "float32": "f",
+    "float64": "d"}
+
+
+def f32(x):
+    """x rounded once to IEEE binary32 (what one fp32 operation gives when x is its exact result)."""
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def read_npy(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[:6] == b"\x93NUMPY", path
+    hlen = struct.unpack("<H", data[8:10])[0]
+    header = eval(data[10:10 + hlen].decode())  # a Python dict literal by the format's definition
+    code = {"<i4": "i", "<f4": "f"}[header["descr"]]
+    shape = header["shape"]
+    count = 1
+    for s in shape:
+        count *= s
+    values = struct.unpack("<%d%s" % (count, code), data[10 + hlen:10 + hlen + 4 * count])
+    if len(shape) == 2:
+        return [list(values[r * shape[1]:(r + 1) * shape[1]]) for r in range(shape[0])]
+    return list(values)
+
+
+def read_ply(path):
+    """{'format', 'elements': [(name, count, [(prop, type, is_list)])], 'rows': {element: [tuple]}}."""
+    with open(path, "rb") as f:
+        data = f.read()
+    end = data.index(b"end_header\n") + len(b"end_header\n")
+    elements, fmt = [], None
+    for line in data[:end].decode("latin-1").splitlines():
+        w = line.split()
+        if w[0] == "format":
+            fmt = w[1]
+        elif w[0] == "element":
+            elements.append((w[1], int(w[2]), []))
+        elif w[0] == "property":
+            elements[-1][2].append((w[-1], w[1:-1], w[1] == "list"))
+    rows = {}
+    if fmt == "ascii":
+        tokens = data[end:].split()
+        pos = 0
+        for name, count, props in elements:
+            out = []
+            for _ in range(count):
+                row = []
+                for _, types, is_list in props:
+                    if is_list:
+                        n = int(tokens[pos]); pos += 1
+                        row.append(tuple(float(t) for t in tokens[pos:pos + n])); pos += n
+                    else:
+                        row.append(float(tokens[pos])); pos += 1
+                out.append(tuple(row))
+            rows[name] = out
+    else:
+        order = "<" if fmt == "binary_little_endian" else ">"
+        pos = end
+        for name, count, props in elements:
+            out = []
+            if not any(p[2] for p in props):  # fixed rows: one struct per row
+                row_struct = struct.Struct(order + "".join(PLY_TYPES[t[0]] for _, t, _ in props))
+                for i in range(count):
+                    out.append(row_struct.unpack_from(data, pos)); pos += row_struct.size
+            else:
+                for _ in range(count):
+                    row = []
+                    for _, types, is_list in props:
+                        if is_list:
+                            n = struct.unpack_from(order + PLY_TYPES[types[1]], data, pos)[0]
+                            pos += struct.calcsize(PLY_TYPES[types[1]])
+                            code = PLY_TYPES[types[2]]
+                            row.append(struct.unpack_from(order + str(n) + code, data, pos))
+                            pos += n * struct.calcsize(code)
+                        else:
+                            code = PLY_TYPES[types[0]]
+                            row.append(struct.unpack_from(order + code, data, pos)[0]); pos += struct.calcsize(code)
+                    out.append(tuple(row))
+            rows[name] = out
+    return {"format": fmt, "elements": elements, "rows": rows}
+
+
+def write_ply(path, props, rows, fmt="binary_little_endian", extra_header=""):
+    """A vertex-only PLY: props = [(name, ply_type)], rows = tuples."""
+    head = "ply\nformat %s 1.0\n%selement vertex %d\n" % (fmt, extra_header, len(rows))
+    head += "".join("property %s %s\n" % (t, n) for n, t in props) + "end_header\n"
+    with open(path, "wb") as f:
+        f.write(head.encode())
+        if fmt == "ascii":
+            f.write("".join(" ".join(repr(v) for v in r) + "\n" for r in rows).encode())
+        else:
+            s = struct.Struct(("<" if fmt == "binary_little_endian" else ">") + "".join(PLY_TYPES[t] for _, t in props))
+            f.write(b"".join(s.pack(*r) for r in rows))
+
+
+def local_xyz(points):
+    """The tool's fp32 positions: each coordinate minus the bounding-box centre in double, rounded once."""
+    centre = [(min(p[a] for p in points) + max(p[a] for p in points)) / 2 for a in range(3)]
+    return [tuple(f32(p[a] - centre[a]) for a in range(3)) for p in points]
+
+
+def d2(p, q):
+    """((dx*dx)+(dy*dy))+(dz*dz) in fp32, one rounding per operation."""
+    dx, dy, dz = (f32(p[a] - q[a]) for a in range(3))
+    return f32(f32(f32(dx * dx) + f32(dy * dy)) + f32(dz * dz))
+
+
+def fps_reference(points, m, start=0):
+    """Plain FPS: d = min(d, new), next = the first arg-max."""
+    d = [math.inf] * len(points)
+    sel = [start]
+    for _ in range(1, m):
+        p = points[sel[-1]]
+        best, best_i = -1.0, -1
+        for i, q in enumerate(points):
+            v = d2(q, p)
+            if v < d[i]:
+                d[i] = v
+            if d[i] > best:
+                best, best_i = d[i], i
+        sel.append(best_i)
+    return sel
+
+
+class PcSampleTest(unittest.TestCase):
+    def setUp(self):
+        if not EXE:
+            self.fail("S3D_PC_SAMPLE is not set (run through ctest)")
+        self.dir = tempfile.mkdtemp(prefix="s3d-pc-sample-")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def run_tool(self, *args, stdin=None, code=0):
+        proc = subprocess.run([EXE, *args], cwd=self.dir, input=stdin, capture_output=True, timeout=240, env=ENV)
+        if code is not None:
+            self.assertEqual(proc.returncode, code, proc.stderr.decode())
+        return proc
+
+    def records(self, proc):
+        return [json.loads(line) for line in proc.stdout.decode().splitlines() if line.strip()]
+
+    def bunny_points(self):
+        """The small bunny's positions as the tool reads them (ascii text to float32)."""
+        return [tuple(f32(v) for v in r[:3]) for r in read_ply(BUNNY_SMALL)["rows"]["vertex"]]
+
+    # semantics against independent references ------------------------------------------------------
+    def test_fps_indices_equal_reference(self):
+        self.run_tool("fps", BUNNY_SMALL, "-n", "48", "--start", "7", "--emit", "indices", "-o", "idx.txt")
+        with open(self.path("idx.txt")) as f:
+            got = [int(line) for line in f]
+        self.assertEqual(got, fps_reference(local_xyz(self.bunny_points()), 48, 7))
+        # .npy by the extension: the same indices as int32
+        self.run_tool("fps", BUNNY_SMALL, "-n", "48", "--start", "7", "--emit", "indices", "-o", "idx.npy")
+        self.assertEqual(read_npy(self.path("idx.npy")), got)
+
+    def test_knn_equals_brute_force(self):
+        self.run_tool("knn", BUNNY_SMALL, "-k", "6", "--exclude-self", "-o", "nn.npy")
+        pts = local_xyz(self.bunny_points())
+        idx, dist = read_npy(self.path("nn.npy")), read_npy(self.path("nn.dist.npy"))
+        counts = read_npy(self.path("nn.counts.npy"))
+        self.assertEqual(counts, [6] * len(pts))
+        for q in range(0, len(pts), 7):  # every 7th query keeps the pure-Python reference quick
+            ref = sorted((d2(pts[q], p), i) for i, p in enumerate(pts) if i != q)[:6]
+            self.assertEqual(idx[q], [i for _, i in ref], "query %d" % q)
+            self.assertEqual(dist[q], [f32(math.sqrt(v)) for v, _ in ref], "query %d" % q)
+
+    def test_ball_query_contracts(self):
+        # points 0..5 on a line, 1 apart: radius 1 is strict (d = r is outside)
+        write_ply(self.path("line.ply"), [("x", "float"), ("y", "float"), ("z", "float")],
+                  [(float(i), 0.0, 0.0) for i in range(6)] + [(100.0, 0.0, 0.0)])
+        write_ply(self.path("q.ply"), [("x", "float"), ("y", "float"), ("z", "float")],
+                  [(2.0, 0.0, 0.0), (50.0, 0.0, 0.0), (2.5, 0.0, 0.0)])
+        self.run_tool("ball", "line.ply", "--queries", "q.ply", "--radius", "1", "-k", "3", "-o", "b.npy")
+        self.assertEqual(read_npy(self.path("b.npy")), [[2, -1, -1], [-1, -1, -1], [2, 3, -1]])
+        self.assertEqual(read_npy(self.path("b.counts.npy")), [1, 0, 2])
+        self.assertEqual(read_npy(self.path("b.dist.npy"))[2][:2], [0.5, 0.5])
+        self.assertEqual(read_npy(self.path("b.dist.npy"))[0][1], math.inf)
+        # pad first repeats the first hit; an empty ball stays -1; first-k in index order vs nearest-k
+        self.run_tool("ball", "line.ply", "--queries", "q.ply", "--radius", "1", "-k", "3", "--pad", "first",
+                      "--emit", "indices", "-o", "p.npy")
+        self.assertEqual(read_npy(self.path("p.npy")), [[2, 2, 2], [-1, -1, -1], [2, 3, 2]])
+        self.run_tool("ball", "line.ply", "--queries", "q.ply", "--radius", "2.6", "-k", "2", "--emit", "indices",
+                      "-o", "i.npy")
+        self.assertEqual(read_npy(self.path("i.npy")), [[0, 1], [-1, -1], [0, 1]])
+        self.run_tool("ball", "line.ply", "--queries", "q.ply", "--radius", "2.6", "-k", "2", "--order", "distance",
+                      "--emit", "indices", "-o", "o.npy")
+        self.assertEqual(read_npy(self.path("o.npy")), [[2, 1], [-1, -1], [2, 3]])
+        # --min-radius (mmcv): closer points are out, except one at d = 0 (the query itself)
+        self.run_tool("ball", "line.ply", "--queries", "q.ply", "--radius", "1.6", "--min-radius", "0.6", "-k", "3",
+                      "--emit", "indices", "-o", "m.npy")
+        self.assertEqual(read_npy(self.path("m.npy")), [[1, 2, 3], [-1, -1, -1], [1, 4, -1]])
+
+    def test_interp_spreads_sparse_attributes(self):
+        pts = self.bunny_points()
+        sparse = [(p[0], p[1], p[2], float(i % 5)) for i, p in enumerate(pts[:60])]
+        write_ply(self.path("sparse.ply"), [("x", "float"), ("y", "float"), ("z", "float"), ("label", "float")],
+                  sparse)
+        proc = self.run_tool("interp", BUNNY_SMALL, "--from", "sparse.ply", "-o", "dense.ply", "--json")
+        self.assertEqual(self.records(proc)[0]["attributes"], ["label"])
+        out = read_ply(self.path("dense.ply"))
+        names = [p[0] for p in out["elements"][0][2]]
+        self.assertEqual(names, ["x", "y", "z", "confidence", "intensity", "label"])
+        src = read_ply(BUNNY_SMALL)["rows"]["vertex"]
+        self.assertEqual([tuple(f32(v) for v in r[:5]) for r in out["rows"]["vertex"]],
+                         [tuple(f32(v) for v in r) for r in src])
+        self.assertEqual(out["elements"][1][:2], ("face", 948))  # faces pass through: every point is kept
+        self.proc_weights_match(out, sparse)
+
+    def proc_weights_match(self, out, sparse):
+        self.run_tool("interp", BUNNY_SMALL, "--from", "sparse.ply", "--emit", "weights", "-o", "w.npy")
+        idx, w = read_npy(self.path("w.npy")), read_npy(self.path("w.weights.npy"))
+        dense_local = local_xyz(self.bunny_points())
+        centre = [(min(p[a] for p in self.bunny_points()) + max(p[a] for p in self.bunny_points())) / 2
+                  for a in range(3)]
+        sparse_local = [tuple(f32(s[a] - centre[a]) for a in range(3)) for s in sparse]
+        for q in range(0, len(dense_local), 11):
+            ref = sorted((d2(dense_local[q], p), i) for i, p in enumerate(sparse_local))[:3]
+            self.assertEqual(idx[q], [i for _, i in ref], "query %d" % q)
+            self.assertAlmostEqual(sum(w[q]), 1.0, places=5)
+            label = sum(wj * sparse[i][3] for wj, i in zip(w[q], idx[q]))
+            self.assertAlmostEqual(out["rows"]["vertex"][q][5], label, places=4)
+        self.assertEqual(idx[0][0], 0)  # a dense point that is a sparse point finds itself first
+        self.assertAlmostEqual(w[0][0], 1.0, places=5)
+
+    # attributes, encodings, formats ----------------------------------------------------------------
+    def test_fps_keeps_every_property_and_type_ascii_equals_binary(self):
+        props = [("x", "double"), ("y", "double"), ("z", "double"), ("a", "char"), ("b", "uchar"), ("c", "short"),
+                 ("d", "ushort"), ("e", "int"), ("f", "uint"), ("g", "float"), ("h", "double")]
+        rows = [(0.1 * i + 1e5, math.sin(i), (i * 37 % 11) * 0.5, -100 + i, 200 - i, -30000 + i, 60000 + i,
+                 -2 ** 31 + i, 2 ** 32 - 1 - i, f32(i / 3), i / 7) for i in range(40)]
+        outputs = []
+        for fmt in ("ascii", "binary_little_endian", "binary_big_endian"):
+            write_ply(self.path(fmt + ".ply"), props, rows, fmt, "comment made by the test\n")
+            self.run_tool("fps", fmt + ".ply", "-n", "12", "-o", fmt + ".out.ply")
+            self.run_tool("fps", fmt + ".ply", "-n", "12", "--emit", "indices", "-o", fmt + ".txt")
+            out = read_ply(self.path(fmt + ".out.ply"))
+            if fmt == "ascii":  # float32 text is the shortest that reads back as float32, not as double
+                out["rows"]["vertex"] = [r[:9] + (f32(r[9]),) + r[10:] for r in out["rows"]["vertex"]]
+            self.assertEqual(out["format"], fmt)  # the input's encoding is kept
+            self.assertEqual(out["elements"][0][2], [(n, [t], False) for n, t in props])
+            with open(self.path(fmt + ".txt")) as f:
+                sel = [int(line) for line in f]
+            self.assertEqual(out["rows"]["vertex"], [tuple(float(v) for v in rows[i]) for i in sel])
+            with open(self.path(fmt + ".out.ply"), "rb") as f:
+                self.assertIn(b"comment made by the test", f.read(400))
+            outputs.append(sel)
+        self.assertEqual(outputs[0], outputs[1])
+        self.assertEqual(outputs[1], outputs[2])
+
+    def test_fps_on_real_clouds(self):
+        proc = self.run_tool("fps", BUNNY, "-n", "2000", "-o", "b.ply", "--json")
+        rec = self.records(proc)[0]
+        self.assertEqual((rec["points"], rec["samples"]), (35947, 2000))
+        self.assertIn(rec["device"], ("cpu", "cuda:0"))
+        self.assertEqual(read_ply(self.path("b.ply"))["elements"][0][1], 2000)
+        # a mesh: the faces whose three vertices were all sampled survive, renumbered to the output rows
+        self.run_tool("fps", BUNNY_SMALL, "-n", "400", "-o", "s.ply")
+        self.run_tool("fps", BUNNY_SMALL, "-n", "400", "--emit", "indices", "-o", "s.txt")
+        with open(self.path("s.txt")) as f:
+            sel = [int(line) for line in f]
+        faces = [tuple(int(v) for v in f[0]) for f in read_ply(self.path("s.ply"))["rows"]["face"]]
+        source = [tuple(int(v) for v in f[0]) for f in read_ply(BUNNY_SMALL)["rows"]["face"]]
+        sampled = set(sel)
+        kept = [f for f in source if all(v in sampled for v in f)]  # in file order (the file repeats some faces)
+        self.assertGreater(len(kept), 0)
+        self.assertEqual([tuple(sel[v] for v in f) for f in faces], kept)
+        # KITTI .bin in, .bin out: 16 bytes a point, rows of the input
+        self.run_tool("fps", KITTI, "--ratio", "0.01", "-o", "k.bin")
+        self.run_tool("fps", KITTI, "--ratio", "0.01", "--emit", "indices", "-o", "k.txt")
+        with open(self.path("k.txt")) as f:
+            sel = [int(line) for line in f]
+        self.assertEqual(len(sel), math.ceil(115384 * 0.01))
+        with open(KITTI, "rb") as f:
+            src = f.read()
+        with open(self.path("k.bin"), "rb") as f:
+            self.assertEqual(f.read(), b"".join(src[16 * i:16 * i + 16] for i in sel))
+        # PCD binary_compressed in and out, rgba kept
+        self.run_tool("fps", MILK, "-n", "500", "-o", "m.pcd")
+        with open(self.path("m.pcd"), "rb") as f:
+            head = f.read(300).decode("latin-1")
+        self.assertIn("DATA binary_compressed", head)
+        self.assertIn("POINTS 500", head)
+        self.assertIn("rgba", head)
+        # PLY -> PCD by -o's extension
+        self.run_tool("fps", BUNNY_SMALL, "-n", "10", "-o", "s.pcd")
+        with open(self.path("s.pcd"), "rb") as f:
+            self.assertIn("FIELDS x y z confidence intensity", f.read(300).decode("latin-1"))
+
+    def test_shifted_double_aerial_knn_equals_unshifted(self):
+        ply = read_ply(AERIAL)
+        props = ply["elements"][0][2]
+        self.assertEqual([p[0] for p in props], ["x", "y", "z", "red", "green", "blue"])
+        shift = (4.5e5, 5.4e6, 300.0)
+        rows = [(r[0] + shift[0], r[1] + shift[1], r[2] + shift[2], r[3], r[4], r[5]) for r in ply["rows"]["vertex"]]
+        write_ply(self.path("shifted.ply"), [("x", "double"), ("y", "double"), ("z", "double"), ("red", "uchar"),
+                                             ("green", "uchar"), ("blue", "uchar")], rows)
+        # queries: 500 farthest points of the scan (FPS is itself computed in local coordinates)
+        self.run_tool("fps", AERIAL, "-n", "500", "-o", "q.ply")
+        self.run_tool("fps", "shifted.ply", "-n", "500", "-o", "qs.ply")
+        qs = read_ply(self.path("qs.ply"))["rows"]["vertex"]
+        q = read_ply(self.path("q.ply"))["rows"]["vertex"]
+        self.assertEqual([r[:3] for r in qs], [(r[0] + shift[0], r[1] + shift[1], r[2] + shift[2]) for r in q])
+        self.run_tool("knn", AERIAL, "--queries", "q.ply", "-k", "8", "-o", "a.npy")
+        self.run_tool("knn", "shifted.ply", "--queries", "qs.ply", "-k", "8", "-o", "s.npy")
+        for suffix in (".npy", ".dist.npy", ".counts.npy"):
+            with open(self.path("a" + suffix), "rb") as a, open(self.path("s" + suffix), "rb") as s:
+                self.assertEqual(a.read(), s.read(), suffix)
+
+    # bad input -----------------------------------------------------------------------------------
+    def assert_fails(self, args, code, *needles):
+        proc = self.run_tool("-q", *args, code=code)  # -q: no warning (e.g. no GPU), only the error line
+        err = proc.stderr.decode().strip()
+        self.assertEqual(len(err.splitlines()), 1, err)
+        for n in needles:
+            self.assertIn(n, err)
+        self.assertEqual(sorted(f for f in os.listdir(self.dir) if f.startswith("out")), [])
+        return err
+
+    def test_bad_inputs_fail_with_one_line(self):
+        xyz = [("x", "float"), ("y", "float"), ("z", "float")]
+        write_ply(self.path("nan.ply"), xyz, [(0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (2.0, 0.0, 0.0),
+                                              (float("nan"), 0.0, 0.0), (4.0, 1.0, 0.0)], "ascii")
+        self.assert_fails(["fps", "nan.ply", "-n", "2", "-o", "out.ply"], 1, "nan.ply", "point 3")
+        proc = self.run_tool("fps", "nan.ply", "-n", "4", "--drop-invalid", "--emit", "indices", "-o", "ok.txt",
+                             "--json")
+        self.assertEqual(self.records(proc)[0]["dropped_invalid"], 1)
+        with open(self.path("ok.txt")) as f:
+            self.assertEqual(sorted(int(v) for v in f), [0, 1, 2, 4])  # rows of the file, not of the kept points
+        write_ply(self.path("empty.ply"), xyz, [])
+        self.assert_fails(["fps", "empty.ply", "-n", "1", "-o", "out.ply"], 1, "empty.ply", "empty cloud")
+        self.assert_fails(["fps", "nan.ply", "-n", "9", "-o", "out.ply", "--drop-invalid"], 1, "nan.ply",
+                          "--allow-fewer")
+        self.assert_fails(["ball", "nan.ply", "--radius", "0", "-o", "out.npy"], 2, "--radius")
+        self.assert_fails(["ball", "nan.ply", "--radius", "-1", "-o", "out.npy"], 2, "--radius")
+        self.assert_fails(["knn", "empty.ply", "-k", "2000", "-o", "out.npy"], 2, "k")
+        write_ply(self.path("three.ply"), xyz, [(0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (3.0, 0.0, 0.0)])
+        self.assert_fails(["knn", "three.ply", "-k", "4", "-o", "out.npy"], 1, "three.ply", "--pad")
+        self.run_tool("knn", "three.ply", "-k", "4", "--pad", "-1", "-o", "padded.npy")
+        self.assertEqual(read_npy(self.path("padded.npy"))[0], [0, 1, 2, -1])
+        # the readers: a truncated binary body, an absurd count, an unknown type
+        with open(self.path("three.ply"), "rb") as f:
+            whole = f.read()
+        with open(self.path("cut.ply"), "wb") as f:
+            f.write(whole[:-5])
+        self.assert_fails(["fps", "cut.ply", "-n", "1", "-o", "out.ply"], 1, "cut.ply")
+        with open(self.path("huge.ply"), "wb") as f:
+            f.write(whole.replace(b"element vertex 3", b"element vertex 1000000000000"))
+        self.assert_fails(["fps", "huge.ply", "-n", "1", "-o", "out.ply"], 1, "huge.ply")
+        with open(self.path("type.ply"), "wb") as f:
+            f.write(whole.replace(b"property float z", b"property float128 z"))
+        self.assert_fails(["fps", "type.ply", "-n", "1", "-o", "out.ply"], 1, "type.ply")
+
+    def test_organised_pcd_with_nan_points(self):
+        self.assert_fails(["fps", MUG, "-n", "64", "-o", "out.pcd"], 1, "table_scene_mug", "non-finite")
+        proc = self.run_tool("fps", MUG, "-n", "64", "--drop-invalid", "-o", "mug.pcd", "--json")
+        rec = self.records(proc)[0]
+        self.assertEqual((rec["points"], rec["dropped_invalid"]), (307200, 307200 - 209280))
+        with open(self.path("mug.pcd"), "rb") as f:
+            head = f.read(400).decode("latin-1")
+        self.assertIn("POINTS 64", head)
+        self.assertIn("HEIGHT 1\n", head)  # a sample is no longer an organised grid
+
+    def test_random_start_and_stdout_arrays(self):
+        # --start random: splitmix64(seed + item index) mod N, the same on every run
+        proc = self.run_tool("fps", BUNNY_SMALL, "-n", "5", "--start", "random", "--seed", "3", "--emit", "indices",
+                             "-o", "r.txt", "--json")
+        x = (3 + 0x9E3779B97F4A7C15) % 2 ** 64
+        x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) % 2 ** 64
+        x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) % 2 ** 64
+        start = (x ^ (x >> 31)) % 453
+        self.assertEqual(self.records(proc)[0]["start"], start)
+        with open(self.path("r.txt")) as f:
+            self.assertEqual([int(v) for v in f], fps_reference(local_xyz(self.bunny_points()), 5, start))
+        # -o - takes one array; --format npy names it
+        proc = self.run_tool("knn", BUNNY_SMALL, "-k", "2", "--emit", "counts", "-o", "-", "--format", "npy")
+        with open(self.path("c.npy"), "wb") as f:
+            f.write(proc.stdout)
+        self.assertEqual(read_npy(self.path("c.npy")), [2] * 453)
+        err = self.run_tool("-q", "knn", BUNNY_SMALL, "-k", "2", "-o", "-", code=1).stderr.decode()
+        self.assertIn("one array", err)
+        # interp --attributes replaces a dense column of the same name
+        pts = self.bunny_points()
+        write_ply(self.path("sp.ply"), [("x", "float"), ("y", "float"), ("z", "float"), ("intensity", "float")],
+                  [(p[0], p[1], p[2], 7.0) for p in pts[:10]])
+        self.run_tool("interp", BUNNY_SMALL, "--from", "sp.ply", "--attributes", "intensity", "-o", "d.ply")
+        out = read_ply(self.path("d.ply"))
+        self.assertEqual([p[0] for p in out["elements"][0][2]], ["x", "y", "z", "confidence", "intensity"])
+        self.assertTrue(all(abs(r[4] - 7.0) < 1e-5 for r in out["rows"]["vertex"]))
+
+    # pipes, batches, records ---------------------------------------------------------------------
+    def test_pipeline_from_sgm_depth(self):
+        sample = os.path.join(SOURCE, "data", "sample")
+        sgm = subprocess.run([SGM, os.path.join(sample, "left.png"), os.path.join(sample, "right.png"), "-D", "48",
+                              "--calib", "f=500,b=0.1", "--emit", "cloud", "-o", "-"], capture_output=True,
+                             timeout=240)
+        self.assertEqual(sgm.returncode, 0, sgm.stderr.decode())
+        self.assertTrue(sgm.stdout.startswith(b"ply\n"))
+        self.run_tool("fps", "-", "-n", "256", "-o", "s.ply", stdin=sgm.stdout)
+        out = read_ply(self.path("s.ply"))
+        self.assertEqual(out["elements"][0][1], 256)
+        self.assertEqual([p[0] for p in out["elements"][0][2]][:6], ["x", "y", "z", "red", "green", "blue"])
+        # a stdin error names <stdin>, not the temp copy
+        err = self.run_tool("fps", "-", "-n", "1", "-o", "t.ply", stdin=b"ply\nformat ascii 1.0\n", code=1).stderr
+        self.assertIn(b"<stdin>", err)
+
+    def test_batch_folder_json_records(self):
+        os.mkdir(self.path("in"))
+        for name in ("a", "b"):
+            shutil.copy(BUNNY_SMALL, self.path(os.path.join("in", name + ".ply")))
+        shutil.copy(KITTI, self.path(os.path.join("in", "c.bin")))
+        proc = self.run_tool("fps", "-n", "100", "in", "--output-dir", "out", "--json")
+        recs = self.records(proc)
+        self.assertEqual([r["status"] for r in recs[:3]], ["ok"] * 3)
+        self.assertEqual([r["points"] for r in recs[:3]], [453, 453, 115384])
+        self.assertEqual(sorted(os.listdir(self.path("out"))), ["a.ply", "b.ply", "c.bin"])
+        self.assertEqual(recs[3]["type"], "summary")
+        self.assertEqual(recs[3]["settings"]["fps"]["samples"], 100)
+        # --skip-existing: every output there, nothing redone
+        proc = self.run_tool("fps", "-n", "100", "in", "--output-dir", "out", "--json", "--skip-existing")
+        self.assertEqual([r["status"] for r in self.records(proc)[:3]], ["skipped"] * 3)
+        # knn names its three arrays from one -o template
+        self.run_tool("knn", "-k", "3", "in/a.ply", "in/b.ply", "-o", "nn/{/.}.npy")
+        self.assertEqual(sorted(os.listdir(self.path("nn"))),
+                         ["a.counts.npy", "a.dist.npy", "a.npy", "b.counts.npy", "b.dist.npy", "b.npy"])
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1] + sys.argv[1:], verbosity=2)
