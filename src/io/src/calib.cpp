@@ -15,6 +15,13 @@
 namespace s3d::io {
 namespace {
 
+// Whether `spec` names a file; an inline spec is often no valid path at all (longer than NAME_MAX: the
+// throwing std::filesystem::exists raises filesystem_error there).
+bool is_existing_file(const std::string& spec) {
+  std::error_code ec;
+  return std::filesystem::exists(spec, ec);
+}
+
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw IoError(path + ": cannot open calibration file");
@@ -37,6 +44,13 @@ bool numbers_after(const std::string& text, const std::string& key, int count, s
   double v = 0.0;
   while (static_cast<int>(out->size()) < count && in >> v) out->push_back(v);
   return static_cast<int>(out->size()) == count;
+}
+
+// An image size given in a calibration (`width=`, `height=`): a whole number in int's range, 0 = unknown.
+int image_size(double value, const char* key, const std::string& source) {
+  if (!(value >= 0.0 && value <= 1e9) || value != std::floor(value))
+    throw DataError(source + ": " + key + " must be a whole number of pixels, 0 to 1e9");
+  return static_cast<int>(value);
 }
 
 std::vector<double> all_numbers(const std::string& text, bool* only_numbers) {
@@ -123,13 +137,22 @@ bool from_pairs(const std::map<std::string, double>& kv, const std::string& form
   return true;
 }
 
+StereoCalibration from_filestorage_nodes(const std::string& path);
+
+// OpenCV throws while opening and while reading nodes (a matrix with a bad `dt`, data of the wrong length).
 StereoCalibration from_filestorage(const std::string& path) {
-  cv::FileStorage fs;
   try {
-    fs.open(path, cv::FileStorage::READ);
+    return from_filestorage_nodes(path);
   } catch (const cv::Exception& e) {
-    throw IoError(path + ": cannot parse calibration: " + e.msg);
+    std::string what = e.err;  // the description alone: msg adds OpenCV's source location and a newline
+    for (char& ch : what)
+      if (ch == '\n' || ch == '\r') ch = ' ';
+    throw IoError(path + ": cannot parse calibration: " + what);
   }
+}
+
+StereoCalibration from_filestorage_nodes(const std::string& path) {
+  cv::FileStorage fs(path, cv::FileStorage::READ);
   if (!fs.isOpened()) throw IoError(path + ": cannot open calibration file");
   cv::Mat q, p1, p2;
   fs["Q"] >> q;
@@ -162,7 +185,7 @@ StereoCalibration from_filestorage(const std::string& path) {
 
 StereoCalibration read_calibration(const std::string& spec) {
   StereoCalibration c;
-  if (!std::filesystem::exists(spec)) {
+  if (!is_existing_file(spec)) {
     std::map<std::string, double> kv;
     if (parse_pairs(spec, &kv) && from_pairs(kv, "inline", spec, &c) && spec.find('/') == std::string::npos) {
       c.validate();
@@ -230,7 +253,7 @@ PinholeIntrinsics read_intrinsics(const std::string& spec, int width, int height
   k.source = spec;
   k.width = width;
   k.height = height;
-  const bool is_file = std::filesystem::exists(spec);
+  const bool is_file = is_existing_file(spec);
   const std::string text = is_file ? read_text(spec) : spec;
   // "fx fy cx cy" after optional '#' comment lines (TUM/ICL give them this way).
   std::string numbers_only;
@@ -257,8 +280,8 @@ PinholeIntrinsics read_intrinsics(const std::string& spec, int width, int height
     k.fy = kv["fy"];
     k.cx = kv["cx"];
     k.cy = kv["cy"];
-    if (kv.count("width") && width == 0) k.width = static_cast<int>(kv["width"]);
-    if (kv.count("height") && height == 0) k.height = static_cast<int>(kv["height"]);
+    if (kv.count("width") && width == 0) k.width = image_size(kv["width"], "width", spec);
+    if (kv.count("height") && height == 0) k.height = image_size(kv["height"], "height", spec);
   } else if (is_file) {
     StereoCalibration stereo;
     try {

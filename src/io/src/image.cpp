@@ -26,8 +26,14 @@ cv::Mat checked(const cv::Mat& m, const std::string& path) {
   return m;
 }
 
+// A path the OS refuses (longer than NAME_MAX) is "no such file" too, not a filesystem_error.
+bool exists(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::exists(path, ec);
+}
+
 cv::Mat load(const std::string& path) {
-  if (!std::filesystem::exists(path)) throw IoError(path + ": no such file");
+  if (!exists(path)) throw IoError(path + ": no such file");
   cv::Mat m;
   try {
     m = cv::imread(path, cv::IMREAD_UNCHANGED);
@@ -122,7 +128,7 @@ ImageU16 read_grey16(const std::string& path, int* bit_depth) {
 }
 
 std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
-  if (!std::filesystem::exists(path)) throw IoError(path + ": no such file");
+  if (!exists(path)) throw IoError(path + ": no such file");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw IoError(path + ": cannot open");
   // One read of the whole file: a byte-wise stream iterator is ten times slower, and reading is on the
