@@ -139,6 +139,19 @@ bool from_pairs(const std::map<std::string, double>& kv, const std::string& form
 
 StereoCalibration from_filestorage_nodes(const std::string& path);
 
+// Reads the !!opencv-matrix `key` (absent: `out` stays empty). OpenCV allocates rows x cols as the file says
+// before it reads the data (`cols: nan` asked for 64 GB): the shape is checked against the data first.
+void read_matrix(const cv::FileStorage& fs, const char* key, const std::string& path, cv::Mat* out) {
+  const cv::FileNode node = fs[key];
+  if (node.empty() || !node.isMap()) return;
+  const cv::FileNode rows = node["rows"], cols = node["cols"], data = node["data"];
+  if (!rows.isInt() || !cols.isInt() || !data.isSeq() || static_cast<int>(rows) < 1 || static_cast<int>(cols) < 1 ||
+      static_cast<int>(rows) > 16 || static_cast<int>(cols) > 16 ||
+      data.size() != static_cast<std::size_t>(static_cast<int>(rows) * static_cast<int>(cols)))
+    throw DataError(path + ": " + key + " is not a matrix of at most 16x16 numbers with rows x cols data");
+  node >> *out;
+}
+
 // OpenCV throws while opening and while reading nodes (a matrix with a bad `dt`, data of the wrong length).
 StereoCalibration from_filestorage(const std::string& path) {
   try {
@@ -155,13 +168,13 @@ StereoCalibration from_filestorage_nodes(const std::string& path) {
   cv::FileStorage fs(path, cv::FileStorage::READ);
   if (!fs.isOpened()) throw IoError(path + ": cannot open calibration file");
   cv::Mat q, p1, p2;
-  fs["Q"] >> q;
+  read_matrix(fs, "Q", path, &q);
   if (q.total() == 16) {
     q.convertTo(q, CV_64F);
     return from_q(q.ptr<double>(), "Q", path);
   }
-  fs["P1"] >> p1;
-  fs["P2"] >> p2;
+  read_matrix(fs, "P1", path, &p1);
+  read_matrix(fs, "P2", path, &p2);
   if (p1.total() == 12 && p2.total() == 12) {
     p1.convertTo(p1, CV_64F);
     p2.convertTo(p2, CV_64F);

@@ -32,8 +32,37 @@ bool exists(const std::string& path) {
   return std::filesystem::exists(path, ec);
 }
 
+// Deflate never shrinks data more than 1032:1, so a PNG whose header promises more pixel bytes than its size
+// allows is refused before OpenCV allocates the image (a 200-byte file asking for 30000x30000 RGBA16: 7 GB).
+constexpr std::uint64_t kDeflateMaxRatio = 1100;
+
+void check_png_size(const std::uint8_t* head, std::size_t head_size, std::uint64_t file_size, const std::string& name) {
+  static const std::uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  if (head_size < 26 || std::memcmp(head, kSignature, 8) != 0 || std::memcmp(head + 12, "IHDR", 4) != 0) return;
+  auto be32 = [&](std::size_t at) {
+    return std::uint64_t{head[at]} << 24 | std::uint64_t{head[at + 1]} << 16 | std::uint64_t{head[at + 2]} << 8 |
+           head[at + 3];
+  };
+  const std::uint64_t width = be32(16), height = be32(20), bit_depth = head[24];
+  const int colour_type = head[25];
+  const std::uint64_t samples = colour_type == 2 ? 3 : colour_type == 4 ? 2 : colour_type == 6 ? 4 : 1;
+  if (width > (1u << 24) || height > (1u << 24) || bit_depth > 16) return;  // libpng refuses these itself
+  const std::uint64_t pixel_bytes = (width * height * samples * bit_depth + 7) / 8;
+  if (pixel_bytes > kDeflateMaxRatio * file_size)
+    throw IoError(name + ": PNG header says " + std::to_string(width) + "x" + std::to_string(height) +
+                  " pixels, more than its " + std::to_string(file_size) + " bytes can hold (corrupt)");
+}
+
 cv::Mat load(const std::string& path) {
   if (!exists(path)) throw IoError(path + ": no such file");
+  {
+    std::ifstream in(path, std::ios::binary);
+    std::uint8_t head[26] = {};
+    in.read(reinterpret_cast<char*>(head), sizeof head);
+    std::error_code ec;
+    const std::uintmax_t size = std::filesystem::file_size(path, ec);
+    if (!ec) check_png_size(head, static_cast<std::size_t>(in.gcount()), size, path);
+  }
   cv::Mat m;
   try {
     m = cv::imread(path, cv::IMREAD_UNCHANGED);
@@ -44,6 +73,7 @@ cv::Mat load(const std::string& path) {
 }
 
 cv::Mat decode(const std::vector<std::uint8_t>& bytes, const std::string& name) {
+  check_png_size(bytes.data(), bytes.size(), bytes.size(), name);
   cv::Mat m;
   try {
     if (!bytes.empty())
