@@ -10,6 +10,7 @@ PACKAGES=(
   libcli11-dev libspdlog-dev libfmt-dev libeigen3-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libomp-dev help2man python3 clang-format
+  clang libclang-rt-14-dev  # the `fuzz` preset: clang++ 14 and its libFuzzer runtime (libclang_rt.fuzzer-x86_64.a)
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

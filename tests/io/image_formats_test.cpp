@@ -4,12 +4,14 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "s3d/core/errors.hpp"
 #include "s3d/io/colormap.hpp"
@@ -119,6 +121,31 @@ TEST(Pfm, BadFilesThrowIoErrorNamingTheFile) {
       EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
       EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
     }
+  }
+}
+
+// std::filesystem::exists throws for a name the OS refuses (found by fuzzing the calibration reader).
+TEST(ImageRead, PathLongerThanNameMaxIsNoSuchFile) {
+  const std::string long_name = std::string(300, 'a') + ".png";
+  EXPECT_THROW(read_grey8(long_name), s3d::IoError);
+  EXPECT_THROW(read_file_bytes(long_name), s3d::IoError);
+  EXPECT_THROW(read_disparity(long_name), s3d::IoError);
+}
+
+// A 33-byte PNG whose IHDR says 30000x30000 RGBA16 (valid CRC): OpenCV could allocate 7.2 GB before finding
+// the data missing (found by fuzzing); refused from the header, naming the size.
+TEST(ImageRead, PngHeaderPromisingMorePixelsThanItsBytesCanHold) {
+  const std::vector<std::uint8_t> png = {0x89, 'P',  'N',  'G',  '\r', '\n', 0x1a, '\n', 0x00, 0x00,
+                                         0x00, 0x0d, 'I',  'H',  'D',  'R',  0x00, 0x00, 0x75, 0x30,
+                                         0x00, 0x00, 0x75, 0x30, 0x10, 0x06, 0x00, 0x00, 0x00};
+  std::vector<std::uint8_t> bytes = png;
+  const std::uint32_t crc = 0x36b724f9;  // zlib.crc32(b"IHDR" + the 13 header bytes)
+  for (int k = 3; k >= 0; --k) bytes.push_back(static_cast<std::uint8_t>(crc >> (8 * k)));
+  try {
+    decode_grey16(bytes, "huge.png");
+    FAIL();
+  } catch (const s3d::IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("30000x30000"), std::string::npos) << e.what();
   }
 }
 

@@ -123,6 +123,33 @@ bool from_pairs(const std::map<std::string, double>& kv, const std::string& form
   return true;
 }
 
+// Whether `spec` names a file; an inline spec is often no valid path at all (longer than NAME_MAX: the
+// throwing std::filesystem::exists raises filesystem_error there).
+bool is_existing_file(const std::string& spec) {
+  std::error_code ec;
+  return std::filesystem::exists(spec, ec);
+}
+
+// An image size given in a calibration (`width=`, `height=`): a whole number in int's range, 0 = unknown.
+int image_size(double value, const char* key, const std::string& source) {
+  if (!(value >= 0.0 && value <= 1e9) || value != std::floor(value))
+    throw DataError(source + ": " + key + " must be a whole number of pixels, 0 to 1e9");
+  return static_cast<int>(value);
+}
+
+// Reads the !!opencv-matrix `key` (absent: `out` stays empty). OpenCV allocates rows x cols as the file says
+// before it reads the data (`cols: nan` asked for 64 GB): the shape is checked against the data first.
+void read_matrix(const cv::FileStorage& fs, const char* key, const std::string& path, cv::Mat* out) {
+  const cv::FileNode node = fs[key];
+  if (node.empty() || !node.isMap()) return;
+  const cv::FileNode rows = node["rows"], cols = node["cols"], data = node["data"];
+  if (!rows.isInt() || !cols.isInt() || !data.isSeq() || static_cast<int>(rows) < 1 || static_cast<int>(cols) < 1 ||
+      static_cast<int>(rows) > 16 || static_cast<int>(cols) > 16 ||
+      data.size() != static_cast<std::size_t>(static_cast<int>(rows) * static_cast<int>(cols)))
+    throw DataError(path + ": " + key + " is not a matrix of at most 16x16 numbers with rows x cols data");
+  node >> *out;
+}
+
 // OpenCV's own text (`OpenCV(4.6.0) /build/.../persistence.cpp:717: error: (-212:Parsing error) x.yml(3):
 // Missing ':' ... in function '...'`, over several lines) is for OpenCV's developers: keep what it says about
 // the file, as `line N: what`, on one line.
@@ -145,13 +172,13 @@ StereoCalibration read_filestorage(const std::string& path) {
   fs.open(path, cv::FileStorage::READ);
   if (!fs.isOpened()) throw IoError(path + ": cannot open calibration file");
   cv::Mat q, p1, p2;
-  fs["Q"] >> q;
+  read_matrix(fs, "Q", path, &q);
   if (q.total() == 16) {
     q.convertTo(q, CV_64F);
     return from_q(q.ptr<double>(), "Q", path);
   }
-  fs["P1"] >> p1;
-  fs["P2"] >> p2;
+  read_matrix(fs, "P1", path, &p1);
+  read_matrix(fs, "P2", path, &p2);
   if (p1.total() == 12 && p2.total() == 12) {
     p1.convertTo(p1, CV_64F);
     p2.convertTo(p2, CV_64F);
@@ -183,7 +210,7 @@ StereoCalibration from_filestorage(const std::string& path) {
 
 StereoCalibration read_calibration(const std::string& spec) {
   StereoCalibration c;
-  if (!std::filesystem::exists(spec)) {
+  if (!is_existing_file(spec)) {
     std::map<std::string, double> kv;
     if (parse_pairs(spec, &kv) && from_pairs(kv, "inline", spec, &c) && spec.find('/') == std::string::npos) {
       c.validate();
@@ -251,7 +278,7 @@ PinholeIntrinsics read_intrinsics(const std::string& spec, int width, int height
   k.source = spec;
   k.width = width;
   k.height = height;
-  const bool is_file = std::filesystem::exists(spec);
+  const bool is_file = is_existing_file(spec);
   const std::string text = is_file ? read_text(spec) : spec;
   // "fx fy cx cy" after optional '#' comment lines (TUM/ICL give them this way).
   std::string numbers_only;
@@ -278,8 +305,8 @@ PinholeIntrinsics read_intrinsics(const std::string& spec, int width, int height
     k.fy = kv["fy"];
     k.cx = kv["cx"];
     k.cy = kv["cy"];
-    if (kv.count("width") && width == 0) k.width = static_cast<int>(kv["width"]);
-    if (kv.count("height") && height == 0) k.height = static_cast<int>(kv["height"]);
+    if (kv.count("width") && width == 0) k.width = image_size(kv["width"], "width", spec);
+    if (kv.count("height") && height == 0) k.height = image_size(kv["height"], "height", spec);
   } else if (is_file) {
     StereoCalibration stereo;
     try {

@@ -28,6 +28,27 @@ cv::Mat checked(const cv::Mat& m, const std::string& path) {
   return m;
 }
 
+// Deflate never shrinks data more than 1032:1, so a PNG whose header promises more pixel bytes than its size
+// allows is refused before OpenCV allocates the image (a 200-byte file asking for 30000x30000 RGBA16: 7 GB).
+constexpr std::uint64_t kDeflateMaxRatio = 1100;
+
+void check_png_size(const std::uint8_t* head, std::size_t head_size, std::uint64_t file_size, const std::string& name) {
+  static const std::uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  if (head_size < 26 || std::memcmp(head, kSignature, 8) != 0 || std::memcmp(head + 12, "IHDR", 4) != 0) return;
+  auto be32 = [&](std::size_t at) {
+    return std::uint64_t{head[at]} << 24 | std::uint64_t{head[at + 1]} << 16 | std::uint64_t{head[at + 2]} << 8 |
+           head[at + 3];
+  };
+  const std::uint64_t width = be32(16), height = be32(20), bit_depth = head[24];
+  const int colour_type = head[25];
+  const std::uint64_t samples = colour_type == 2 ? 3 : colour_type == 4 ? 2 : colour_type == 6 ? 4 : 1;
+  if (width > (1u << 24) || height > (1u << 24) || bit_depth > 16) return;  // libpng refuses these itself
+  const std::uint64_t pixel_bytes = (width * height * samples * bit_depth + 7) / 8;
+  if (pixel_bytes > kDeflateMaxRatio * file_size)
+    throw IoError(name + ": PNG header says " + std::to_string(width) + "x" + std::to_string(height) +
+                  " pixels, more than its " + std::to_string(file_size) + " bytes can hold (corrupt)");
+}
+
 // Every failure reaches the caller as one exception, one line: OpenCV's own log lines (`[ WARN:0@0.1]
 // imread_(...)`) would be a second line on stderr, printed even under -q.
 void silence_opencv_log() {
@@ -39,6 +60,7 @@ void silence_opencv_log() {
 }
 
 cv::Mat decode(const std::vector<std::uint8_t>& bytes, const std::string& name) {
+  check_png_size(bytes.data(), bytes.size(), bytes.size(), name);
   if (detail::is_png(bytes)) return checked(detail::decode_png(bytes, name), name);
   silence_opencv_log();
   cv::Mat m;
@@ -128,7 +150,8 @@ ImageU16 read_grey16(const std::string& path, int* bit_depth) {
 }
 
 std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
-  if (!std::filesystem::exists(path)) throw IoError(path + ": no such file");
+  std::error_code ec;  // a path the OS refuses (longer than NAME_MAX) is "no such file" too, not filesystem_error
+  if (!std::filesystem::exists(path, ec)) throw IoError(path + ": no such file");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw IoError(path + ": cannot open");
   // One read of the whole file: a byte-wise stream iterator is ten times slower, and reading is on the

@@ -10,6 +10,8 @@
 namespace s3d::io {
 namespace {
 
+constexpr std::uint64_t kMaxColumns = 1u << 16;
+
 struct NpyHeader {
   char byte_order = '<';
   char kind = 'f';
@@ -113,6 +115,10 @@ PointCloud read_npy(const std::string& path) {
   if (h.shape.size() != 2 || h.shape[1] < 3)
     throw DataError(path + ": .npy shape must be (N, K) with K >= 3 (x y z ...)");
   const std::uint64_t n = h.shape[0], k = h.shape[1];
+  // Each column becomes an attribute: with N = 0 no data bounds K, so a header could ask for billions.
+  if (k > kMaxColumns)
+    throw DataError(path + ": .npy shape (" + std::to_string(n) + ", " + std::to_string(k) + "): more than " +
+                    std::to_string(kMaxColumns) + " columns");
   const std::size_t remaining = bytes.size() - h.data_offset;
   if (n > 0 && (k > remaining / h.item_size || n > remaining / h.item_size / k))
     throw IoError(path + ": shape (" + std::to_string(n) + ", " + std::to_string(k) + ") needs more than the " +

@@ -61,8 +61,18 @@ ImageF read_pfm(const std::string& path) {
   if (w <= 0 || h <= 0 || w > (1 << 20) || h > (1 << 20) || scale == 0.0)
     throw IoError(path + ": bad PFM header (" + std::to_string(w) + "x" + std::to_string(h) + ")");
   const bool file_le = scale < 0.0;
-  ImageF img(w, h, channels);
   const std::size_t row = static_cast<std::size_t>(w) * channels;
+  // The header's size is checked against the bytes that follow before anything is allocated.
+  const std::streamoff data_at = in.tellg();
+  in.seekg(0, std::ios::end);
+  const std::streamoff data_bytes = in.tellg() - data_at;
+  in.seekg(data_at);
+  if (data_at < 0 || data_bytes < 0 ||
+      static_cast<std::uint64_t>(data_bytes) / sizeof(float) / row < static_cast<std::uint64_t>(h))
+    throw IoError(path + ": truncated PFM data (" + std::to_string(w) + "x" + std::to_string(h) + "x" +
+                  std::to_string(channels) + " floats need " + std::to_string(row * h * sizeof(float)) + " bytes, " +
+                  std::to_string(data_bytes < 0 ? 0 : data_bytes) + " follow the header)");
+  ImageF img(w, h, channels);
   std::vector<float> buf(row * h);
   in.read(reinterpret_cast<char*>(buf.data()), static_cast<std::streamsize>(buf.size() * sizeof(float)));
   if (static_cast<std::size_t>(in.gcount()) != buf.size() * sizeof(float))

@@ -146,6 +146,10 @@ std::uint64_t min_item_size(const PlyElementHeader& e, bool ascii) {
 }
 
 void check_count(const PlyElementHeader& e, bool ascii, std::size_t remaining, const std::string& path) {
+  // Items without properties take no bytes, so nothing bounds their count (2^64 of them, written back,
+  // never end): refused.
+  if (e.properties.empty() && e.count > 0)
+    throw IoError(path + ": PLY element '" + e.name + "' has " + std::to_string(e.count) + " items but no properties");
   const std::uint64_t per_item = min_item_size(e, ascii);
   // ascii: each value takes at least one character and one separator (the last one may lack it).
   const std::uint64_t available = ascii ? (remaining + 1) / 2 : remaining;
