@@ -5,8 +5,9 @@
 //    without FMA contraction, so results do not depend on how far the cloud sits from the origin beyond the
 //    coordinates' own rounding. Reported distances are sqrt of that (IEEE, the same on both backends).
 //  - kNN: the K points with the smallest (d^2, index), ascending; ties go to the smaller index.
-//  - Ball query (pointnet2): the points with d^2 < r^2 (and d^2 >= min_r^2 when min_r > 0); by default the first
-//    K of them in index order, or (order = distance) the K nearest with ties to the smaller index.
+//  - Ball query (pointnet2): the points with d^2 < r^2 (and, when min_r > 0, d^2 >= min_r^2 or d = 0, as
+//    mmcv); by default the first K of them in index order, or (order = distance) the K nearest with ties to
+//    the smaller index.
 //  - Missing neighbours (fewer than K) are index -1 and distance +inf, or with pad = first the first hit
 //    repeated (an empty ball stays -1 either way).
 // Both backends sort the points into a uniform grid and visit cells until no unvisited point can enter the
@@ -49,7 +50,7 @@ enum class BallOrder {
 /// Ball-query parameters.
 struct BallQueryParams {
   float radius = 0.1f;      ///< r > 0, finite: a point is inside iff d^2 < r^2
-  float min_radius = 0.0f;  ///< mmcv's min_radius: also d^2 >= min_r^2 (0 = off); 0 <= min_r < r
+  float min_radius = 0.0f;  ///< mmcv: also d^2 >= min_r^2 or d = 0 (0 = off); 0 <= min_r < r
   int k = 32;               ///< neighbours per query, in [1, 1024]
   BallOrder order = BallOrder::kIndex;
   NeighborPad pad = NeighborPad::kMinusOne;
