@@ -70,7 +70,13 @@ class App {
  public:
   App()
       : tool_("sgm-depth", "rectified stereo pairs -> disparity / depth / point cloud (census + semi-global matching)",
-              cli::ItemSpec{2, {"left", "right"}, /*stdout_needs_format=*/true}) {
+              cli::ItemSpec{2, {"left", "right"}, [this](const std::vector<std::string>& outputs) {
+                              // -o i pairs with --emit i (default: disparity); a cloud to stdout is PLY.
+                              for (std::size_t i = 0; i < outputs.size(); ++i)
+                                if (outputs[i] == "-" && (i >= opt_.emit_names.size() || opt_.emit_names[i] != "cloud"))
+                                  return true;
+                              return false;
+                            }}) {
     add_options();
     tool_.on_start([this](const Device& d) { start(d); });
     tool_.outputs_of([this](const cli::Item& item, cli::ItemContext& ctx) { return outputs(item, ctx); });

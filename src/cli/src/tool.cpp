@@ -472,7 +472,7 @@ void Tool::Impl::validate_outputs(std::size_t item_count) const {
   const bool data_on_stdout = std::find(s.outputs.begin(), s.outputs.end(), "-") != s.outputs.end();
   if (data_on_stdout && s.json && s.report_path.empty())
     throw InvalidArgument("--json with -o -: stdout carries the data; write the records with --report FILE");
-  if (data_on_stdout && spec.stdout_needs_format && s.format.empty())
+  if (data_on_stdout && spec.stdout_needs_format && spec.stdout_needs_format(s.outputs) && s.format.empty())
     throw InvalidArgument("-o -: give --format FMT (stdout has no extension to choose the format by)");
   std::error_code ec;
   if (!s.output_dir.empty() && fs::exists(s.output_dir, ec) && !fs::is_directory(s.output_dir, ec))

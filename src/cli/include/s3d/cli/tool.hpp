@@ -44,10 +44,11 @@ struct ItemSpec {
   int inputs_per_item = 1;
   /// Manifest keys holding the inputs, in order (e.g. {"left","right"} or {"input"}).
   std::vector<std::string> manifest_keys{"input"};
-  /// True when the format of an output comes only from its extension or --format (sgm-depth): `-o -`
-  /// without --format is then a usage error before any item runs. False when the tool can infer it
-  /// (nms-filter writes the input's format).
-  bool stdout_needs_format = false;
+  /// Asked with the `-o` list before any item runs: true when an output sent to stdout (`-`) can take its
+  /// format only from --format (sgm-depth's disparity maps), so that `-o -` without --format is a usage error
+  /// up front. Null (the default): the tool can infer it (nms-filter writes the input's format; sgm-depth's
+  /// clouds are always PLY).
+  std::function<bool(const std::vector<std::string>& outputs)> stdout_needs_format;
 };
 
 /// Per-item services the frame gives the item callback.
