@@ -10,6 +10,7 @@ PACKAGES=(
   libcli11-dev libspdlog-dev libfmt-dev libeigen3-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libomp-dev help2man python3 clang-format
+  python3-open3d
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
