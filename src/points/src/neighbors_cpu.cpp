@@ -8,6 +8,41 @@
 namespace s3d::points {
 namespace {
 
+/// detail::PointerRow's contract (sorted by (key, index), the last slot falls off) with an insertion that
+/// shifts only the slots behind the new entry, from the end: PointerRow walks all K slots on every insert,
+/// which dominated radius search on the CPU (K = 64, ~50 inserts per query). The row's content after every
+/// insert is the same sorted list, so the answers stay bit-identical to the CUDA backend's.
+class CpuRow {
+ public:
+  CpuRow(float* key, float* d2, std::int32_t* idx, int k) : key_(key), d2_(d2), idx_(idx), k_(k) {
+    for (int j = 0; j < k_; ++j) {
+      key_[j] = d2_[j] = __builtin_huge_valf();
+      idx_[j] = 0x7fffffff;
+    }
+  }
+  int k() const { return k_; }
+  float worst_key() const { return key_[k_ - 1]; }
+  std::int32_t worst_index() const { return idx_[k_ - 1]; }
+  bool accepts(float key, std::int32_t idx) const {
+    return detail::neighbor_before(key, idx, key_[k_ - 1], idx_[k_ - 1]);
+  }
+  void insert(float key, float d2, std::int32_t idx) {
+    int j = k_ - 1;  // the old last entry falls off; move the larger ones back by one
+    for (; j > 0 && detail::neighbor_before(key, idx, key_[j - 1], idx_[j - 1]); --j) {
+      key_[j] = key_[j - 1], d2_[j] = d2_[j - 1], idx_[j] = idx_[j - 1];
+    }
+    key_[j] = key, d2_[j] = d2, idx_[j] = idx;
+  }
+  std::int32_t index_at(int j) const { return idx_[j]; }
+  float d2_at(int j) const { return d2_[j]; }
+
+ private:
+  float* key_;
+  float* d2_;
+  std::int32_t* idx_;
+  int k_;
+};
+
 class CpuNeighbors final : public NeighborEngine::Impl {
  public:
   using Impl::Impl;
@@ -25,7 +60,7 @@ class CpuNeighbors final : public NeighborEngine::Impl {
 #pragma omp for schedule(dynamic, 256)
       for (std::int64_t i = 0; i < queries; ++i) {
         const std::int32_t own = self && request.spec.exclude_self ? static_cast<std::int32_t>(i) : -1;
-        detail::PointerRow row(key.data(), d2.data(), idx.data(), k);
+        CpuRow row(key.data(), d2.data(), idx.data(), k);
         const int count = detail::search_query(grid, request.spec, q[3 * i], q[3 * i + 1], q[3 * i + 2], own, row);
         if (request.counts) request.counts[i] = count;
         detail::finish_row<0>(request.spec, row, count, request.indices ? request.indices + i * k : nullptr,
