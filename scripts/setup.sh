@@ -11,6 +11,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libomp-dev help2man python3 clang-format
   clang libclang-rt-14-dev  # the `fuzz` preset: clang++ 14 and its libFuzzer runtime (libclang_rt.fuzzer-x86_64.a)
+  python3-open3d            # tests/points/open3d_fps_test.py: the FPS set equals Open3D's
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

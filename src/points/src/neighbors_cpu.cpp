@@ -1,12 +1,48 @@
 // The CPU neighbour backend: a counting sort of the points into the grid, then every query searched on its own
 // (OpenMP) with the same routines the CUDA backend runs.
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "neighbors_impl.hpp"
 
 namespace s3d::points {
 namespace {
+
+/// detail::PointerRow's contract (sorted by (key, index), the last slot falls off) with an insertion that
+/// shifts only the slots behind the new entry, from the end: PointerRow walks all K slots on every insert,
+/// which dominated radius search on the CPU (K = 64, ~50 inserts per query). The row's content after every
+/// insert is the same sorted list, so the answers stay bit-identical to the CUDA backend's.
+class CpuRow {
+ public:
+  CpuRow(float* key, float* d2, std::int32_t* idx, int k) : key_(key), d2_(d2), idx_(idx), k_(k) {
+    for (int j = 0; j < k_; ++j) {
+      key_[j] = d2_[j] = __builtin_huge_valf();
+      idx_[j] = 0x7fffffff;
+    }
+  }
+  int k() const { return k_; }
+  float worst_key() const { return key_[k_ - 1]; }
+  std::int32_t worst_index() const { return idx_[k_ - 1]; }
+  bool accepts(float key, std::int32_t idx) const {
+    return detail::neighbor_before(key, idx, key_[k_ - 1], idx_[k_ - 1]);
+  }
+  void insert(float key, float d2, std::int32_t idx) {
+    int j = k_ - 1;  // the old last entry falls off; move the larger ones back by one
+    for (; j > 0 && detail::neighbor_before(key, idx, key_[j - 1], idx_[j - 1]); --j) {
+      key_[j] = key_[j - 1], d2_[j] = d2_[j - 1], idx_[j] = idx_[j - 1];
+    }
+    key_[j] = key, d2_[j] = d2, idx_[j] = idx;
+  }
+  std::int32_t index_at(int j) const { return idx_[j]; }
+  float d2_at(int j) const { return d2_[j]; }
+
+ private:
+  float* key_;
+  float* d2_;
+  std::int32_t* idx_;
+  int k_;
+};
 
 class CpuNeighbors final : public NeighborEngine::Impl {
  public:
@@ -25,7 +61,7 @@ class CpuNeighbors final : public NeighborEngine::Impl {
 #pragma omp for schedule(dynamic, 256)
       for (std::int64_t i = 0; i < queries; ++i) {
         const std::int32_t own = self && request.spec.exclude_self ? static_cast<std::int32_t>(i) : -1;
-        detail::PointerRow row(key.data(), d2.data(), idx.data(), k);
+        CpuRow row(key.data(), d2.data(), idx.data(), k);
         const int count = detail::search_query(grid, request.spec, q[3 * i], q[3 * i + 1], q[3 * i + 2], own, row);
         if (request.counts) request.counts[i] = count;
         detail::finish_row<0>(request.spec, row, count, request.indices ? request.indices + i * k : nullptr,
@@ -48,16 +84,28 @@ class CpuNeighbors final : public NeighborEngine::Impl {
       }
     detail::GridView g{};
     g.shape = detail::make_grid_shape(lo, hi, n, request.points_per_cell, request.min_cell, detail::max_grid_cells(n));
-    const long long cells = g.shape.cells();
-    cell_.resize(static_cast<std::size_t>(n));
-    begin_.assign(static_cast<std::size_t>(cells) + 1, 0);
-    for (std::int64_t i = 0; i < n; ++i) {
-      const int x = detail::grid_coordinate(g.shape, p[3 * i], 0);
-      const int y = detail::grid_coordinate(g.shape, p[3 * i + 1], 1);
-      const int z = detail::grid_coordinate(g.shape, p[3 * i + 2], 2);
-      cell_[i] = detail::grid_cell(g.shape, x, y, z);
-      ++begin_[cell_[i] + 1];
+    histogram(g.shape, p, n);
+    // The shape sizes cells by the bounding box's volume, which suits a cloud that fills it. A scan is a surface
+    // with uneven density (a KITTI sweep: ~750 points in the cell an average point sits in, against the ~5
+    // asked for), and every query then reads 27 such cells. On the CPU, cells get finer until the cell an
+    // average point sits in holds a few times what was asked (surface-like: its count goes with the cell's
+    // area). Any shape gives the same answers (grid_math.hpp), so CUDA's coarser grid still agrees bit for bit.
+    const double wanted = 4.0 * request.points_per_cell;
+    float per_cell = request.points_per_cell;
+    for (int round = 0; round < 3; ++round) {
+      double seen = 0;  // sum over cells of count^2 / n: the count of the cell a random point is in
+      for (std::size_t c = 1; c < begin_.size(); ++c) seen += double(begin_[c]) * begin_[c];
+      seen /= static_cast<double>(n);
+      if (seen <= 2 * wanted) break;
+      const double shrink = std::sqrt(wanted / seen);
+      per_cell = static_cast<float>(per_cell * shrink * shrink * shrink);
+      const long long cap = std::min<long long>(32 * static_cast<long long>(n) + 1, 1LL << 24);
+      const detail::GridShape finer = detail::make_grid_shape(lo, hi, n, per_cell, request.min_cell, cap);
+      if (!(finer.cell < 0.9f * g.shape.cell)) break;  // capped, or held at min_cell
+      g.shape = finer;
+      histogram(g.shape, p, n);
     }
+    const long long cells = g.shape.cells();
     for (long long c = 0; c < cells; ++c) begin_[c + 1] += begin_[c];
     cursor_.assign(begin_.begin(), begin_.end() - 1);
     sorted_.resize(static_cast<std::size_t>(4 * n));
@@ -72,6 +120,19 @@ class CpuNeighbors final : public NeighborEngine::Impl {
     g.xyz = sorted_.data();
     g.index = index_.data();
     return g;
+  }
+
+  /// cell_[i] = point i's cell; begin_[c + 1] = how many points cell c holds (begin_[0] = 0).
+  void histogram(const detail::GridShape& shape, const float* p, std::int64_t n) {
+    cell_.resize(static_cast<std::size_t>(n));
+    begin_.assign(static_cast<std::size_t>(shape.cells()) + 1, 0);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const int x = detail::grid_coordinate(shape, p[3 * i], 0);
+      const int y = detail::grid_coordinate(shape, p[3 * i + 1], 1);
+      const int z = detail::grid_coordinate(shape, p[3 * i + 2], 2);
+      cell_[i] = detail::grid_cell(shape, x, y, z);
+      ++begin_[cell_[i] + 1];
+    }
   }
 
   std::vector<long long> cell_;
