@@ -42,7 +42,7 @@ for tool in memcheck racecheck; do
     [ -n "${S3D_SANITIZE_ONLY:-}" ] && ! basename "$t" | grep -Eq "$S3D_SANITIZE_ONLY" && continue
     # CUDA cases only, without the multi-million-element ones (minutes under the sanitizers) and the
     # deliberate out-of-memory test (memcheck reports its failed cudaMallocAsync as an API error).
-    filter="${S3D_SANITIZER_FILTER:-*cuda*:*Cuda*:*CUDA*:*DeviceBuffer*:*Layout*:*WarpReduce*:-*TwoMillion*:*LargeSingleGroup*:*ImpossibleAllocation*}"
+    filter="${S3D_SANITIZER_FILTER:-*cuda*:*Cuda*:*CUDA*:*DeviceBuffer*:*Layout*:*WarpReduce*:-*TwoMillion*:*LargeSingleGroup*:*ImpossibleAllocation*:*LargeCloud*:*RealAerialScan*}"
     # API errors are not reported: the tests provoke some on purpose (an invalid device, a capture-breaking call,
     # a kernel without an image) and check the typed exception each becomes; memory errors and races still fail.
     compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 9 "$t" --gtest_brief=1 \

@@ -39,6 +39,10 @@ data="${S3D_DATA_DIR:-$root/../shared/data}"
 if [ -d "$data" ]; then
   # Only what the GPU tests read (detections); the stereo scenes travel as PGM copies below.
   mkdir -p "$out/data" && cp -r "$data/detections" "$out/data/"
+  # test_points reads two real scans (9 MB); the other clouds stay here.
+  mkdir -p "$out/data/pointclouds/kitti_velodyne" "$out/data/pointclouds/aerial_vol_total"
+  cp "$data/pointclouds/kitti_velodyne/000000.bin" "$out/data/pointclouds/kitti_velodyne/"
+  cp "$data/pointclouds/aerial_vol_total/vol_total_498868.ply" "$out/data/pointclouds/aerial_vol_total/"
   echo "$(cd "$data" && pwd)" >"$out/DATA_DIR"
 fi
 # The GPU machine cannot decode PNG (no OpenCV there): grey PGM copies of real scenes for the stereo tests,
