@@ -206,6 +206,8 @@ __global__ void __launch_bounds__(kThreads)
   ThreadPoints<PPT> mine;
   mine.load(p, nullptr, c.n, rank, cluster_size);
   const int keys = cluster_size * kWarps;
+  // Every block of the cluster must have started (its shared memory exist) before another writes into it.
+  cluster.sync();
 
   float4 winner = make_float4(p[3 * c.start], p[3 * c.start + 1], p[3 * c.start + 2], 0.f);
   for (int s = 1; s < c.m; ++s) {  // c.m is the same for every block of the cluster
