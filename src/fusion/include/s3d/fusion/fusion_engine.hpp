@@ -1,0 +1,95 @@
+#pragma once
+// KinectFusion-style tracking and TSDF fusion of a depth sequence, on the CPU or on CUDA with the same
+// stage order, the same reduction tree and shared math without FMA contraction, so that both backends give
+// the same poses (docs/ICP-FUSE.md states what is bit-identical). This header needs no CUDA.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <Eigen/Geometry>
+
+#include "s3d/core/device.hpp"
+#include "s3d/core/views.hpp"
+#include "s3d/fusion/params.hpp"
+
+namespace s3d::fusion {
+
+enum class FrameStatus {
+  kFirst,      ///< the first frame: pose = initial pose, integrated
+  kTracked,    ///< ICP converged and passed the loss tests
+  kRecovered,  ///< the first attempt failed; re-tracking from the last good pose with wider gates passed
+  kLost,       ///< both attempts failed: the pose stays the last good one, nothing is integrated
+  kInvalid,    ///< the frame had no valid depth (or too few pixels): pose kept, nothing integrated
+};
+
+/// "first", "tracked", "recovered", "lost", "invalid".
+const char* to_string(FrameStatus status);
+
+/// What tracking one frame produced.
+struct FrameResult {
+  FrameStatus status = FrameStatus::kFirst;
+  Eigen::Isometry3d pose = Eigen::Isometry3d::Identity();  ///< camera to world
+  std::int64_t valid_pixels = 0;                           ///< valid depth pixels of level 0
+  std::int64_t inliers = 0;        ///< associated pixels of level 0 in the last iteration
+  double inlier_ratio = 0.0;       ///< inliers / valid_pixels
+  double residual = 0.0;           ///< RMS point-to-plane residual of the inliers, metres
+  double condition = 0.0;          ///< of the last 6x6 system
+  int iterations = 0;              ///< ICP iterations run, all levels
+  std::string reason;              ///< why a frame was lost or invalid (empty otherwise)
+  // Milliseconds per stage (host wall clock around each stage; CUDA stages are synchronised).
+  double preprocess_ms = 0.0, track_ms = 0.0, integrate_ms = 0.0, raycast_ms = 0.0;
+};
+
+/// A triangle soup or indexed mesh from marching cubes, world frame.
+struct Mesh {
+  std::vector<float> vertices;          ///< [V, 3]
+  std::vector<float> normals;           ///< [V, 3], unit, from the TSDF gradient
+  std::vector<std::uint8_t> colors;     ///< [V, 3] RGB, empty without colour
+  std::vector<std::int32_t> triangles;  ///< [T, 3] vertex indices, counter-clockwise seen from outside
+};
+
+/// Points of the zero crossing with normals, world frame.
+struct SurfaceCloud {
+  std::vector<float> points;   ///< [N, 3]
+  std::vector<float> normals;  ///< [N, 3]
+};
+
+/// One engine per sequence and device; allocates its pyramid, maps and volume once.
+/// Not thread-safe.
+class FusionEngine {
+ public:
+  /// @throws InvalidArgument (params, size), DeviceUnavailable, OutOfMemory (the volume).
+  FusionEngine(const Device& device, const FusionParams& params, int width, int height);
+  ~FusionEngine();
+  FusionEngine(FusionEngine&&) noexcept;
+  FusionEngine& operator=(FusionEngine&&) noexcept;
+
+  /// Tracks one frame (depth in metres, host memory, width x height; 0, NaN, inf and out-of-range values
+  /// are invalid) and integrates it when tracked. Never throws for a bad frame: it comes back kInvalid or
+  /// kLost. @throws InvalidArgument for a frame of another size, CudaError.
+  FrameResult process(ImageView<const float> depth_m);
+
+  /// Fusion with a given pose, no tracking (e.g. ground-truth poses).
+  FrameResult integrate_with_pose(ImageView<const float> depth_m, const Eigen::Isometry3d& camera_to_world);
+
+  /// Marching cubes over the volume (iso 0, cubes with a zero-weight corner skipped), indexed vertices in a
+  /// deterministic order (by cube linear index, then edge).
+  Mesh extract_mesh() const;
+  /// Zero crossings along the three axes (KinFu's `fetchCloud`), deterministic order.
+  SurfaceCloud extract_cloud() const;
+
+  /// Drops the model and the trajectory; the next frame is a first frame again.
+  void reset();
+
+  const Eigen::Isometry3d& pose() const;
+  const FusionParams& params() const;
+  const Device& device() const;
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace s3d::fusion

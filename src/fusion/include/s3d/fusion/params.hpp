@@ -1,0 +1,84 @@
+#pragma once
+// Parameters of KinectFusion-style tracking and fusion. Defaults are PCL KinFu's (docs/ICP-FUSE.md lists
+// them with their sources). Lengths are metres, angles degrees. This header needs no CUDA.
+#include <array>
+
+#include <Eigen/Geometry>
+
+namespace s3d::fusion {
+
+/// Pinhole intrinsics of the depth camera at full resolution (level 0), pixels. Level l divides fx, fy, cx
+/// and cy by 2^l (KinFu). fy may be negative (ICL-NUIM).
+struct CameraIntrinsics {
+  float fx = 525.0f;
+  float fy = 525.0f;
+  float cx = 319.5f;
+  float cy = 239.5f;
+  /// The intrinsics of pyramid level `level`.
+  CameraIntrinsics level(int level) const {
+    const float s = 1.0f / static_cast<float>(1 << level);
+    return {fx * s, fy * s, cx * s, cy * s};
+  }
+};
+
+/// Depth pre-processing.
+struct DepthParams {
+  float min_depth = 0.0f;  ///< metres; depths <= min_depth are invalid
+  float max_depth = 0.0f;  ///< metres; depths > max_depth are invalid (0 = no limit)
+  bool bilateral = true;   ///< KinFu's 13x13 bilateral filter before the pyramid (the raw depth is integrated)
+  int bilateral_radius = 6;
+  float sigma_space = 4.5f;    ///< pixels
+  float sigma_depth = 0.03f;   ///< metres
+  int levels = 3;              ///< pyramid levels, each half the size of the one above, in [1, 4]
+  float pyramid_gate = 0.09f;  ///< pyrDown averages only pixels within this many metres of the centre (3 sigma)
+};
+
+/// Projective point-to-plane ICP.
+struct IcpParams {
+  /// Iterations per level, finest first (run coarse to fine).
+  std::array<int, 4> iterations{10, 5, 4, 0};
+  float distance_gate = 0.10f;  ///< metres, on |R v + t - v_model|
+  float angle_gate = 20.0f;     ///< degrees, on |R n x n_model| < sin(angle)
+  /// Huber weights on the point-to-plane residual (0 = plain least squares), metres.
+  float huber_delta = 0.0f;
+  // Tracking-loss tests, applied after the last iteration.
+  float min_inlier_ratio = 0.05f;    ///< inliers / valid pixels of level 0
+  double max_condition = 1e6;        ///< of the final 6x6 system (ratio of extreme eigenvalues)
+  float max_translation_step = 0.20f;  ///< metres between consecutive poses
+  float max_rotation_step = 30.0f;     ///< degrees between consecutive poses
+};
+
+/// The TSDF volume: resolution^3 voxels over a cube of `size` metres per side whose corner sits at `origin`
+/// (world frame). Voxel (i, j, k) is centred at origin + ((i, j, k) + 0.5) * size / resolution (KinFu).
+struct VolumeParams {
+  std::array<int, 3> resolution{512, 512, 512};
+  std::array<float, 3> size{3.0f, 3.0f, 3.0f};
+  std::array<float, 3> origin{0.0f, 0.0f, 0.0f};
+  float truncation = 0.03f;  ///< metres
+  int max_weight = 128;
+  float voxel_size(int axis) const { return size[axis] / static_cast<float>(resolution[axis]); }
+};
+
+enum class TrackingMode {
+  kFrameToModel,  ///< ICP against the maps ray cast from the TSDF at the previous pose (KinFu)
+  kFrameToFrame,  ///< ICP against the previous frame's own vertex and normal maps
+};
+
+struct FusionParams {
+  CameraIntrinsics camera;
+  DepthParams depth;
+  IcpParams icp;
+  VolumeParams volume;
+  TrackingMode mode = TrackingMode::kFrameToModel;
+  /// Pose of the first frame, camera to world. Default: KinFu's, the volume centre in x and y and
+  /// 0.6 * size behind the centre in z, looking along +z.
+  Eigen::Isometry3d initial_pose = kinfu_initial_pose(VolumeParams{});
+  /// Integrate every frame into the TSDF (also in f2f mode, so that a model can be written).
+  bool integrate = true;
+
+  static Eigen::Isometry3d kinfu_initial_pose(const VolumeParams& volume);
+  /// @throws InvalidArgument naming the field.
+  void validate() const;
+};
+
+}  // namespace s3d::fusion

@@ -1,0 +1,104 @@
+#pragma once
+// Internal: the two halves of a fusion backend, each implemented once for the CPU (the oracle) and once
+// for CUDA. FusionEngine (fusion_engine.cpp) owns one of each, on the same device, and runs the stages in
+// the same order on both. Pointers in Maps and ImageView here address the backend's memory (host for the
+// CPU backend, device for CUDA). No CUDA types here.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "fusion_math.hpp"
+#include "s3d/core/device.hpp"
+#include "s3d/core/views.hpp"
+#include "s3d/fusion/fusion_engine.hpp"
+#include "s3d/fusion/params.hpp"
+
+namespace s3d::fusion::detail {
+
+/// Vertex and normal maps of one pyramid level, dense (pitch = width); invalid entries have x = NaN.
+struct Maps {
+  Vec3f* vertices = nullptr;
+  Vec3f* normals = nullptr;
+  int width = 0;
+  int height = 0;
+};
+
+/// Host copies of one level's maps (tests, f2f bookkeeping).
+struct HostMaps {
+  int width = 0, height = 0;
+  std::vector<Vec3f> vertices, normals;
+};
+
+/// The 6x6 point-to-plane system of one ICP iteration: A = sum r^T r (upper triangle, row-major, 21
+/// values), g = sum r^T b, plus the sum of squared residuals and the inlier count. The reduction tree is
+/// fixed and identical on both backends, so these come out bit-identical.
+struct IcpSystem {
+  double a[21] = {};
+  double g[6] = {};
+  double residual_sq = 0.0;
+  std::int64_t inliers = 0;
+};
+
+struct IcpGates {
+  float distance = 0.10f;    ///< metres
+  float sin_angle = 0.342f;  ///< |n_cur x n_ref| must be below this
+  float huber_delta = 0.0f;  ///< 0 = off
+};
+
+/// Depth pre-processing, pyramids, vertex/normal maps and the ICP reduction.
+class TrackingBackend {
+ public:
+  virtual ~TrackingBackend() = default;
+  /// Uploads a depth frame (metres, host memory, the engine's size), marks invalid values (0, NaN, inf,
+  /// <= min_depth, > max_depth) as 0, filters, builds the pyramid and each level's vertex and normal maps
+  /// in the camera frame. Returns the valid pixels of level 0.
+  virtual std::int64_t preprocess(ImageView<const float> depth_m) = 0;
+  /// The unfiltered, validity-masked depth of level 0 (0 = invalid), what the volume integrates.
+  virtual ImageView<const float> raw_depth() const = 0;
+  /// The current frame's maps of `level`, camera frame.
+  virtual Maps frame_maps(int level) = 0;
+  /// The reference maps of `level`, world frame. Level 0 is written by the volume's ray cast (f2m) or by
+  /// reference_from_frame (f2f).
+  virtual Maps reference_maps(int level) = 0;
+  /// Fills reference levels 1.. from level 0 (KinFu resizeVMap/resizeNMap: 2x2 mean, invalid if any is).
+  virtual void reference_pyramid_from_level0() = 0;
+  /// f2f: the current frame's maps, moved to the world frame with `camera_to_world`, become the reference
+  /// at every level.
+  virtual void reference_from_frame(const Rigid& camera_to_world) = 0;
+  /// One ICP iteration's system at `level`: current-frame pixels moved by `estimate` (camera to world),
+  /// projected into the reference camera (`world_to_reference`, `camera` at that level), gated, reduced.
+  virtual IcpSystem build_system(int level, const Rigid& estimate, const Rigid& world_to_reference,
+                                 const CameraIntrinsics& camera, const IcpGates& gates) = 0;
+  /// Host copies, for tests.
+  virtual HostMaps download_frame_maps(int level) = 0;
+  virtual HostMaps download_reference_maps(int level) = 0;
+  virtual std::vector<float> download_filtered_depth(int level) = 0;
+};
+
+/// The TSDF volume: integration, ray casting, surface extraction.
+class VolumeBackend {
+ public:
+  virtual ~VolumeBackend() = default;
+  /// Empties the volume (tsdf 0, weight 0).
+  virtual void reset() = 0;
+  /// Projective TSDF update with the validity-masked depth (backend memory, 0 = invalid) seen from
+  /// `camera_to_world` with level-0 intrinsics.
+  virtual void integrate(ImageView<const float> depth_m, const CameraIntrinsics& camera,
+                         const Rigid& camera_to_world) = 0;
+  /// Ray casts the zero crossing seen from `camera_to_world` into `out` (world-frame vertices and normals,
+  /// backend memory, level-0 size); pixels without a surface are invalid.
+  virtual void raycast(const CameraIntrinsics& camera, const Rigid& camera_to_world, Maps out) = 0;
+  virtual Mesh extract_mesh() = 0;
+  virtual SurfaceCloud extract_cloud() = 0;
+  /// Host copies of the voxels (x fastest, then y, then z), for tests: tsdf scaled to int16, weights.
+  virtual void download(std::vector<std::int16_t>& tsdf, std::vector<std::int16_t>& weight) = 0;
+};
+
+std::unique_ptr<TrackingBackend> make_cpu_tracking(const FusionParams& params, int width, int height);
+std::unique_ptr<VolumeBackend> make_cpu_volume(const VolumeParams& params);
+/// Defined only when CUDA is built; the engine has made `device` current. @throws CudaError, OutOfMemory.
+std::unique_ptr<TrackingBackend> make_cuda_tracking(const Device& device, const FusionParams& params, int width,
+                                                    int height);
+std::unique_ptr<VolumeBackend> make_cuda_volume(const Device& device, const VolumeParams& params);
+
+}  // namespace s3d::fusion::detail

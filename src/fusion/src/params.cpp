@@ -1,0 +1,59 @@
+// Parameter checks and KinFu's default first pose.
+#include "s3d/fusion/params.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "s3d/core/errors.hpp"
+#include "s3d/fusion/fusion_engine.hpp"
+
+namespace s3d::fusion {
+namespace {
+
+bool positive(float v) { return std::isfinite(v) && v > 0.0f; }
+
+}  // namespace
+
+Eigen::Isometry3d FusionParams::kinfu_initial_pose(const VolumeParams& volume) {
+  Eigen::Isometry3d pose = Eigen::Isometry3d::Identity();
+  pose.translation() = Eigen::Vector3d(volume.origin[0] + 0.5 * volume.size[0], volume.origin[1] + 0.5 * volume.size[1],
+                                       volume.origin[2] + 0.5 * volume.size[2] - 0.6 * volume.size[2]);
+  return pose;
+}
+
+void FusionParams::validate() const {
+  S3D_EXPECTS(positive(std::fabs(camera.fx)) && positive(std::fabs(camera.fy)),
+              "camera: fx and fy must be finite and non-zero");
+  S3D_EXPECTS(std::isfinite(camera.cx) && std::isfinite(camera.cy), "camera: cx and cy must be finite");
+  S3D_EXPECTS(std::isfinite(depth.min_depth) && depth.min_depth >= 0.0f, "depth: min_depth must be >= 0");
+  S3D_EXPECTS(std::isfinite(depth.max_depth) && depth.max_depth >= 0.0f, "depth: max_depth must be >= 0 (0 = no limit)");
+  S3D_EXPECTS(depth.levels >= 1 && depth.levels <= 4, "depth: levels must be in [1, 4]");
+  S3D_EXPECTS(depth.bilateral_radius >= 0 && depth.bilateral_radius <= 16, "depth: bilateral_radius must be in [0, 16]");
+  S3D_EXPECTS(positive(depth.sigma_space) && positive(depth.sigma_depth), "depth: bilateral sigmas must be > 0");
+  S3D_EXPECTS(positive(depth.pyramid_gate), "depth: pyramid_gate must be > 0");
+  for (int l = 0; l < 4; ++l)
+    S3D_EXPECTS(icp.iterations[l] >= 0 && icp.iterations[l] <= 1000, "icp: iterations must be in [0, 1000]");
+  S3D_EXPECTS(positive(icp.distance_gate), "icp: distance_gate must be > 0");
+  S3D_EXPECTS(positive(icp.angle_gate) && icp.angle_gate <= 90.0f, "icp: angle_gate must be in (0, 90] degrees");
+  S3D_EXPECTS(std::isfinite(icp.huber_delta) && icp.huber_delta >= 0.0f, "icp: huber_delta must be >= 0");
+  for (int a = 0; a < 3; ++a) {
+    S3D_EXPECTS(volume.resolution[a] >= 8 && volume.resolution[a] <= 2048, "volume: resolution must be in [8, 2048]");
+    S3D_EXPECTS(positive(volume.size[a]), "volume: size must be > 0");
+    S3D_EXPECTS(std::isfinite(volume.origin[a]), "volume: origin must be finite");
+  }
+  S3D_EXPECTS(positive(volume.truncation), "volume: truncation must be > 0");
+  S3D_EXPECTS(volume.max_weight >= 1 && volume.max_weight <= 32767, "volume: max_weight must be in [1, 32767]");
+}
+
+const char* to_string(FrameStatus status) {
+  switch (status) {
+    case FrameStatus::kFirst: return "first";
+    case FrameStatus::kTracked: return "tracked";
+    case FrameStatus::kRecovered: return "recovered";
+    case FrameStatus::kLost: return "lost";
+    case FrameStatus::kInvalid: return "invalid";
+  }
+  return "unknown";
+}
+
+}  // namespace s3d::fusion
