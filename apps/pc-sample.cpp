@@ -76,6 +76,10 @@ int main(int argc, char** argv) {
   fps->add_option("--seed", f.seed, "seed of --start random")->capture_default_str();
   fps->add_flag("--allow-fewer", f.allow_fewer, "M > N samples all N points instead of failing");
   fps->add_flag("--drop-faces", f.fps_drop_faces, "write no face or other element, only the points");
+  fps->add_option("--batch", f.batch,
+                  "sample B clouds per launch (one GPU launch for many small clouds; results as one at a time)")
+      ->capture_default_str()
+      ->type_name("B");
   fps->add_option("--emit", f.fps_emit,
                   "cloud: the sampled points with all their attributes, in selection order (the input's format "
                   "unless -o's extension or --format names another); indices: their input rows, .txt one per "
@@ -138,6 +142,7 @@ int main(int argc, char** argv) {
                       : knn->parsed()  ? Mode::kKnn
                                        : Mode::kInterp;
     run.plan = s3d::pc_sample::make_plan(mode, f);
+    tool.handle_groups_of(static_cast<std::size_t>(run.plan.batch));
     const auto& s = tool.settings();
     if (s.outputs.empty() && s.output_dir.empty())
       throw s3d::InvalidArgument("no output: give -o PATH|TEMPLATE, -o - (stdout) or --output-dir DIR");
@@ -152,9 +157,9 @@ int main(int argc, char** argv) {
     s3d::cli::StageTimer timer(ctx, "read");
     return s3d::pc_sample::load_job(item, ctx, run);
   };
-  stages.handle = [&](const s3d::cli::Item& item, Job& job, s3d::cli::ItemContext& ctx, s3d::cli::NextItem<Job>) {
+  stages.handle = [&](const s3d::cli::Item& item, Job& job, s3d::cli::ItemContext& ctx, s3d::cli::NextItem<Job> next) {
     s3d::cli::StageTimer timer(ctx, "compute");
-    return s3d::pc_sample::compute(item, run, std::move(job));
+    return s3d::pc_sample::compute_grouped(item, run, std::move(job), next);
   };
   stages.write = [&](const s3d::cli::Item&, Result& result, s3d::cli::ItemContext& ctx) {
     return s3d::pc_sample::write_result(ctx, tool.settings(), run, result);

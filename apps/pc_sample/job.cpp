@@ -62,6 +62,89 @@ Job load_job(const cli::Item& item, cli::ItemContext& ctx, const Run& run) {
   return job;
 }
 
+namespace {
+
+/// fps: M and the start of one item. @throws DataError naming the input.
+std::pair<std::int64_t, std::int64_t> fps_call(const cli::Item& item, const Plan& p, const Job& job) {
+  const std::string& name = job.in.name;
+  const std::int64_t n = static_cast<std::int64_t>(job.in.cloud.size());
+  std::int64_t m = p.samples > 0 ? p.samples : static_cast<std::int64_t>(std::ceil(p.ratio * double(n)));
+  if (m > n) {
+    if (!p.allow_fewer)
+      throw DataError(name + ": -n " + std::to_string(m) + " exceeds the cloud's " + std::to_string(n) +
+                      " points (--allow-fewer samples all of them)");
+    m = n;
+  }
+  const std::int64_t start =
+      p.random_start ? static_cast<std::int64_t>(splitmix64(p.seed + item.index) % std::uint64_t(n)) : p.start;
+  if (start >= n)
+    throw DataError(name + ": --start " + std::to_string(start) + " is not a point of the cloud (" + std::to_string(n) +
+                    " points)");
+  return {m, start};
+}
+
+}  // namespace
+
+Result compute_grouped(const cli::Item& item, Run& run, Job job, const cli::NextItem<Job>& next) {
+  if (auto it = run.grouped.find(item.index); it != run.grouped.end()) {
+    Result r;
+    r.selection = std::move(it->second.selection);
+    r.start = it->second.start;
+    r.seconds_compute = it->second.seconds_compute;
+    r.batch = it->second.batch;
+    run.grouped.erase(it);
+    r.job = std::move(job);
+    return r;
+  }
+  const Plan& p = run.plan;
+  if (p.mode != Mode::kFps || p.batch <= 1 || next.ahead.empty()) return compute(item, run, std::move(job));
+
+  const auto t0 = Clock::now();
+  // The group: this item, then the loaded items after it while their M and start are valid.
+  std::vector<std::pair<const cli::Item*, const Job*>> group{{&item, &job}};
+  points::FpsBatch batch;
+  auto add = [&](const cli::Item& it, const Job& j) {
+    const auto [m, start] = fps_call(it, p, j);
+    batch.lengths.push_back(static_cast<std::int64_t>(j.in.cloud.size()));
+    batch.samples.push_back(m);
+    batch.starts.push_back(start);
+  };
+  add(item, job);  // this item's own error propagates
+  for (const auto& [it, j] : next.ahead) {
+    if (static_cast<int>(group.size()) >= p.batch) break;
+    try {
+      add(*it, *j);
+    } catch (const DataError&) {
+      break;  // it fails on its own handle
+    }
+    group.emplace_back(it, j);
+  }
+  std::vector<float> xyz;
+  for (const auto& g : group) xyz.insert(xyz.end(), g.second->local.begin(), g.second->local.end());
+  batch.xyz = xyz.data();
+  const std::vector<std::int32_t> all = run.fps->run(batch);
+  const double seconds = seconds_since(t0) / static_cast<double>(group.size());
+
+  Result r;
+  std::size_t offset = 0;
+  for (std::size_t b = 0; b < group.size(); ++b) {
+    const std::size_t m = static_cast<std::size_t>(batch.samples[b]);
+    std::vector<std::int32_t> selection(all.begin() + offset, all.begin() + offset + m);
+    offset += m;
+    if (b == 0) {
+      r.selection = std::move(selection);
+      r.start = batch.starts[0];
+      r.seconds_compute = seconds;
+      r.batch = static_cast<int>(group.size());
+    } else {
+      run.grouped[group[b].first->index] =
+          GroupedSelection{std::move(selection), batch.starts[b], seconds, static_cast<int>(group.size())};
+    }
+  }
+  r.job = std::move(job);
+  return r;
+}
+
 Result compute(const cli::Item& item, Run& run, Job job) {
   const auto t0 = Clock::now();
   const Plan& p = run.plan;
@@ -70,18 +153,8 @@ Result compute(const cli::Item& item, Run& run, Job job) {
   Result r;
   switch (p.mode) {
     case Mode::kFps: {
-      std::int64_t m = p.samples > 0 ? p.samples : static_cast<std::int64_t>(std::ceil(p.ratio * double(n)));
-      if (m > n) {
-        if (!p.allow_fewer)
-          throw DataError(name + ": -n " + std::to_string(m) + " exceeds the cloud's " + std::to_string(n) +
-                          " points (--allow-fewer samples all of them)");
-        m = n;
-      }
-      r.start =
-          p.random_start ? static_cast<std::int64_t>(splitmix64(p.seed + item.index) % std::uint64_t(n)) : p.start;
-      if (r.start >= n)
-        throw DataError(name + ": --start " + std::to_string(r.start) + " is not a point of the cloud (" +
-                        std::to_string(n) + " points)");
+      const auto [m, start] = fps_call(item, p, job);
+      r.start = start;
       r.selection = run.fps->run(view_of(job.local), m, r.start);
       break;
     }

@@ -57,6 +57,8 @@ Plan make_plan(Mode mode, const Flags& f) {
     case Mode::kFps: {
       S3D_EXPECTS((f.samples > 0) != (f.ratio > 0.0), "fps: give exactly one of -n M (M >= 1) or --ratio r");
       S3D_EXPECTS(f.ratio == 0.0 || (f.ratio > 0.0 && f.ratio <= 1.0), "--ratio must be in (0, 1]");
+      S3D_EXPECTS(f.batch >= 1 && f.batch <= 4096, "--batch must be in [1, 4096]");
+      p.batch = f.batch;
       p.samples = f.samples;
       p.ratio = f.ratio;
       if (f.start == "random") {

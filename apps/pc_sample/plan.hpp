@@ -26,6 +26,7 @@ struct Flags {
   bool allow_fewer = false;
   bool fps_drop_faces = false;
   std::string fps_emit = "cloud";
+  int batch = 1;  // --batch B
   // ball
   float radius = 0.0f;
   float min_radius = 0.0f;
@@ -66,6 +67,7 @@ struct Plan {
   std::uint64_t seed = 0;
   bool allow_fewer = false;
   bool emit_indices = false;  // fps: indices instead of the cloud
+  int batch = 1;              // fps: clouds per launch
   // ball / knn
   points::BallQueryParams ball;
   points::KnnParams knn;

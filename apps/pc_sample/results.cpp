@@ -135,6 +135,7 @@ nlohmann::json write_result(cli::ItemContext& ctx, const cli::CommonSettings& se
   timer.stop();
   rec["seconds_read"] = job.seconds_read;
   rec["seconds_compute"] = r.seconds_compute;
+  if (r.batch > 1) rec["batch"] = r.batch;
   rec["seconds_write"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return rec;
 }

@@ -59,7 +59,7 @@ TEST(OrderedStages, HandlesAndEmitsInOrderWithABoundedWindow) {
     off_thread_loads += std::this_thread::get_id() != caller;
     sleep_random_us(2000);
   };
-  cb.handle = [&](std::size_t k, bool) {
+  cb.handle = [&](std::size_t k, std::size_t) {
     EXPECT_EQ(std::this_thread::get_id(), caller);
     handled.push_back(k);
     sleep_random_us(300);
@@ -98,7 +98,7 @@ TEST(OrderedStages, AStopEmitsExactlyTheHandledItems) {
     sleep_random_us(500);
     --running;
   };
-  cb.handle = [&](std::size_t k, bool) { return k != 6; };
+  cb.handle = [&](std::size_t k, std::size_t) { return k != 6; };
   cb.finish = [&](std::size_t) { sleep_random_us(500); };
   cb.emit = [&](std::size_t k) { emitted.push_back(k); };
   cb.stop_requested = [] { return false; };
@@ -118,13 +118,39 @@ TEST(OrderedStages, AnEmitThatThrowsEndsTheRunAfterEveryTask) {
   };
   cb.load = busy;
   cb.finish = busy;
-  cb.handle = [](std::size_t, bool) { return true; };
+  cb.handle = [](std::size_t, std::size_t) { return true; };
   cb.emit = [](std::size_t k) {
     if (k == 3) throw std::runtime_error("reader went away");
   };
   cb.stop_requested = [] { return false; };
   EXPECT_THROW(detail::run_ordered_stages(50, 6, pool, cb), std::runtime_error);
   EXPECT_EQ(running.load(), 0);
+}
+
+// A handler that groups items (pc-sample --batch) sees the loads of the next `wait_ahead` items done,
+// however slowly they load, except where the batch ends; loads of items after k are never waited for
+// beyond that.
+TEST(OrderedStages, WaitAheadHandsTheHandlerTheNextLoadedItems) {
+  const std::size_t n = 23, ahead = 3;
+  detail::WorkerPool pool(2);
+  std::vector<std::atomic<bool>> loaded(n);
+  std::vector<std::size_t> seen;
+  detail::OrderedStageCallbacks cb;
+  cb.load = [&](std::size_t k) {
+    sleep_random_us(1500);
+    loaded[k] = true;
+  };
+  cb.handle = [&](std::size_t k, std::size_t loaded_ahead) {
+    for (std::size_t j = k + 1; j <= k + loaded_ahead; ++j) EXPECT_TRUE(loaded[j].load()) << k << " " << j;
+    seen.push_back(loaded_ahead);
+    return true;
+  };
+  cb.finish = [](std::size_t) {};
+  cb.emit = [](std::size_t) {};
+  cb.stop_requested = [] { return false; };
+  EXPECT_EQ(detail::run_ordered_stages(n, 1, pool, cb, ahead), n);
+  ASSERT_EQ(seen.size(), n);
+  for (std::size_t k = 0; k < n; ++k) EXPECT_GE(seen[k], std::min(ahead, n - 1 - k)) << "item " << k;
 }
 
 // Tool::run with Stages over text files: load reads, handle upper-cases, write writes `OUT/<name>.up`.

@@ -465,6 +465,33 @@ class PcSampleTest(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(self.path("nn"))),
                          ["a.counts.npy", "a.dist.npy", "a.npy", "b.counts.npy", "b.dist.npy", "b.npy"])
 
+    def test_batch_groups_clouds_with_identical_results(self):
+        """--batch B runs B clouds per launch: every output equals the one-at-a-time run; an item whose -n
+        exceeds its cloud still fails alone, and the items around it are still sampled."""
+        os.mkdir(self.path("in"))
+        pts = self.bunny_points()
+        for i in range(7):  # clouds of different lengths, the PointNet++ training shape in small
+            rows = [p + (k,) for k, p in enumerate(pts[: 120 + 40 * i])]
+            write_ply(self.path(os.path.join("in", "c%d.ply" % i)), [("x", "float"), ("y", "float"), ("z", "float"),
+                                                                     ("id", "int")], rows)
+        rows = [p + (k,) for k, p in enumerate(pts[:50])]
+        write_ply(self.path(os.path.join("in", "c3small.ply")), [("x", "float"), ("y", "float"), ("z", "float"),
+                                                                 ("id", "int")], rows)
+        common = ["fps", "-n", "64", "--start", "random", "--seed", "5", "in", "--json", "--emit", "indices"]
+        one = self.run_tool(*common, "--output-dir", "one", code=1)
+        grouped = self.run_tool(*common, "--output-dir", "grouped", "--batch", "3", code=1)
+        recs_one, recs_grouped = self.records(one)[:-1], self.records(grouped)[:-1]
+        self.assertEqual([r["status"] for r in recs_grouped], [r["status"] for r in recs_one])
+        self.assertEqual([r["status"] for r in recs_grouped].count("failed"), 1)
+        self.assertEqual(sorted(os.listdir(self.path("one"))), sorted(os.listdir(self.path("grouped"))))
+        for name in os.listdir(self.path("one")):
+            with open(self.path(os.path.join("one", name))) as a, open(self.path(os.path.join("grouped", name))) as b:
+                self.assertEqual(a.read(), b.read(), name)
+        self.assertTrue(any(r.get("batch", 1) > 1 for r in recs_grouped))
+        self.assertTrue(all(r.get("batch", 1) <= 3 for r in recs_grouped))
+        self.assertFalse(any("batch" in r for r in recs_one))
+        self.run_tool("knn", "--batch", "2", "in/c0.ply", "-o", "x.npy", code=2)  # fps only
+
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1] + sys.argv[1:], verbosity=2)

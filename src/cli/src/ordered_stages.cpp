@@ -12,9 +12,9 @@ bool ready(const std::future<void>& f) { return f.wait_for(std::chrono::seconds(
 
 }  // namespace
 
-std::size_t run_ordered_stages(std::size_t count, std::size_t window, WorkerPool& pool,
-                               const OrderedStageCallbacks& cb) {
-  window = std::max<std::size_t>(window, 1);
+std::size_t run_ordered_stages(std::size_t count, std::size_t window, WorkerPool& pool, const OrderedStageCallbacks& cb,
+                               std::size_t wait_ahead) {
+  window = std::max<std::size_t>({window, 1, 2 * wait_ahead + 1});
   std::vector<std::future<void>> loaded(count), finished(count);
   std::size_t launched = 0, handled = 0, emitted = 0;
   bool stopped = false;
@@ -36,8 +36,10 @@ std::size_t run_ordered_stages(std::size_t count, std::size_t window, WorkerPool
       if (!stopped && handled < launched) {
         const std::size_t k = handled++;
         loaded[k].get();
-        const bool next_loaded = k + 1 < launched && ready(loaded[k + 1]);
-        if (!cb.handle(k, next_loaded)) stopped = true;
+        for (std::size_t j = k + 1; j <= k + wait_ahead && j < launched; ++j) loaded[j].wait();
+        std::size_t loaded_ahead = 0;
+        while (k + 1 + loaded_ahead < launched && ready(loaded[k + 1 + loaded_ahead])) ++loaded_ahead;
+        if (!cb.handle(k, loaded_ahead)) stopped = true;
         finished[k] = pool.submit([&cb, k] { cb.finish(k); });
       } else if (emitted < handled) {
         finished[emitted].get();  // nothing to handle now: the oldest item's output is what we wait for

@@ -19,18 +19,22 @@ namespace s3d::cli::detail {
 
 struct OrderedStageCallbacks {
   std::function<void(std::size_t k)> load;
-  /// `next_loaded`: item k+1's load is done already (a handler may start on it early). Returns false to
-  /// handle no item after k (k itself is still finished and emitted).
-  std::function<bool(std::size_t k, bool next_loaded)> handle;
+  /// `loaded_ahead`: how many items after k (k+1, k+2, ...) have finished loading, consecutively (a handler
+  /// may start on them early). Returns false to handle no item after k (k itself is still finished and
+  /// emitted).
+  std::function<bool(std::size_t k, std::size_t loaded_ahead)> handle;
   std::function<void(std::size_t k)> finish;
   std::function<void(std::size_t k)> emit;
   /// Polled on this thread before each handle: true = handle no more items (a signal).
   std::function<bool()> stop_requested;
 };
 
-/// Runs items 0..count-1 (see the file comment); `window` >= 1. Items loaded but never handled (after a
-/// stop) are neither finished nor emitted. Returns the number of items handled.
+/// Runs items 0..count-1 (see the file comment); `window` >= 1. Before handling item k it waits for the
+/// loads of up to `wait_ahead` items after k that are already launched (for handlers that group items:
+/// the window is raised to 2 * wait_ahead + 1 so that they can be); with 0 it waits for none. Items
+/// loaded but never handled (after a stop) are neither finished nor emitted. Returns the number of items
+/// handled.
 std::size_t run_ordered_stages(std::size_t count, std::size_t window, WorkerPool& pool,
-                               const OrderedStageCallbacks& callbacks);
+                               const OrderedStageCallbacks& callbacks, std::size_t wait_ahead = 0);
 
 }  // namespace s3d::cli::detail

@@ -191,23 +191,21 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
       if (stages.load) run.input = stages.load(item, *run.ctx);
     });
   };
-  cb.handle = [&](std::size_t k, bool next_loaded) {
+  cb.handle = [&](std::size_t k, std::size_t loaded_ahead) {
     ItemRun& run = runs[k];
     const Item& item = items[k];
     if (!settled(run)) {
       log->debug("item {}: {}", item.index + 1, item.name());
-      const Item* next = nullptr;
-      detail::Erased* next_input = nullptr;
-      if (next_loaded && !settled(runs[k + 1])) {
-        next = &items[k + 1];
-        next_input = &runs[k + 1].input;
-      }
+      // The loaded items right after this one, up to the first that is settled (failed or skipped).
+      detail::ErasedAhead ahead;
+      for (std::size_t j = k + 1; j <= k + loaded_ahead && !settled(runs[j]); ++j)
+        ahead.push_back({&items[j], &runs[j].input});
       const auto t0 = Clock::now();
       guarded(run, [&] {
         // A tool without a load stage reads its inputs here.
         std::optional<detail::BlockingWait> wait;
         if (!stages.load && std::any_of(item.inputs.begin(), item.inputs.end(), detail::may_block)) wait.emplace();
-        run.output = stages.handle(item, run.input, *run.ctx, next, next_input);
+        run.output = stages.handle(item, run.input, *run.ctx, ahead);
       });
       handle_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
     }
@@ -287,7 +285,7 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
       s.prefetch > 0 ? static_cast<std::size_t>(s.prefetch) : kPrefetchPerWorker * static_cast<std::size_t>(workers);
   {
     detail::WorkerPool pool(workers);
-    detail::run_ordered_stages(items.size(), window, pool, cb);
+    detail::run_ordered_stages(items.size(), window, pool, cb, group_size - 1);
   }
   runs.clear();  // drops the `-` outputs of items never emitted
   progress->finish();

@@ -607,11 +607,12 @@ void Tool::on_summary(std::function<void(nlohmann::json& summary)> fn) { impl_->
 void Tool::outputs_of(OutputsOf fn) { impl_->outputs_fn = std::move(fn); }
 
 void Tool::expand_arguments(ExpandArgument fn) { impl_->expand_fn = std::move(fn); }
+void Tool::handle_groups_of(std::size_t n) { impl_->group_size = std::max<std::size_t>(n, 1); }
 
 int Tool::run(int argc, char** argv, ItemHandler handler) {
   detail::ErasedStages stages;
-  stages.handle = [handler = std::move(handler)](const Item& item, detail::Erased&, ItemContext& ctx, const Item*,
-                                                 detail::Erased*) -> detail::Erased {
+  stages.handle = [handler = std::move(handler)](const Item& item, detail::Erased&, ItemContext& ctx,
+                                                 const detail::ErasedAhead&) -> detail::Erased {
     return std::make_shared<nlohmann::json>(handler(item, ctx));
   };
   return run_stages(argc, argv, std::move(stages));

@@ -54,6 +54,7 @@ struct Tool::Impl {
   std::vector<std::function<void(nlohmann::json&)>> summary_fns;
   OutputsOf outputs_fn;
   ExpandArgument expand_fn;
+  std::size_t group_size = 1;  // handle_groups_of(): the handler may take this many items per call
 
   // Run state.
   bool quiet_flag = false;

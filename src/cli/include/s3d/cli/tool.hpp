@@ -13,6 +13,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "s3d/core/device.hpp"
@@ -117,15 +119,17 @@ class StageTimer {
 /// "error"). Throw s3d exceptions on failure: IoError/DataError/InvalidArgument fail the item (the batch
 /// goes on), DeviceUnavailable/OutOfMemory/CudaError stop the batch with exit 75.
 using ItemHandler = std::function<nlohmann::json(const Item&, ItemContext&)>;
-/// The item after the one being handled, for a handler that starts work early (queues the next pair on a
-/// GPU while this one computes): its Item and its loaded input, both null when there is no next item or
-/// its load is not finished (or failed). The frame's next handle call is for exactly this item and input,
-/// unless the batch stops first (--fail-fast, a transient error, a signal): early work must then be
-/// discardable.
+/// The items after the one being handled, for a handler that starts work early (queues the next pair on a
+/// GPU while this one computes) or groups several items in one launch (Tool::handle_groups_of): `item` and
+/// `input` are the next item and its loaded input, null when there is none or its load is not finished
+/// (or failed); `ahead` lists it and the loaded items after it, consecutively, up to the first that failed
+/// or was skipped. The frame's next handle calls are for exactly these items and inputs, in order, unless
+/// the batch stops first (--fail-fast, a transient error, a signal): early work must then be discardable.
 template <typename Input>
 struct NextItem {
   const Item* item = nullptr;
   Input* input = nullptr;
+  std::vector<std::pair<const Item*, Input*>> ahead;
 };
 
 /// A tool's work on one item as three stages, so that decoding and encoding overlap the main work:
@@ -146,9 +150,10 @@ struct Stages {
 namespace detail {
 /// Stages with their types erased (what Tool::run(argc, argv, Stages) hands the frame).
 using Erased = std::shared_ptr<void>;
+using ErasedAhead = std::vector<std::pair<const Item*, Erased*>>;
 struct ErasedStages {
   std::function<Erased(const Item&, ItemContext&)> load;  ///< empty: nothing to load
-  std::function<Erased(const Item&, Erased& input, ItemContext&, const Item* next, Erased* next_input)> handle;
+  std::function<Erased(const Item&, Erased& input, ItemContext&, const ErasedAhead& ahead)> handle;
   std::function<nlohmann::json(const Item&, Erased& output, ItemContext&)> write;  ///< empty: output is the json
 };
 }  // namespace detail
@@ -224,6 +229,10 @@ class Tool {
   void outputs_of(OutputsOf fn);
   /// Lets positional arguments stand for several items (see ExpandArgument).
   void expand_arguments(ExpandArgument fn);
+  /// For a handler that processes up to `n` items per call (the one handled and n - 1 of NextItem::ahead):
+  /// before each handle the frame waits for the loads of the next n - 1 items, and keeps at least 2n - 1
+  /// items in flight. Call before `run` or from `on_start`. Default 1.
+  void handle_groups_of(std::size_t n);
 
   /// Parses argv, runs every item of this shard through `handler`, writes records, returns the exit code.
   /// Never throws.
@@ -236,11 +245,14 @@ class Tool {
       return std::make_shared<Input>(load(item, ctx));
     };
     erased.handle = [handle = std::move(stages.handle)](const Item& item, detail::Erased& input, ItemContext& ctx,
-                                                        const Item* next,
-                                                        detail::Erased* next_input) -> detail::Erased {
-      NextItem<Input> ahead;
-      if (next && next_input && *next_input) ahead = {next, static_cast<Input*>(next_input->get())};
-      return std::make_shared<Output>(handle(item, *static_cast<Input*>(input.get()), ctx, ahead));
+                                                        const detail::ErasedAhead& ahead) -> detail::Erased {
+      NextItem<Input> next;
+      for (const auto& [ahead_item, ahead_input] : ahead) {
+        if (!*ahead_input) break;
+        next.ahead.emplace_back(ahead_item, static_cast<Input*>(ahead_input->get()));
+      }
+      if (!next.ahead.empty()) std::tie(next.item, next.input) = next.ahead.front();
+      return std::make_shared<Output>(handle(item, *static_cast<Input*>(input.get()), ctx, std::move(next)));
     };
     erased.write = [write = std::move(stages.write)](const Item& item, detail::Erased& output, ItemContext& ctx) {
       return write(item, *static_cast<Output*>(output.get()), ctx);
