@@ -39,7 +39,8 @@ Image<float> read_depth_png(const std::filesystem::path& path, float scale) {
   png_set_swap(png);  // PNG is big-endian; this machine is not
   std::vector<std::uint16_t> raw(static_cast<std::size_t>(width) * height);
   std::vector<png_bytep> rows(height);
-  for (int y = 0; y < height; ++y) rows[y] = reinterpret_cast<png_bytep>(raw.data() + static_cast<std::size_t>(y) * width);
+  for (int y = 0; y < height; ++y)
+    rows[y] = reinterpret_cast<png_bytep>(raw.data() + static_cast<std::size_t>(y) * width);
   png_read_image(png, rows.data());
   png_destroy_read_struct(&png, &info, nullptr);
   Image<float> depth(width, height);

@@ -26,9 +26,11 @@ void FusionParams::validate() const {
               "camera: fx and fy must be finite and non-zero");
   S3D_EXPECTS(std::isfinite(camera.cx) && std::isfinite(camera.cy), "camera: cx and cy must be finite");
   S3D_EXPECTS(std::isfinite(depth.min_depth) && depth.min_depth >= 0.0f, "depth: min_depth must be >= 0");
-  S3D_EXPECTS(std::isfinite(depth.max_depth) && depth.max_depth >= 0.0f, "depth: max_depth must be >= 0 (0 = no limit)");
+  S3D_EXPECTS(std::isfinite(depth.max_depth) && depth.max_depth >= 0.0f,
+              "depth: max_depth must be >= 0 (0 = no limit)");
   S3D_EXPECTS(depth.levels >= 1 && depth.levels <= 4, "depth: levels must be in [1, 4]");
-  S3D_EXPECTS(depth.bilateral_radius >= 0 && depth.bilateral_radius <= 16, "depth: bilateral_radius must be in [0, 16]");
+  S3D_EXPECTS(depth.bilateral_radius >= 0 && depth.bilateral_radius <= 16,
+              "depth: bilateral_radius must be in [0, 16]");
   S3D_EXPECTS(positive(depth.sigma_space) && positive(depth.sigma_depth), "depth: bilateral sigmas must be > 0");
   S3D_EXPECTS(positive(depth.pyramid_gate), "depth: pyramid_gate must be > 0");
   for (int l = 0; l < 4; ++l)
@@ -47,11 +49,16 @@ void FusionParams::validate() const {
 
 const char* to_string(FrameStatus status) {
   switch (status) {
-    case FrameStatus::kFirst: return "first";
-    case FrameStatus::kTracked: return "tracked";
-    case FrameStatus::kRecovered: return "recovered";
-    case FrameStatus::kLost: return "lost";
-    case FrameStatus::kInvalid: return "invalid";
+    case FrameStatus::kFirst:
+      return "first";
+    case FrameStatus::kTracked:
+      return "tracked";
+    case FrameStatus::kRecovered:
+      return "recovered";
+    case FrameStatus::kLost:
+      return "lost";
+    case FrameStatus::kInvalid:
+      return "invalid";
   }
   return "unknown";
 }

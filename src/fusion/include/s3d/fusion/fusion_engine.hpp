@@ -31,12 +31,12 @@ struct FrameResult {
   FrameStatus status = FrameStatus::kFirst;
   Eigen::Isometry3d pose = Eigen::Isometry3d::Identity();  ///< camera to world
   std::int64_t valid_pixels = 0;                           ///< valid depth pixels of level 0
-  std::int64_t inliers = 0;        ///< associated pixels of level 0 in the last iteration
-  double inlier_ratio = 0.0;       ///< inliers / valid_pixels
-  double residual = 0.0;           ///< RMS point-to-plane residual of the inliers, metres
-  double condition = 0.0;          ///< of the last 6x6 system
-  int iterations = 0;              ///< ICP iterations run, all levels
-  std::string reason;              ///< why a frame was lost or invalid (empty otherwise)
+  std::int64_t inliers = 0;                                ///< associated pixels of level 0 in the last iteration
+  double inlier_ratio = 0.0;                               ///< inliers / valid_pixels
+  double residual = 0.0;                                   ///< RMS point-to-plane residual of the inliers, metres
+  double condition = 0.0;                                  ///< of the last 6x6 system
+  int iterations = 0;                                      ///< ICP iterations run, all levels
+  std::string reason;                                      ///< why a frame was lost or invalid (empty otherwise)
   // Milliseconds per stage (host wall clock around each stage; CUDA stages are synchronised).
   double preprocess_ms = 0.0, track_ms = 0.0, integrate_ms = 0.0, raycast_ms = 0.0;
 };

@@ -42,8 +42,8 @@ struct IcpParams {
   /// Huber weights on the point-to-plane residual (0 = plain least squares), metres.
   float huber_delta = 0.0f;
   // Tracking-loss tests, applied after the last iteration.
-  float min_inlier_ratio = 0.05f;    ///< inliers / valid pixels of level 0
-  double max_condition = 1e6;        ///< of the final 6x6 system (ratio of extreme eigenvalues)
+  float min_inlier_ratio = 0.05f;      ///< inliers / valid pixels of level 0
+  double max_condition = 1e6;          ///< of the final 6x6 system (ratio of extreme eigenvalues)
   float max_translation_step = 0.20f;  ///< metres between consecutive poses
   float max_rotation_step = 30.0f;     ///< degrees between consecutive poses
 };
