@@ -8,6 +8,7 @@
 #include "s3d/core/config.hpp"
 #include "s3d/core/errors.hpp"
 #include "s3d/core/scoped_device.hpp"
+#include "s3d/core/select_backend.hpp"
 
 namespace s3d::points {
 
@@ -42,19 +43,9 @@ std::int64_t FpsBatch::total_samples() const {
 }
 
 FpsEngine::FpsEngine(const Device& device) {
-  std::optional<ScopedDevice> callers_device;
-  const int target = device.is_auto() ? 0 : device.index();
-  if (!device.is_cpu() && target >= 0 && target < cuda_device_count()) callers_device.emplace(target);
-  const Device resolved = resolve_device(device);
-  if (resolved.is_cuda()) {
-#if S3D_WITH_CUDA
-    impl_ = detail::make_cuda_fps(resolved);
-#else
-    throw DeviceUnavailable("FpsEngine: CUDA is not built into this s3d");
-#endif
-  } else {
-    impl_ = detail::make_cpu_fps(resolved);
-  }
+  impl_ = select_backend<FpsEngine::Impl>(
+      device, "FpsEngine", [&](const Device& d) { return detail::make_cpu_fps(d); },
+      S3D_CUDA_FACTORY([&](const Device& d) { return detail::make_cuda_fps(d); }));
 }
 
 FpsEngine::~FpsEngine() = default;

@@ -10,6 +10,7 @@
 #include "s3d/core/config.hpp"
 #include "s3d/core/errors.hpp"
 #include "s3d/core/scoped_device.hpp"
+#include "s3d/core/select_backend.hpp"
 
 namespace s3d::points {
 namespace {
@@ -89,19 +90,9 @@ void BallQueryParams::validate() const {
 }
 
 NeighborEngine::NeighborEngine(const Device& device) {
-  std::optional<ScopedDevice> callers_device;
-  const int target = device.is_auto() ? 0 : device.index();
-  if (!device.is_cpu() && target >= 0 && target < cuda_device_count()) callers_device.emplace(target);
-  const Device resolved = resolve_device(device);
-  if (resolved.is_cuda()) {
-#if S3D_WITH_CUDA
-    impl_ = detail::make_cuda_neighbors(resolved);
-#else
-    throw DeviceUnavailable("NeighborEngine: CUDA is not built into this s3d");
-#endif
-  } else {
-    impl_ = detail::make_cpu_neighbors(resolved);
-  }
+  impl_ = select_backend<NeighborEngine::Impl>(
+      device, "NeighborEngine", [&](const Device& d) { return detail::make_cpu_neighbors(d); },
+      S3D_CUDA_FACTORY([&](const Device& d) { return detail::make_cuda_neighbors(d); }));
 }
 
 NeighborEngine::~NeighborEngine() = default;

@@ -8,6 +8,7 @@
 #include "s3d/core/config.hpp"
 #include "s3d/core/errors.hpp"
 #include "s3d/core/scoped_device.hpp"
+#include "s3d/core/select_backend.hpp"
 
 namespace s3d::stereo {
 namespace {
@@ -26,20 +27,9 @@ void check_pair(const SgmEngine::Impl& e, ImageView<const T> l, ImageView<const 
 
 SgmEngine::SgmEngine(const Device& device, const SgmParams& params, int width, int height) {
   params.validate(width, height);
-  // resolve_device selects the device it checks; the engine gives the caller's current device back.
-  std::optional<ScopedDevice> callers_device;
-  const int target = device.is_auto() ? 0 : device.index();
-  if (!device.is_cpu() && target >= 0 && target < cuda_device_count()) callers_device.emplace(target);
-  const Device resolved = resolve_device(device);
-  if (resolved.is_cuda()) {
-#if S3D_WITH_CUDA
-    impl_ = detail::make_cuda_engine(resolved, params, width, height);
-#else
-    throw DeviceUnavailable("SgmEngine: CUDA is not built into this s3d");
-#endif
-  } else {
-    impl_ = detail::make_cpu_engine(resolved, params, width, height);
-  }
+  impl_ = select_backend<SgmEngine::Impl>(
+      device, "SgmEngine", [&](const Device& d) { return detail::make_cpu_engine(d, params, width, height); },
+      S3D_CUDA_FACTORY([&](const Device& d) { return detail::make_cuda_engine(d, params, width, height); }));
 }
 
 SgmEngine::~SgmEngine() = default;
