@@ -1,6 +1,7 @@
 # Point-cloud CPU benchmarks: owned by the points work (needs s3d::io and PCL, so only with S3D_BUILD_IO).
 #   bench_points_cpu  Google Benchmark: s3d::points on the CPU device beside PCL's KdTreeFLANN (kNN, radius
-#                     search, tree build) and FPS on the real clouds; Open3D's FPS: points_open3d_fps.py.
+#                     search, tree build), FPS, and binary PLY reading (beside cat) on the
+#                     real clouds; Open3D's FPS: points_open3d_fps.py.
 if(S3D_BUILD_IO)
   find_package(PCL 1.10 REQUIRED COMPONENTS common kdtree)
   find_package(OpenMP REQUIRED COMPONENTS CXX)

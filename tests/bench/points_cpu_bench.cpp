@@ -8,12 +8,17 @@
 //   radius/<cloud>/<queries>/pcl_tN KdTreeFLANN::radiusSearch, max_nn = 64 (the same answer), N threads
 //   radius_all/<cloud>/<queries>/pcl_tN  radiusSearch with no cap (the whole ball)
 //   fps/<cloud>/<M>/s3d             FpsEngine::run from index 0 (Open3D's times: points_open3d_fps.py)
+//   read/aerial/s3d                 s3d::io::read_point_cloud of the 498,868-point binary PLY (7.5 MB, every
+//                                   property kept), file in the page cache
+//   read/aerial/cat                 what `cat file > /dev/null` does: read(2) the file in 128 KiB blocks
 // <queries> is `self` (every point of the cloud) or `4096` (cloud points moved by a few spacings).
 #include <benchmark/benchmark.h>
+#include <fcntl.h>
 #include <omp.h>
 #include <pcl/kdtree/kdtree_flann.h>
 #include <pcl/point_cloud.h>
 #include <pcl/point_types.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <map>
@@ -154,6 +159,26 @@ void register_cloud(Cloud& c) {
     });
 }
 
+void register_read(const std::string& file) {
+  reg("read/aerial/s3d", [file](benchmark::State& state) {
+    for (auto _ : state) {
+      auto cloud = s3d::io::read_point_cloud(file);
+      benchmark::DoNotOptimize(cloud.xyz.data());
+    }
+  });
+  reg("read/aerial/cat", [file](benchmark::State& state) {
+    std::vector<char> block(128 << 10);  // cat's buffer on Linux
+    for (auto _ : state) {
+      const int fd = ::open(file.c_str(), O_RDONLY);
+      if (fd < 0) state.SkipWithError("cannot open the aerial scan");
+      while (::read(fd, block.data(), block.size()) > 0) {
+      }
+      ::close(fd);
+      benchmark::DoNotOptimize(block.data());
+    }
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -164,6 +189,7 @@ int main(int argc, char** argv) {
   clouds[0].jitter = 0.003f;
   clouds[1].name = "kitti", clouds[1].file = "kitti_velodyne/000000.bin", clouds[1].radius = 0.3f;
   clouds[1].jitter = 0.5f;
+  register_read(data + "aerial_vol_total/vol_total_498868.ply");
   for (Cloud& c : clouds) {
     try {
       c.xyz = s3d::io::read_point_cloud(data + c.file).xyz;

@@ -1,8 +1,12 @@
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "cloud_codec.hpp"
 
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -83,6 +87,29 @@ std::string read_file_bytes(const std::string& path) {
   return bytes;
 }
 
+FileBytes::FileBytes(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    void* map = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (map != MAP_FAILED) {
+      ::close(fd);
+      map_ = map;
+      data_ = static_cast<const char*>(map);
+      size_ = static_cast<std::size_t>(st.st_size);
+      return;
+    }
+  }
+  if (fd >= 0) ::close(fd);
+  copy_ = read_file_bytes(path);  // pipes, devices, empty files, or mmap refused: its errors name the file
+  data_ = copy_.data();
+  size_ = copy_.size();
+}
+
+FileBytes::~FileBytes() {
+  if (map_) ::munmap(map_, size_);
+}
+
 void write_file_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw IoError(path + ": cannot open for writing");
@@ -150,7 +177,8 @@ double scalar_to_double(ScalarType type, const std::uint8_t* value) {
   return one.value(0);
 }
 
-PointCloud cloud_from_columns(std::vector<AttributeColumn> columns, std::size_t count, const std::string& source) {
+PointCloud cloud_from_columns(std::vector<AttributeColumn> columns, std::size_t count, const std::string& source,
+                              std::vector<float> xyz) {
   const AttributeColumn* axes[3] = {nullptr, nullptr, nullptr};
   for (const auto& c : columns)
     for (int a = 0; a < 3; ++a)
@@ -159,8 +187,10 @@ PointCloud cloud_from_columns(std::vector<AttributeColumn> columns, std::size_t 
   if (!axes[0] || !axes[1] || !axes[2]) throw DataError(source + ": no x, y, z point properties");
   PointCloud cloud;
   cloud.meta.source = source;
+  const bool gathered = !xyz.empty();  // the reader filled the positions from float32 x, y, z already
+  cloud.xyz = std::move(xyz);
   cloud.xyz.resize(3 * count);
-  for (int a = 0; a < 3; ++a) {
+  for (int a = 0; a < 3 && !gathered; ++a) {
     const AttributeColumn& c = *axes[a];
     if (c.type == ScalarType::kFloat32) {
       const float* v = c.values<float>();

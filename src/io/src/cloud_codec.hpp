@@ -14,6 +14,24 @@ namespace s3d::io::detail {
 
 /// The whole file. @throws IoError "path: cannot open" / "read failed".
 std::string read_file_bytes(const std::string& path);
+
+/// The whole file, read-only: a regular file is mapped (no copy, no zero-filled buffer: reading a large
+/// binary cloud then costs about what `cat` does), anything else is read into memory.
+class FileBytes {
+ public:
+  /// @throws IoError as read_file_bytes.
+  explicit FileBytes(const std::string& path);
+  ~FileBytes();
+  FileBytes(const FileBytes&) = delete;
+  FileBytes& operator=(const FileBytes&) = delete;
+  std::string_view view() const { return {data_, size_}; }
+
+ private:
+  std::string copy_;
+  const char* data_ = nullptr;
+  std::size_t size_ = 0;
+  void* map_ = nullptr;
+};
 /// Writes `bytes` to exactly `path`. @throws IoError
 void write_file_bytes(const std::string& path, const std::string& bytes);
 
@@ -46,7 +64,8 @@ double scalar_to_double(ScalarType type, const std::uint8_t* value);
 /// A PointCloud from a file's point columns (each holding `count` items): float32 x/y/z become the
 /// positions; other-typed x/y/z are converted and also kept as attributes; the rest become attributes.
 /// property_order records every column's name. @throws DataError "source: no x, y, z ..."
-PointCloud cloud_from_columns(std::vector<AttributeColumn> columns, std::size_t count, const std::string& source);
+PointCloud cloud_from_columns(std::vector<AttributeColumn> columns, std::size_t count, const std::string& source,
+                              std::vector<float> xyz = {});
 
 /// The point columns a writer emits, in meta.property_order (then any others). Positions are written from
 /// an original non-float32 x/y/z column when every position still equals its float conversion, else as
