@@ -126,6 +126,7 @@ class TestVolume {
       return out;
     }
     DeviceBuffer<Vec3f> v(n), nn(n);
+    s3d::synchronize(nullptr);  // the allocations (stream-ordered on the default stream) before the backend's stream
     backend_->raycast(camera, to_rigid(pose), Maps{v.data(), nn.data(), width, height});
     out.vertices = v.to_host();
     out.normals = nn.to_host();
