@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "s3d/core/errors.hpp"
+#include "volume_common.hpp"
 #include "volume_test_support.hpp"
 
 namespace s3d::fusion::test {
@@ -122,6 +123,56 @@ TEST_P(VolumeIntegrate, FrameOutsideTheVolumeChangesNothing) {
   volume.integrate(constant_depth(1.0f), synthetic_camera(), behind);
   volume.download(tsdf, weight);
   for (std::size_t v = 0; v < tsdf.size(); ++v) ASSERT_EQ(weight[v], 0);
+}
+
+/// The per-column z range only skips voxels that tsdf_sample rejects: one frame into an empty volume updates
+/// exactly the voxels a brute-force loop over every voxel accepts (camera inside the volume, oblique views,
+/// negative fy, a random depth image with holes).
+TEST_P(VolumeIntegrate, ColumnRangeSkipsOnlyRejectedVoxels) {
+  S3D_SKIP_IF_NO_DEVICE(GetParam());
+  VolumeParams p;
+  p.resolution = {45, 38, 51};
+  p.size = {1.8f, 1.52f, 2.04f};
+  p.origin = {-0.9f, -0.7f, -1.0f};
+  p.truncation = 0.1f;
+  const detail::VolumeGrid g = detail::make_grid(p);
+  Image<float> depth(160, 120);
+  std::uint32_t state = 12345;
+  for (float& d : depth.data) {
+    state = state * 1664525u + 1013904223u;
+    d = (state >> 28) == 0 ? 0.0f : 0.3f + static_cast<float>(state >> 8) / 16777216.0f * 2.0f;
+  }
+  const CameraIntrinsics normal{100.0f, 100.0f, 79.5f, 59.5f}, flipped{90.0f, -110.0f, 70.0f, 61.0f};
+  struct Case {
+    Eigen::Isometry3d pose;
+    CameraIntrinsics camera;
+  };
+  std::vector<Case> cases = {
+      {Eigen::Isometry3d::Identity(), normal},
+      {look_at(Eigen::Vector3d(0.1, 0.05, -0.2), Eigen::Vector3d(1, 0.7, 0.4)), normal},
+      {look_at(Eigen::Vector3d(-1.5, 1.2, 2.0), Eigen::Vector3d(0, 0, 0)), flipped},
+      {look_at(Eigen::Vector3d(0.3, -0.2, 0.1), Eigen::Vector3d(0.3, 1.0, 0.1), Eigen::Vector3d(0, 0, 1)), flipped},
+  };
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    TestVolume volume(GetParam(), p);
+    volume.integrate(depth, cases[c].camera, cases[c].pose);
+    std::vector<std::int16_t> tsdf, weight;
+    volume.download(tsdf, weight);
+    const detail::IntegrateArgs a =
+        detail::make_integrate_args(g, depth.cview(), cases[c].camera, to_rigid(cases[c].pose));
+    long long accepted = 0;
+    for (int k = 0; k < g.nz; ++k)
+      for (int j = 0; j < g.ny; ++j)
+        for (int i = 0; i < g.nx; ++i) {
+          float t = 0.0f;
+          const bool ok = detail::tsdf_sample(a, depth.data.data(), depth.width, i, j, k, t);
+          const std::size_t v = static_cast<std::size_t>(g.index(i, j, k));
+          ASSERT_EQ(weight[v], ok ? 1 : 0) << "case " << c << " voxel " << i << " " << j << " " << k;
+          if (ok) ASSERT_EQ(tsdf[v], detail::tsdf_fuse(detail::Voxel{0, 0}, t, p.max_weight).tsdf);
+          accepted += ok;
+        }
+    EXPECT_GT(accepted, 1000) << "case " << c;
+  }
 }
 
 TEST(VolumeParamsCheck, BadParamsThrowInvalidArgument) {

@@ -31,15 +31,18 @@ class CpuVolume final : public VolumeBackend {
     const float* depth = depth_m.data;
     const long long pitch = depth_m.pitch;
     const VolumeGrid g = grid_;
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int k = 0; k < g.nz; ++k)
-      for (int j = 0; j < g.ny; ++j)
-        for (int i = 0; i < g.nx; ++i) {
+#pragma omp parallel for collapse(2) schedule(dynamic, 64)
+    for (int j = 0; j < g.ny; ++j)
+      for (int i = 0; i < g.nx; ++i) {
+        int k0, k1;
+        if (!column_range(a, i, j, k0, k1)) continue;
+        for (int k = k0; k <= k1; ++k) {
           float tsdf;
           if (!tsdf_sample(a, depth, pitch, i, j, k, tsdf)) continue;
           Voxel& v = vol[g.index(i, j, k)];
           v = tsdf_fuse(v, tsdf, g.max_weight);
         }
+      }
   }
 
   void raycast(const CameraIntrinsics& camera, const Rigid& camera_to_world, Maps out) override {

@@ -44,7 +44,9 @@ __global__ void integrate_kernel(Voxel* vol, IntegrateArgs a, const float* depth
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   const int j = blockIdx.y * blockDim.y + threadIdx.y;
   if (i >= a.grid.nx || j >= a.grid.ny) return;
-  for (int k = 0; k < a.grid.nz; ++k) {
+  int k0, k1;
+  if (!column_range(a, i, j, k0, k1)) return;
+  for (int k = k0; k <= k1; ++k) {
     float tsdf;
     if (!tsdf_sample(a, depth, pitch, i, j, k, tsdf)) continue;
     Voxel* v = vol + a.grid.index(i, j, k);
