@@ -69,10 +69,13 @@ TEST_P(VolumeRaycast, BackFacesStopTheRay) {
   TestVolume volume(GetParam(), plane_params());
   const CameraIntrinsics cam = synthetic_camera();
   volume.integrate(Image<float>(640, 480, 1, 1.0f), cam, Eigen::Isometry3d::Identity());
-  // From inside the band behind the plane (z = 1.01, tsdf < 0) looking back along -z, every ray meets - then +.
-  const Eigen::Isometry3d back = look_at(Eigen::Vector3d(0, 0, 1.01), Eigen::Vector3d(0, 0, 0));
-  const HostMaps maps = volume.raycast(cam, back, 640, 480);
-  for (std::size_t p = 0; p < maps.vertices.size(); ++p) ASSERT_FALSE(detail::is_valid(maps.vertices[p]));
+  // From inside the band behind the plane (z = 1.01, tsdf < 0) looking back along -z, every ray meets - then
+  // +. From z = 1.5, through unobserved voxels (0, neither sign) into the band and out: no hit either.
+  for (double z : {1.01, 1.5}) {
+    const Eigen::Isometry3d back = look_at(Eigen::Vector3d(0, 0, z), Eigen::Vector3d(0, 0, 0));
+    const HostMaps maps = volume.raycast(cam, back, 640, 480);
+    for (std::size_t p = 0; p < maps.vertices.size(); ++p) ASSERT_FALSE(detail::is_valid(maps.vertices[p])) << z;
+  }
 }
 
 VolumeParams real_params() {

@@ -241,7 +241,8 @@ S3D_HOST_DEVICE S3D_FORCEINLINE Vec3f ray_point(Vec3f p, Vec3f d, float t) { ret
 /// (y - cy) / fy, 1) normalised (each component divided by sqrtf of the squared norm; a zero component
 /// becomes 1e-15), is clipped to the box [0, size] (slab test, entry clamped at t >= 0) and marches in steps
 /// of 0.8 * truncation reading the floor voxel's tsdf (the entry voxel clamped into the grid). A - to + change
-/// stops without a hit; on + to - (previous >= 0, next < 0) the trilinear values F_t, F_t+dt (either NaN:
+/// (strict signs) stops without a hit; on + to - (previous > 0, next < 0; unobserved voxels read 0 and count
+/// as neither) the trilinear values F_t, F_t+dt (either NaN:
 /// no hit) refine t* = t - (dt * F_t) / (F_t+dt - F_t). The vertex is origin + p(t*). The normal, only where
 /// the floor voxel at t is more than 1 voxel inside every border pair (1 < i < n - 2), is the central
 /// difference of trilinear tsdf at +-voxel/4 per axis, normalised (invalid if NaN or zero). Invalid = NaN.
@@ -286,8 +287,8 @@ S3D_HOST_DEVICE S3D_FORCEINLINE void raycast_pixel(const Voxel* vol, const Rayca
         !floor_cell(q.z, g.voxel.z, 0, g.nz - 1, k))
       return;
     tsdf = read_tsdf(vol, g, i, j, k);
-    if (previous < 0.0f && tsdf >= 0.0f) return;  // back face
-    if (previous >= 0.0f && tsdf < 0.0f) {
+    if (previous < 0.0f && tsdf > 0.0f) return;  // back face
+    if (previous > 0.0f && tsdf < 0.0f) {        // strict, as PCL: unobserved voxels (0) are neither side
       const float f_next = trilinear(vol, g, q);
       if (f_next != f_next) return;
       const Vec3f pc = ray_point(start, dir, t);
