@@ -11,7 +11,8 @@
 //   stored * (1 / 32767). Weight 0 = never observed (tsdf 0).
 // - Voxel (i, j, k) is centred at origin + ((i, j, k) + 0.5) * voxel, computed as
 //   origin.x + (float(i) + 0.5f) * voxel.x (per axis).
-// - Integration: see tsdf_sample / tsdf_fuse.
+// - Integration: see tsdf_sample / tsdf_fuse; each (x, y) column visits only its column_range (an exact
+//   frustum cull: it skips only voxels tsdf_sample rejects).
 // - Ray casting works in volume-local coordinates (world - origin), the box [0, size]; see raycast_pixel.
 // - Marching cubes: see cube_case, edge_mask, edge_vertex. A cube (i, j, k) has corners (i..i+1, j..j+1,
 //   k..k+1) numbered as in Bourke's tables; a corner is "inside" (bit set) when its stored tsdf < 0.
