@@ -1,0 +1,179 @@
+// The TSDF volume, CPU backend (the oracle): the per-voxel and per-pixel math of tsdf_math.hpp in OpenMP
+// loops. Every output element is written by exactly one iteration and the compactions (mesh vertices and
+// triangles, cloud points) use a serial exclusive scan over per-voxel counts, so the result does not depend on
+// the thread count and equals the CUDA backend's.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "backend.hpp"
+#include "marching_cubes_tables.hpp"
+#include "s3d/core/errors.hpp"
+#include "tsdf_math.hpp"
+#include "volume_common.hpp"
+
+namespace s3d::fusion::detail {
+namespace {
+
+class CpuVolume final : public VolumeBackend {
+ public:
+  explicit CpuVolume(const VolumeParams& params) : grid_(make_grid(params)) {
+    voxels_.assign(static_cast<std::size_t>(grid_.count()), Voxel{0, 0});
+  }
+
+  void reset() override { std::fill(voxels_.begin(), voxels_.end(), Voxel{0, 0}); }
+
+  void integrate(ImageView<const float> depth_m, const CameraIntrinsics& camera,
+                 const Rigid& camera_to_world) override {
+    if (depth_m.empty()) return;
+    const IntegrateArgs a = make_integrate_args(grid_, depth_m, camera, camera_to_world);
+    Voxel* vol = voxels_.data();
+    const float* depth = depth_m.data;
+    const long long pitch = depth_m.pitch;
+    const VolumeGrid g = grid_;
+#pragma omp parallel for collapse(2) schedule(dynamic, 64)
+    for (int j = 0; j < g.ny; ++j)
+      for (int i = 0; i < g.nx; ++i) {
+        int k0, k1;
+        if (!column_range(a, i, j, k0, k1)) continue;
+        for (int k = k0; k <= k1; ++k) {
+          float tsdf;
+          if (!tsdf_sample(a, depth, pitch, i, j, k, tsdf)) continue;
+          Voxel& v = vol[g.index(i, j, k)];
+          v = tsdf_fuse(v, tsdf, g.max_weight);
+        }
+      }
+  }
+
+  void raycast(const CameraIntrinsics& camera, const Rigid& camera_to_world, Maps out) override {
+    const RaycastArgs a = make_raycast_args(grid_, camera, camera_to_world, out.width, out.height);
+    const Voxel* vol = voxels_.data();
+#pragma omp parallel for schedule(dynamic, 4)
+    for (int y = 0; y < out.height; ++y)
+      for (int x = 0; x < out.width; ++x) {
+        const std::size_t p = static_cast<std::size_t>(y) * out.width + x;
+        raycast_pixel(vol, a, x, y, out.vertices[p], out.normals[p]);
+      }
+  }
+
+  Mesh extract_mesh() override {
+    const VolumeGrid g = grid_;
+    const Voxel* vol = voxels_.data();
+    const long long n = g.count();
+    std::vector<std::uint8_t> cases(static_cast<std::size_t>(n), 0), masks(static_cast<std::size_t>(n), 0);
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int k = 0; k < g.nz - 1; ++k)
+      for (int j = 0; j < g.ny - 1; ++j)
+        for (int i = 0; i < g.nx - 1; ++i)
+          cases[g.index(i, j, k)] = static_cast<std::uint8_t>(cube_case(vol, g, i, j, k));
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int k = 0; k < g.nz; ++k)
+      for (int j = 0; j < g.ny; ++j)
+        for (int i = 0; i < g.nx; ++i)
+          masks[g.index(i, j, k)] = static_cast<std::uint8_t>(edge_mask(vol, cases.data(), g, i, j, k));
+    // Exclusive scans: vertices per voxel, triangles per cube.
+    std::vector<std::int32_t> vertex_offset(static_cast<std::size_t>(n)), triangle_offset(static_cast<std::size_t>(n));
+    long long vertices = 0, triangles = 0;
+    for (long long v = 0; v < n; ++v) {
+      vertex_offset[v] = static_cast<std::int32_t>(vertices);
+      triangle_offset[v] = static_cast<std::int32_t>(triangles);
+      vertices += mask_count(masks[v]);
+      triangles += kMcTriangleCount[cases[v]];
+    }
+    S3D_EXPECTS(vertices < (1LL << 31) && triangles < (1LL << 31) / 3, "extract_mesh: the mesh exceeds 2^31 entries");
+    Mesh mesh;
+    mesh.vertices.resize(static_cast<std::size_t>(3 * vertices));
+    mesh.normals.resize(static_cast<std::size_t>(3 * vertices));
+    mesh.triangles.resize(static_cast<std::size_t>(3 * triangles));
+    float* pos = mesh.vertices.data();
+    float* nor = mesh.normals.data();
+    std::int32_t* tri = mesh.triangles.data();
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int k = 0; k < g.nz; ++k)
+      for (int j = 0; j < g.ny; ++j)
+        for (int i = 0; i < g.nx; ++i) {
+          const long long v = g.index(i, j, k);
+          const int mask = masks[v];
+          if (mask == 0) continue;
+          long long out = vertex_offset[v];
+          for (int axis = 0; axis < 3; ++axis) {
+            if (!(mask & (1 << axis))) continue;
+            Vec3f p, nn;
+            edge_vertex(vol, g, i, j, k, axis, p, nn);
+            store3(pos, out, p);
+            store3(nor, out, nn);
+            ++out;
+          }
+        }
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int k = 0; k < g.nz - 1; ++k)
+      for (int j = 0; j < g.ny - 1; ++j)
+        for (int i = 0; i < g.nx - 1; ++i) {
+          const long long c = g.index(i, j, k);
+          emit_cube_triangles(&kMcTriangles[cases[c]][0], kMcTriangleCount[cases[c]], g, i, j, k, masks.data(),
+                              vertex_offset.data(), tri + 3LL * triangle_offset[c]);
+        }
+    return mesh;
+  }
+
+  SurfaceCloud extract_cloud() override {
+    const VolumeGrid g = grid_;
+    const Voxel* vol = voxels_.data();
+    const long long n = g.count();
+    std::vector<std::uint8_t> masks(static_cast<std::size_t>(n));
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int k = 0; k < g.nz; ++k)
+      for (int j = 0; j < g.ny; ++j)
+        for (int i = 0; i < g.nx; ++i) masks[g.index(i, j, k)] = static_cast<std::uint8_t>(cloud_mask(vol, g, i, j, k));
+    std::vector<std::int64_t> offset(static_cast<std::size_t>(n));
+    long long points = 0;
+    for (long long v = 0; v < n; ++v) {
+      offset[v] = points;
+      points += mask_count(masks[v]);
+    }
+    SurfaceCloud cloud;
+    cloud.points.resize(static_cast<std::size_t>(3 * points));
+    cloud.normals.resize(static_cast<std::size_t>(3 * points));
+    float* pos = cloud.points.data();
+    float* nor = cloud.normals.data();
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int k = 0; k < g.nz; ++k)
+      for (int j = 0; j < g.ny; ++j)
+        for (int i = 0; i < g.nx; ++i) {
+          const long long v = g.index(i, j, k);
+          const int mask = masks[v];
+          long long out = offset[v];
+          for (int axis = 0; axis < 3; ++axis) {
+            if (!(mask & (1 << axis))) continue;
+            Vec3f p, nn;
+            edge_vertex(vol, g, i, j, k, axis, p, nn);
+            store3(pos, out, p);
+            store3(nor, out, nn);
+            ++out;
+          }
+        }
+    return cloud;
+  }
+
+  void download(std::vector<std::int16_t>& tsdf, std::vector<std::int16_t>& weight) override {
+    tsdf.resize(voxels_.size());
+    weight.resize(voxels_.size());
+    for (std::size_t v = 0; v < voxels_.size(); ++v) {
+      tsdf[v] = voxels_[v].tsdf;
+      weight[v] = voxels_[v].weight;
+    }
+  }
+
+ private:
+  VolumeGrid grid_;
+  std::vector<Voxel> voxels_;
+};
+
+}  // namespace
+
+std::unique_ptr<VolumeBackend> make_cpu_volume(const VolumeParams& params) {
+  validate_volume(params);
+  return std::make_unique<CpuVolume>(params);
+}
+
+}  // namespace s3d::fusion::detail
