@@ -30,9 +30,20 @@ CLI: python3 trajectory_eval.py GT EST [--ranges 0:122,122:300] [--align se3|sim
 import argparse
 import json
 import math
+import os
 import sys
 
-import numpy as np
+if __name__ == "__main__":
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        # The interpreter found first (pyenv, a venv) may lack numpy: re-run under Debian's, which has python3-numpy.
+        if os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3") and os.access("/usr/bin/python3",
+                                                                                                     os.X_OK):
+            os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
+        raise
+
+import numpy as np  # noqa: E402
 
 MAX_DIFFERENCE = 0.02
 

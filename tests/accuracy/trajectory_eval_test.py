@@ -25,6 +25,7 @@ if __name__ == "__main__":
 
 import numpy as np  # noqa: E402
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import trajectory_eval as te  # noqa: E402
 
