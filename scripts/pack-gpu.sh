@@ -43,6 +43,10 @@ if [ -d "$data" ]; then
   mkdir -p "$out/data/pointclouds/kitti_velodyne" "$out/data/pointclouds/aerial_vol_total"
   cp "$data/pointclouds/kitti_velodyne/000000.bin" "$out/data/pointclouds/kitti_velodyne/"
   cp "$data/pointclouds/aerial_vol_total/vol_total_498868.ply" "$out/data/pointclouds/aerial_vol_total/"
+  # The fusion suites read the 7-Scenes depth frames and poses (28 MB; no colour).
+  kitchen=rgbd/7scenes_redkitchen_f000-299
+  mkdir -p "$out/data/$kitchen"
+  cp "$data/$kitchen"/frame-*.depth.png "$data/$kitchen"/frame-*.pose.txt "$data/$kitchen"/*.txt "$out/data/$kitchen/"
   echo "$(cd "$data" && pwd)" >"$out/DATA_DIR"
 fi
 # The GPU machine cannot decode PNG (no OpenCV there): grey PGM copies of real scenes for the stereo tests,
