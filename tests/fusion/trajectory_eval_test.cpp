@@ -69,8 +69,8 @@ TEST(TumTrajectory, ErrorsNameFileAndLine) {
   } catch (const DataError& e) {
     EXPECT_EQ(std::string(e.what()), "est.txt:1: `x` is not a finite number");
   }
-  EXPECT_THROW(parse_tum_trajectory("0 0 0 0 0 0 0 0\n", "q.txt"), DataError);     // zero quaternion
-  EXPECT_THROW(parse_tum_trajectory("0 0 0 nan 0 0 0 1\n", "n.txt"), DataError);   // not finite
+  EXPECT_THROW(parse_tum_trajectory("0 0 0 0 0 0 0 0\n", "q.txt"), DataError);    // zero quaternion
+  EXPECT_THROW(parse_tum_trajectory("0 0 0 nan 0 0 0 1\n", "n.txt"), DataError);  // not finite
   EXPECT_THROW(read_tum_trajectory("/nonexistent/s3d/gt.txt"), IoError);
 }
 
@@ -98,8 +98,7 @@ TEST(TumTrajectory, WriteReadRoundTrip) {
 }
 
 TEST(PoseMatrix, Reads7ScenesPoseFiles) {
-  const auto good = temp_file("pose.txt",
-                              "0 -1 0 1.5\n1 0 0 -2\n0 0 1 0.25\n0 0 0 1\n");
+  const auto good = temp_file("pose.txt", "0 -1 0 1.5\n1 0 0 -2\n0 0 1 0.25\n0 0 0 1\n");
   const auto pose = read_pose_matrix(good);
   EXPECT_NEAR((pose.linear() - rz(90)).norm(), 0.0, 1e-12);
   EXPECT_EQ(pose.translation(), Eigen::Vector3d(1.5, -2, 0.25));

@@ -139,7 +139,8 @@ RpeResult evaluate_rpe(const Trajectory& gt, const Trajectory& est, double delta
     er.push_back(rotation_angle_deg(e.linear()));
   }
   if (et.empty())
-    throw DataError(where + ": no pose pair " + std::to_string(delta) + (unit == DeltaUnit::kFrames ? " frames" : " s") +
+    throw DataError(where + ": no pose pair " + std::to_string(delta) +
+                    (unit == DeltaUnit::kFrames ? " frames" : " s") +
                     " apart has ground truth at both ends; RPE cannot be computed");
   RpeResult r;
   r.delta = delta;

@@ -92,9 +92,9 @@ struct EvalOptions {
 /// The absolute trajectory error: the estimate's positions aligned onto the ground truth's (associated
 /// by timestamp), then the distances |c R p_i + t - q_i| in metres.
 struct AteResult {
-  ErrorStats error;              ///< metres, one value per associated pose
-  Alignment alignment;           ///< estimate -> ground truth
-  std::vector<double> errors;    ///< per associated pose, in estimate order
+  ErrorStats error;                         ///< metres, one value per associated pose
+  Alignment alignment;                      ///< estimate -> ground truth
+  std::vector<double> errors;               ///< per associated pose, in estimate order
   std::vector<std::size_t> estimate_index;  ///< which estimate pose each error belongs to
 };
 /// @throws DataError when fewer than 3 poses associate (`where` names the files in the message).
