@@ -72,6 +72,11 @@ int main(int argc, char** argv) {
                  "frame-*.pose.txt")
       ->type_name("FILE|auto")
       ->group(out_group);
+  app.add_option("--eval-ranges", f.eval_ranges,
+                 "with --eval: ATE also over these frame ranges of each sequence, each aligned on its own "
+                 "(e.g. 0:122,122:300)")
+      ->type_name("A:B,...")
+      ->group(out_group);
 
   tool.add_example("icp-fuse --device cpu 7scenes/redkitchen -o out --eval auto",
                    "one sequence into out/ (trajectory.txt, mesh.ply, frames.jsonl), scored against its poses");

@@ -4,11 +4,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <future>
+#include <limits>
 #include <mutex>
 #include <sstream>
 
@@ -336,6 +338,35 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
       ev["ate_m"] = nullptr;
       ev["ate_error"] = e.what();
       line += " ATE: not computed (" + std::string(e.what()) + ")";
+    }
+    // --eval-ranges: sequence frame indices -> positions in the trajectory (unreadable frames have none).
+    if (!plan.eval_ranges.empty()) {
+      std::vector<std::size_t> index_of;
+      for (const auto& f : fused.frames)
+        if (f.processed) index_of.push_back(f.index);
+      nlohmann::json ranges = nlohmann::json::array();
+      for (const auto& [a, b] : plan.eval_ranges) {
+        fusion::EvalOptions o;
+        o.first_index =
+            static_cast<std::size_t>(std::lower_bound(index_of.begin(), index_of.end(), a) - index_of.begin());
+        o.last_index =
+            static_cast<std::size_t>(std::lower_bound(index_of.begin(), index_of.end(), b) - index_of.begin());
+        const std::string label =
+            std::to_string(a) + ":" + (b == std::numeric_limits<std::size_t>::max() ? "" : std::to_string(b));
+        nlohmann::json r = {{"frames", label}};
+        try {
+          const auto ate = fusion::evaluate_ate(*seq.ground_truth, fused.trajectory, o, where);
+          r["ate_m"] = stats_json(ate.error, 1.0);
+          char buf[96];
+          std::snprintf(buf, sizeof buf, "; frames %s ATE RMSE %.4f m", label.c_str(), ate.error.rmse);
+          line += buf;
+        } catch (const DataError& e) {
+          r["ate_m"] = nullptr;
+          r["ate_error"] = e.what();
+        }
+        ranges.push_back(r);
+      }
+      ev["ate_ranges"] = ranges;
     }
     const std::pair<double, fusion::DeltaUnit> deltas[2] = {{1.0, fusion::DeltaUnit::kFrames},
                                                             {1.0, fusion::DeltaUnit::kSeconds}};

@@ -13,7 +13,7 @@ namespace {
 
 std::size_t parse_index(const std::string& text, const std::string& what) {
   if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
-    throw InvalidArgument("--frames: `" + what + "` is not A:B with whole frame numbers A < B");
+    throw InvalidArgument("`" + what + "` is not a frame range A:B with whole frame numbers A < B");
   return static_cast<std::size_t>(std::stoull(text));
 }
 
@@ -24,11 +24,11 @@ void parse_frame_range(const std::string& text, std::size_t* first, std::size_t*
   *last = std::numeric_limits<std::size_t>::max();
   if (text.empty()) return;
   const auto colon = text.find(':');
-  if (colon == std::string::npos) throw InvalidArgument("--frames: `" + text + "` is not A:B (e.g. 0:300, 100:)");
+  if (colon == std::string::npos) throw InvalidArgument("`" + text + "` is not a frame range A:B (e.g. 0:300, 100:)");
   const std::string a = text.substr(0, colon), b = text.substr(colon + 1);
   if (!a.empty()) *first = parse_index(a, text);
   if (!b.empty()) *last = parse_index(b, text);
-  if (*first >= *last) throw InvalidArgument("--frames: `" + text + "` is empty (A must be < B)");
+  if (*first >= *last) throw InvalidArgument("frame range `" + text + "` is empty (A must be < B)");
 }
 
 Plan make_plan(const Flags& f) {
@@ -84,9 +84,23 @@ Plan make_plan(const Flags& f) {
   }
   // The trajectory is always written: it is what an interrupted run keeps, and what --eval scores.
   plan.emit_trajectory = true;
-  parse_frame_range(f.frames, &plan.first_frame, &plan.last_frame);
+  try {
+    parse_frame_range(f.frames, &plan.first_frame, &plan.last_frame);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(std::string("--frames: ") + e.what());
+  }
   plan.intrinsics = f.intrinsics;
   plan.eval = f.eval;
+  for (const auto& r : apps::split_list(f.eval_ranges)) {
+    std::size_t a = 0, b = 0;
+    try {
+      parse_frame_range(r, &a, &b);
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument(std::string("--eval-ranges: ") + e.what());
+    }
+    plan.eval_ranges.emplace_back(a, b);
+  }
+  if (!plan.eval_ranges.empty() && plan.eval.empty()) throw InvalidArgument("--eval-ranges: needs --eval");
   plan.fps = f.fps;
   return plan;
 }

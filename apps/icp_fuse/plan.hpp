@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "s3d/cli/tool.hpp"
@@ -21,7 +22,8 @@ struct Flags {
   double truncation = 0.03;
   std::string icp_iterations = "10,5,4";
   double huber = 0.0;
-  std::string eval;  ///< ground-truth file or `auto`; empty: no evaluation
+  std::string eval;         ///< ground-truth file or `auto`; empty: no evaluation
+  std::string eval_ranges;  ///< `A:B,C:D`: ATE also over these frame ranges (each aligned on its own)
   std::string frames;
   std::string emit = "trajectory,mesh";
   double fps = 30.0;
@@ -33,6 +35,8 @@ struct Plan {
   double depth_scale = 0.0;     ///< units per metre; 0 = by format
   std::string intrinsics;
   std::string eval;
+  /// ATE also over these [first, last) ranges of sequence frame indices (--eval-ranges).
+  std::vector<std::pair<std::size_t, std::size_t>> eval_ranges;
   std::size_t first_frame = 0;  ///< --frames A:B, half-open [A, B)
   std::size_t last_frame = std::numeric_limits<std::size_t>::max();
   bool emit_trajectory = true, emit_mesh = true, emit_cloud = false;

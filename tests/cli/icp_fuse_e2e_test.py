@@ -177,8 +177,11 @@ class IcpFuseTest(unittest.TestCase):
         self.assertEqual(len(out.strip().splitlines()), 1, out)
         # a TUM ground truth file, with --json: in the record, nothing else on stdout
         proc = self.run_tool(*SMALL, REDKITCHEN, "--frames", "0:6", "-o", "out2", "--eval",
-                             os.path.join(REDKITCHEN, "groundtruth.txt"), "--emit", "trajectory", "--json")
+                             os.path.join(REDKITCHEN, "groundtruth.txt"), "--emit", "trajectory", "--json",
+                             "--eval-ranges", "0:3,3:")
         item = self.records(proc)[0]
+        self.assertEqual([r["frames"] for r in item["eval"]["ate_ranges"]], ["0:3", "3:"])
+        self.assertEqual([r["ate_m"]["pairs"] for r in item["eval"]["ate_ranges"]], [3, 3])
         ate = item["eval"]["ate_m"]
         self.assertEqual(ate["pairs"], 6)
         self.assertGreaterEqual(ate["rmse"], 0.0)
@@ -263,7 +266,8 @@ class IcpFuseTest(unittest.TestCase):
         seq = self.synthetic(frames=2)
         k = ["--intrinsics", "60,60,32,24"]
         for args in (["--mode", "icp"], ["--frames", "5:2"], ["--frames", "x"], ["--icp-iterations", "1,2,3,4,5"],
-                     ["--volume-resolution", "4"], ["--depth-scale", "-1"], ["--emit", "mesh,video"]):
+                     ["--volume-resolution", "4"], ["--depth-scale", "-1"], ["--emit", "mesh,video"],
+                     ["--eval-ranges", "0:2"], ["--eval", "auto", "--eval-ranges", "3:1"]):
             proc = self.run_tool(*SMALL, *k, seq, "-o", "out", *args, code=2)
             self.assertEqual(len(proc.stderr.decode().strip().splitlines()), 1, (args, proc.stderr))
         self.run_tool(*SMALL, *k, seq, code=2)  # no output
