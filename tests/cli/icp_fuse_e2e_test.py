@@ -260,7 +260,14 @@ class IcpFuseTest(unittest.TestCase):
         # a K file works as well as fx,fy,cx,cy
         with open(self.path("K.txt"), "w") as f:
             f.write("60 0 32\n0 60 24\n0 0 1\n")
-        self.run_tool(*SMALL, seq, "-o", "out", "--intrinsics", "K.txt")
+        proc = self.run_tool(*SMALL, seq, "-o", "out", "--intrinsics", "K.txt", "--json")
+        self.assertEqual(self.records(proc)[0]["intrinsics"]["cx"], 32)
+        # an OpenCV Q matrix (what sgm-depth reads): cx = -Q03, cy = -Q13, f = Q23
+        with open(self.path("Q.dat"), "w") as f:
+            f.write("1 0 0 -31.5\n0 1 0 -23.5\n0 0 0 60\n0 0 -10 0\n")
+        proc = self.run_tool(*SMALL, seq, "-o", "outq", "--intrinsics", "Q.dat", "--json")
+        k = self.records(proc)[0]["intrinsics"]
+        self.assertEqual((k["fx"], k["fy"], k["cx"], k["cy"]), (60, 60, 31.5, 23.5))
 
     def test_usage_errors(self):
         seq = self.synthetic(frames=2)
