@@ -154,7 +154,9 @@ TEST_F(RgbdSequenceTest, BadFramesThrowNamingTheFile) {
   text("garbage.png", "this is not a png at all");
   text("zero.png", "");
   write_image(path("eight.png"), ImageU8(4, 3, 1, 7));
-  for (const char* name : {"cut.png", "garbage.png", "zero.png", "eight.png", "missing.png"}) {
+  ImageU8 colour(4, 3, 3, 100);
+  write_image(path("colour.png"), colour);
+  for (const char* name : {"cut.png", "garbage.png", "zero.png", "eight.png", "colour.png", "missing.png"}) {
     try {
       read_depth_frame(path(name));
       ADD_FAILURE() << name << " was read";

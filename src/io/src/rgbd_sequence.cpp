@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -181,6 +182,14 @@ ImageF read_depth_frame(const std::string& path, double depth_scale) {
     const float inv = static_cast<float>(1.0 / scale);
     for (float& v : d.data) v = (std::isfinite(v) && v > 0.0f) ? (scale == 1.0 ? v : v * inv) : kInvalid;
     return d;
+  }
+  // A colour PNG would be read as its grey luma: refuse it from the header's colour type (byte 25).
+  {
+    std::ifstream in(path, std::ios::binary);
+    unsigned char head[26] = {};
+    if (in.read(reinterpret_cast<char*>(head), sizeof head) && std::memcmp(head, "\x89PNG\r\n\x1a\n", 8) == 0 &&
+        (head[25] & 2) != 0)
+      throw DataError(path + ": a colour PNG, not a depth map (expected 16-bit grey)");
   }
   int bit_depth = 0;
   const ImageU16 raw = read_grey16(path, &bit_depth);
