@@ -255,7 +255,7 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
   nlohmann::json rec;
   rec["output_folder"] = fused.folder;
   apps::write_file_atomically(ctx, paths[0], fusion::format_tum_trajectory(fused.trajectory));
-  std::size_t counts[5] = {0, 0, 0, 0, 0};
+  nlohmann::json counts = {{"first", 0}, {"tracked", 0}, {"recovered", 0}, {"lost", 0}, {"invalid", 0}};
   std::size_t unreadable = 0;
   double track_ms = 0.0;
   std::string frames_text;
@@ -271,7 +271,8 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
       j["ms"] = {{"read", f.read_ms}, {"wait", f.wait_ms}};
     } else {
       const auto& r = f.result;
-      ++counts[static_cast<int>(r.status)];
+      const std::string status = fusion::to_string(r.status);
+      counts[status] = counts.value(status, 0) + 1;
       track_ms += r.preprocess_ms + r.track_ms + r.integrate_ms + r.raycast_ms;
       j["status"] = fusion::to_string(r.status);
       j["valid_pixels"] = r.valid_pixels;
@@ -307,11 +308,7 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
   rec["timestamps"] = seq.listing.timestamps_from_index ? "index/fps" : "list";
   rec["frames"] = seq.frames.size();
   rec["frames_done"] = fused.frames.size();
-  rec["first"] = counts[0];
-  rec["tracked"] = counts[1];
-  rec["recovered"] = counts[2];
-  rec["lost"] = counts[3];
-  rec["invalid"] = counts[4];
+  for (auto it = counts.begin(); it != counts.end(); ++it) rec[it.key()] = it.value();
   rec["unreadable"] = unreadable;
   rec["width"] = fused.width;
   rec["height"] = fused.height;

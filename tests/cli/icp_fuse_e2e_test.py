@@ -214,6 +214,7 @@ class IcpFuseTest(unittest.TestCase):
         item = self.records(proc)[0]
         self.assertEqual(item["status"], "ok")
         self.assertEqual(item["unreadable"], 4)
+        self.assertEqual(sum(item[k] for k in ("first", "tracked", "recovered", "lost", "invalid")), 4)
         with open(self.path("out", "frames.jsonl")) as f:
             frames = [json.loads(line) for line in f]
         bad = {fr["index"]: fr for fr in frames if fr["status"] == "error"}
