@@ -239,6 +239,43 @@ class IcpFuseTest(unittest.TestCase):
         proc = self.run_tool(*SMALL, "empty", "--intrinsics", "60,60,32,24", "-o", "out", code=2)
         self.assertIn("no depth frames", proc.stderr.decode())
 
+    def test_tum_folder_with_its_timestamps_and_scale(self):
+        seq = self.path("tum")
+        os.makedirs(os.path.join(seq, "depth"))
+        stamps = ["1305031102.160407", "1305031102.194330", "1305031102.226738"]
+        with open(os.path.join(seq, "depth.txt"), "w") as f:
+            f.write("# depth maps\n# file: 'rgbd_dataset_freiburg1_xyz.bag'\n# timestamp filename\n")
+            for i, t in enumerate(stamps):
+                f.write("%s depth/%s.png\n" % (t, t))
+                with open(os.path.join(seq, "depth", t + ".png"), "wb") as img:
+                    img.write(png16(64, 48, lambda x, y: 5 * scene_depth(x, y, i)))  # x5000 per metre
+        with open(os.path.join(seq, "rgb.txt"), "w") as f:
+            f.write("# colour\n# \n# timestamp filename\n")
+            for t in stamps:
+                f.write("%.6f rgb/%s.png\n" % (float(t) + 0.01, t))
+        proc = self.run_tool(*SMALL, seq, "--depth-scale", "tum", "--intrinsics", "60,60,32,24", "-o", "out",
+                             "--json", "--emit", "trajectory")
+        item = self.records(proc)[0]
+        self.assertEqual((item["layout"], item["timestamps"]), ("tum", "list"))
+        poses = read_trajectory(self.path("out", "trajectory.txt"))
+        self.assertEqual(["%.6f" % p[0] for p in poses], stamps)
+        with open(self.path("out", "frames.jsonl")) as f:
+            first = json.loads(f.readline())
+        self.assertEqual(first["valid_pixels"], 64 * 48)
+
+    def test_manifest_names_and_per_sequence_intrinsics(self):
+        a = self.synthetic("a", frames=2)
+        with open(self.path("m.jsonl"), "w") as f:
+            f.write(json.dumps({"input": a, "name": "first", "intrinsics": "61,61,32,24"}) + "\n")
+            f.write(json.dumps({"input": a, "name": "second"}) + "\n")  # no intrinsics: this item fails
+        proc = self.run_tool(*SMALL, "--manifest", "m.jsonl", "--output-dir", "runs", "--json", code=1)
+        recs = self.records(proc)
+        self.assertEqual([r["status"] for r in recs[:2]], ["ok", "failed"])
+        self.assertEqual(recs[0]["intrinsics"]["fx"], 61)
+        self.assertIn("--intrinsics", recs[1]["error"])
+        self.assertTrue(os.path.exists(self.path("runs", "first", "trajectory.txt")))
+        self.assertFalse(os.path.exists(self.path("runs", "second")))
+
     def test_pfm_sequence_from_sgm_depth(self):
         seq = self.synthetic(kind="pfm", frames=3)
         proc = self.run_tool(*SMALL, seq, "--intrinsics", "60,60,32,24", "-o", "out", "--json",
