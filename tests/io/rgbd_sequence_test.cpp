@@ -96,6 +96,15 @@ TEST_F(RgbdSequenceTest, PlainPngAndPfmFoldersAndListFiles) {
   EXPECT_EQ(seq.layout, "pfm");
   ASSERT_EQ(seq.frames.size(), 1u);
 
+  // sgm-depth --emit disparity --emit depth --output-dir: the depth maps only.
+  fs::create_directories(path("sgm"));
+  for (const char* n : {"sgm/000001.pfm", "sgm/000001_depth.pfm", "sgm/000000.pfm", "sgm/000000_depth.pfm"})
+    write_pfm(path(n), ImageF(4, 3, 1, 1.5f));
+  seq = list_rgbd_sequence(path("sgm"));
+  EXPECT_EQ(seq.layout, "sgm-depth");
+  ASSERT_EQ(seq.frames.size(), 2u);
+  EXPECT_EQ(seq.frames[1].depth_path, path("sgm/000001_depth.pfm"));
+
   text("list.txt", "# frames\npng/b.png\n\n" + path("png/a.png") + "\n");
   seq = list_rgbd_sequence(path("list.txt"));
   EXPECT_EQ(seq.layout, "list");

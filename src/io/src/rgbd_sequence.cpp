@@ -136,19 +136,21 @@ RgbdSequence list_rgbd_sequence(const std::string& path, double fps) {
     if (const std::string rgb_list = beside("rgb.txt"); !rgb_list.empty() && !seq.timestamps_from_index)
       associate_rgb(read_list(rgb_list), folder, &seq);
   } else {
-    std::vector<std::string> seven, png, pfm;
+    std::vector<std::string> seven, sgm, png, pfm;
     for (const auto& e : fs::directory_iterator(folder, ec)) {
       if (!e.is_regular_file(ec)) continue;
       const std::string name = e.path().filename().string();
       const std::string low = lower(name);
       if (!name.empty() && name[0] == '.') continue;  // hidden files (our own temps among them)
       if (name.rfind("frame-", 0) == 0 && ends_with(low, ".depth.png")) seven.push_back(name);
+      // sgm-depth --emit depth under --output-dir: NAME_depth.pfm / .png beside NAME.pfm (disparity).
+      if (ends_with(low, "_depth.pfm") || ends_with(low, "_depth.png")) sgm.push_back(name);
       if (ends_with(low, ".png") && !ends_with(low, ".color.png")) png.push_back(name);
       if (ends_with(low, ".pfm")) pfm.push_back(name);
     }
     if (ec) throw IoError(path + ": cannot list the folder: " + ec.message());
-    std::vector<std::string>* names = !seven.empty() ? &seven : !png.empty() ? &png : &pfm;
-    seq.layout = !seven.empty() ? "7scenes" : !png.empty() ? "png" : "pfm";
+    std::vector<std::string>* names = !seven.empty() ? &seven : !sgm.empty() ? &sgm : !png.empty() ? &png : &pfm;
+    seq.layout = !seven.empty() ? "7scenes" : !sgm.empty() ? "sgm-depth" : !png.empty() ? "png" : "pfm";
     if (names->empty())
       throw DataError(path + ": no depth frames (expected depth.txt, frame-XXXXXX.depth.png, *.png or *.pfm)");
     std::sort(names->begin(), names->end());

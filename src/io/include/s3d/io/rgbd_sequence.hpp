@@ -6,8 +6,10 @@
 //   `associate.py`), optional `groundtruth.txt`;
 // - a 7-Scenes folder: `frame-XXXXXX.depth.png` in name order (+ `frame-XXXXXX.pose.txt`,
 //   `camera-intrinsics.txt`), timestamps frame index / fps;
-// - a plain folder of depth images: every `*.png`, else every `*.pfm` (sgm-depth's `--emit depth` output:
-//   PFM metres with +inf invalid, or 16-bit PNG), in name order, timestamps frame index / fps;
+// - sgm-depth's `--emit depth` output under --output-dir: every `*_depth.pfm` / `*_depth.png` (PFM metres
+//   with +inf invalid, 16-bit PNG), ignoring the disparity maps beside them, in name order;
+// - a plain folder of depth images: every `*.png`, else every `*.pfm`, in name order, timestamps frame
+//   index / fps;
 // - a list file: one frame per line, `path` or `timestamp path` (paths relative to the list's folder),
 //   blank lines and `#` comments skipped.
 // Every failure throws s3d::IoError or s3d::DataError with a one-line what() that starts with the path.
@@ -31,7 +33,8 @@ struct RgbdFrame {
 /// What `list_rgbd_sequence` found.
 struct RgbdSequence {
   std::string source;  ///< the folder or list file given
-  /// "tum" (depth.txt), "7scenes" (frame-*.depth.png), "png" / "pfm" (plain folder), "list" (a list file).
+  /// "tum" (depth.txt), "7scenes" (frame-*.depth.png), "sgm-depth" (*_depth.pfm/png), "png" / "pfm" (plain
+  /// folder), "list" (a list file).
   std::string layout;
   std::vector<RgbdFrame> frames;
   bool timestamps_from_index = false;  ///< true when timestamps are index / fps (no list gave them)
