@@ -117,6 +117,9 @@ TEST_F(RgbdSequenceTest, PlainPngAndPfmFoldersAndListFiles) {
   seq = list_rgbd_sequence(path("timed.txt"));
   EXPECT_FALSE(seq.timestamps_from_index);
   EXPECT_DOUBLE_EQ(seq.frames[1].timestamp, 0.6);
+  EXPECT_TRUE(seq.intrinsics_path.empty());
+  text("camera-intrinsics.txt", "585 0 320\n0 585 240\n0 0 1\n");
+  EXPECT_EQ(list_rgbd_sequence(path("timed.txt")).intrinsics_path, path("camera-intrinsics.txt"));
 }
 
 TEST_F(RgbdSequenceTest, EmptyAndMissingSequencesAreOneLineErrors) {

@@ -120,6 +120,12 @@ RgbdSequence list_rgbd_sequence(const std::string& path, double fps) {
     seq.layout = "list";
     frames_from_list(read_list(path), fs::path(path).parent_path(), fps, &seq);
     if (seq.frames.empty()) throw DataError(path + ": the list names no frames");
+    // A list in a dataset folder (TUM's depth.txt given itself) finds the folder's files as a folder would.
+    for (auto [name, field] : {std::pair<const char*, std::string*>{"camera-intrinsics.txt", &seq.intrinsics_path},
+                               {"groundtruth.txt", &seq.groundtruth_path}}) {
+      const fs::path p = fs::path(path).parent_path() / name;
+      if (fs::is_regular_file(p, ec)) *field = p.string();
+    }
     return seq;
   }
   const fs::path folder(path);

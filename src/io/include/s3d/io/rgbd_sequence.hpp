@@ -38,8 +38,9 @@ struct RgbdSequence {
   std::string layout;
   std::vector<RgbdFrame> frames;
   bool timestamps_from_index = false;  ///< true when timestamps are index / fps (no list gave them)
-  std::string intrinsics_path;         ///< the folder's `camera-intrinsics.txt`, empty when absent
-  std::string groundtruth_path;        ///< the folder's `groundtruth.txt`, empty when absent
+  /// The folder's (a list file's: the list's folder's) `camera-intrinsics.txt`, empty when absent.
+  std::string intrinsics_path;
+  std::string groundtruth_path;  ///< likewise its `groundtruth.txt`
 };
 
 /// Lists the frames of the sequence at `path` (a folder or a list file; see the file comment). `fps` gives
