@@ -1,1 +1,4 @@
-set(S3D_FUSION_TRAJECTORY_CPU)
+# Trajectory I/O (TUM, 7-Scenes pose files), timestamp association, ATE / RPE. CPU only, no CUDA.
+set(S3D_FUSION_TRAJECTORY_CPU
+  ${CMAKE_CURRENT_LIST_DIR}/src/trajectory.cpp  # TUM text, 4x4 pose files, associate.py matching
+  ${CMAKE_CURRENT_LIST_DIR}/src/evaluate.cpp)   # Horn/Umeyama alignment, ATE, RPE

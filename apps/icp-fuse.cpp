@@ -1,0 +1,134 @@
+// icp-fuse: KinectFusion-style registration and fusion of depth sequences (docs/ICP-FUSE.md). Options and
+// one item per sequence: the frame's workers list each sequence (icp_fuse/job), the handler tracks and fuses
+// its frames on the run's device in input order (s3d::fusion), and the workers write the trajectory, the
+// per-frame records, the mesh and cloud, and the evaluation against a ground truth.
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "icp_fuse/job.hpp"
+#include "icp_fuse/plan.hpp"
+#include "s3d/cli/tool.hpp"
+#include "s3d/core/errors.hpp"
+
+using s3d::icp_fuse::Fused;
+using s3d::icp_fuse::Sequence;
+
+int main(int argc, char** argv) {
+  s3d::cli::Tool tool("icp-fuse",
+                      "KinectFusion-style tracking (projective point-to-plane ICP) and TSDF fusion of depth "
+                      "sequences: TUM trajectory, mesh and cloud PLY, ATE/RPE evaluation, on GPU or CPU",
+                      s3d::cli::ItemSpec{1, {"input"}});
+  s3d::icp_fuse::Flags f;
+  CLI::App& app = tool.app();
+  const char* in_group = "Input";
+  const char* track_group = "Tracking and fusion";
+  const char* out_group = "Output and evaluation";
+  app.add_option("--depth-scale", f.depth_scale,
+                 "depth units per metre: mm (1000), tum (5000; TUM RGB-D, ICL-NUIM) or a number "
+                 "(default: 1000 for PNG, 1 for PFM)")
+      ->group(in_group);
+  app.add_option("--intrinsics", f.intrinsics,
+                 "fx,fy,cx,cy in pixels, a 3x3 K file (7-Scenes camera-intrinsics.txt), TUM `fx fy cx cy`, or a "
+                 "KITTI/Q stereo calibration (its left camera); default: the sequence's camera-intrinsics.txt")
+      ->type_name("SPEC")
+      ->group(in_group);
+  app.add_option("--frames", f.frames, "only frames A..B-1 of each sequence (0-based, half-open; A: or :B)")
+      ->type_name("A:B")
+      ->group(in_group);
+  app.add_option("--fps", f.fps, "frame rate for the timestamps of sequences without any (index / fps)")
+      ->capture_default_str()
+      ->group(in_group);
+  app.add_option("--mode", f.mode, "f2m: frame to model (KinFu, ray cast of the TSDF); f2f: frame to frame")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f2m", "f2f"}))
+      ->group(track_group);
+  app.add_option("--max-depth", f.max_depth, "metres; deeper pixels are invalid (0 = no limit)")
+      ->capture_default_str()
+      ->group(track_group);
+  app.add_option("--volume-size", f.volume_size, "TSDF cube side, metres")->capture_default_str()->group(track_group);
+  app.add_option("--volume-resolution", f.volume_resolution, "TSDF voxels per side")
+      ->capture_default_str()
+      ->group(track_group);
+  app.add_option("--truncation", f.truncation, "TSDF truncation distance, metres")
+      ->capture_default_str()
+      ->group(track_group);
+  app.add_option("--icp-iterations", f.icp_iterations, "ICP iterations per pyramid level, finest first (1-4 levels)")
+      ->capture_default_str()
+      ->type_name("N,N,N")
+      ->group(track_group);
+  app.add_option("--huber", f.huber, "Huber threshold on the point-to-plane residual, metres (0 = off)")
+      ->capture_default_str()
+      ->group(track_group);
+  app.add_option("--emit", f.emit,
+                 "outputs in each sequence's folder: trajectory (trajectory.txt, always written), mesh "
+                 "(mesh.ply), cloud (cloud.ply); frames.jsonl is always written")
+      ->capture_default_str()
+      ->group(out_group);
+  app.add_option("--eval", f.eval,
+                 "score the trajectory against a TUM ground truth: ATE RMSE (SE(3) Horn) and RPE per frame and per "
+                 "second, printed and in the record; `auto`: the sequence's groundtruth.txt or its "
+                 "frame-*.pose.txt")
+      ->type_name("FILE|auto")
+      ->group(out_group);
+  app.add_option("--eval-ranges", f.eval_ranges,
+                 "with --eval: ATE also over these frame ranges of each sequence, each aligned on its own "
+                 "(e.g. 0:122,122:300)")
+      ->type_name("A:B,...")
+      ->group(out_group);
+
+  tool.add_example("icp-fuse --device cpu 7scenes/redkitchen -o out --eval auto",
+                   "one sequence into out/ (trajectory.txt, mesh.ply, frames.jsonl), scored against its poses");
+  tool.add_example(
+      "icp-fuse rgbd_dataset_freiburg1_xyz --depth-scale tum --intrinsics 525,525,319.5,239.5 "
+      "--eval rgbd_dataset_freiburg1_xyz/groundtruth.txt -o fr1_xyz",
+      "a TUM RGB-D folder (depth.txt, x5000 depth)");
+  tool.add_example("icp-fuse --manifest seqs.jsonl --output-dir runs --emit trajectory,cloud --json > runs.jsonl",
+                   "several sequences, one subfolder each, JSON records");
+
+  s3d::icp_fuse::Plan plan;
+  bool planned = false;
+  auto ensure_plan = [&] {
+    if (!planned) plan = s3d::icp_fuse::make_plan(f);
+    planned = true;
+  };
+  // A positional sequence: checked before any item runs, so that missing intrinsics is a usage error.
+  tool.expand_arguments([&](const std::string& arg) -> std::optional<std::vector<nlohmann::json>> {
+    ensure_plan();
+    std::error_code ec;
+    if (!std::filesystem::exists(arg, ec)) return std::nullopt;  // the item fails with the reader's message
+    const auto listing = s3d::io::list_rgbd_sequence(arg, plan.fps);
+    s3d::cli::Item probe;
+    probe.inputs = {arg};
+    probe.fields = nlohmann::json::object();
+    s3d::icp_fuse::intrinsics_source(listing, probe, plan);
+    return std::nullopt;
+  });
+  tool.on_start([&](const s3d::Device&) {
+    ensure_plan();
+    const auto& s = tool.settings();
+    if (s.outputs.empty() && s.output_dir.empty())
+      throw s3d::InvalidArgument("no output: give -o DIR (one sequence, or a template) or --output-dir DIR");
+    for (const auto& o : s.outputs)
+      if (o == "-") throw s3d::InvalidArgument("-o -: icp-fuse writes a folder per sequence, not to stdout");
+    if (s.outputs.size() > 1) throw s3d::InvalidArgument("-o: give one output folder (or template)");
+  });
+  tool.outputs_of([&](const s3d::cli::Item& item, s3d::cli::ItemContext& ctx) {
+    return s3d::icp_fuse::planned_outputs(s3d::icp_fuse::output_folder(item, ctx, tool.settings()), plan);
+  });
+
+  s3d::cli::Stages<Sequence, Fused> stages;
+  stages.load = [&](const s3d::cli::Item& item, s3d::cli::ItemContext& ctx) {
+    s3d::cli::StageTimer timer(ctx, "list");
+    return s3d::icp_fuse::load_sequence(item, ctx, plan);
+  };
+  stages.handle = [&](const s3d::cli::Item& item, Sequence& seq, s3d::cli::ItemContext& ctx,
+                      s3d::cli::NextItem<Sequence>) {
+    return s3d::icp_fuse::fuse_sequence(item, seq, ctx, plan, tool.settings());
+  };
+  stages.write = [&](const s3d::cli::Item& item, Fused& fused, s3d::cli::ItemContext& ctx) {
+    return s3d::icp_fuse::write_fused(item, fused, ctx, plan, tool.settings());
+  };
+  return tool.run(argc, argv, std::move(stages));
+}

@@ -1,0 +1,397 @@
+// The three stages of one sequence: list and check (load), track and fuse with a read-ahead (handle),
+// write and evaluate (write).
+#include "job.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <limits>
+#include <mutex>
+#include <sstream>
+
+#include "../common/tool_files.hpp"
+#include "s3d/core/errors.hpp"
+#include "s3d/io/calib.hpp"
+#include "s3d/io/ply.hpp"
+
+namespace s3d::icp_fuse {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+/// A decoded frame or why it could not be read.
+struct LoadedFrame {
+  io::ImageF depth;
+  std::string error;
+  double read_ms = 0.0;
+};
+
+LoadedFrame read_frame(const io::RgbdFrame& frame, double depth_scale) {
+  LoadedFrame f;
+  const auto t0 = Clock::now();
+  try {
+    f.depth = io::read_depth_frame(frame.depth_path, depth_scale);
+  } catch (const Error& e) {
+    f.error = e.what();
+  }
+  f.read_ms = ms_since(t0);
+  return f;
+}
+
+/// fx,fy,cx,cy inline (any sign of fy, for ICL-NUIM's -480), else what s3d::io reads: a K file, TUM
+/// `fx fy cx cy`, key=value, or a stereo calibration's left camera for a width x height image.
+fusion::CameraIntrinsics read_camera(const std::string& spec, int width, int height) {
+  std::error_code ec;
+  if (!fs::exists(spec, ec)) {
+    std::string t = spec;
+    for (char& c : t)
+      if (c == ',') c = ' ';
+    std::istringstream in(t);
+    double v[4];
+    std::string rest;
+    if ((in >> v[0] >> v[1] >> v[2] >> v[3]) && !(in >> rest)) {
+      for (double x : v)
+        if (!std::isfinite(x)) throw InvalidArgument("--intrinsics: `" + spec + "` has a non-finite value");
+      if (v[0] == 0.0 || v[1] == 0.0) throw InvalidArgument("--intrinsics: `" + spec + "`: fx and fy must be non-zero");
+      return {static_cast<float>(v[0]), static_cast<float>(v[1]), static_cast<float>(v[2]), static_cast<float>(v[3])};
+    }
+  }
+  const io::PinholeIntrinsics k = io::read_intrinsics(spec, width, height);
+  if (k.width > 0 && k.height > 0 && (k.width != width || k.height != height))
+    throw DataError(spec + ": intrinsics for " + std::to_string(k.width) + "x" + std::to_string(k.height) +
+                    " but the frames are " + std::to_string(width) + "x" + std::to_string(height));
+  return {static_cast<float>(k.fx), static_cast<float>(k.fy), static_cast<float>(k.cx), static_cast<float>(k.cy)};
+}
+
+std::optional<std::string> string_field(const cli::Item& item, const char* key) {
+  if (item.fields.is_object() && item.fields.contains(key) && item.fields[key].is_string())
+    return item.fields[key].get<std::string>();
+  return std::nullopt;
+}
+
+nlohmann::json stats_json(const fusion::ErrorStats& s, double factor) {
+  return {{"rmse", s.rmse * factor},
+          {"mean", s.mean * factor},
+          {"median", s.median * factor},
+          {"max", s.max * factor},
+          {"pairs", s.count}};
+}
+
+/// The mesh as a PLY: vertex x y z nx ny nz [red green blue], face vertex_indices (uint8 count, int32).
+PointCloud mesh_cloud(const fusion::Mesh& mesh) {
+  PointCloud c;
+  c.xyz = mesh.vertices;
+  const std::size_t n = c.size();
+  const char* names[3] = {"nx", "ny", "nz"};
+  for (int a = 0; a < 3; ++a) {
+    AttributeColumn& col = c.add_attribute(names[a], ScalarType::kFloat32);
+    for (std::size_t i = 0; i < n && 3 * i + a < mesh.normals.size(); ++i) col.set_value(i, 0, mesh.normals[3 * i + a]);
+  }
+  if (mesh.colors.size() == 3 * n && n > 0) {
+    const char* rgb[3] = {"red", "green", "blue"};
+    for (int a = 0; a < 3; ++a) {
+      AttributeColumn& col = c.add_attribute(rgb[a], ScalarType::kUint8);
+      for (std::size_t i = 0; i < n; ++i) col.set_value(i, 0, mesh.colors[3 * i + a]);
+    }
+  }
+  CloudElement faces;
+  faces.name = "face";
+  faces.count = mesh.triangles.size() / 3;
+  AttributeColumn idx;
+  idx.name = "vertex_indices";
+  idx.type = ScalarType::kInt32;
+  idx.is_list = true;
+  idx.count_type = ScalarType::kUint8;
+  idx.bytes.resize(faces.count * 3 * sizeof(std::int32_t));
+  if (!idx.bytes.empty()) std::memcpy(idx.bytes.data(), mesh.triangles.data(), idx.bytes.size());
+  idx.offsets.resize(faces.count + 1);
+  for (std::size_t t = 0; t <= faces.count; ++t) idx.offsets[t] = 3 * t;
+  faces.properties.push_back(std::move(idx));
+  c.elements.push_back(std::move(faces));
+  c.meta.points_element_index = 0;
+  c.meta.comments.push_back("icp-fuse TSDF mesh (marching cubes), world frame, metres");
+  return c;
+}
+
+PointCloud surface_cloud(const fusion::SurfaceCloud& s) {
+  PointCloud c;
+  c.xyz = s.points;
+  const char* names[3] = {"nx", "ny", "nz"};
+  for (int a = 0; a < 3; ++a) {
+    AttributeColumn& col = c.add_attribute(names[a], ScalarType::kFloat32);
+    for (std::size_t i = 0; i < c.size() && 3 * i + a < s.normals.size(); ++i)
+      col.set_value(i, 0, s.normals[3 * i + a]);
+  }
+  c.meta.comments.push_back("icp-fuse TSDF zero crossing, world frame, metres");
+  return c;
+}
+
+void write_ply_atomically(cli::ItemContext& ctx, const std::string& path, const PointCloud& cloud) {
+  ctx.write_atomically(path, [&](const std::string& tmp) { io::write_ply(tmp, cloud); });
+}
+
+std::mutex stdout_mutex;
+
+}  // namespace
+
+std::string intrinsics_source(const io::RgbdSequence& listing, const cli::Item& item, const Plan& plan) {
+  if (!plan.intrinsics.empty()) return plan.intrinsics;
+  if (auto k = string_field(item, "intrinsics")) return *k;
+  if (!listing.intrinsics_path.empty()) return listing.intrinsics_path;
+  throw InvalidArgument(item.inputs[0] +
+                        ": no camera intrinsics: pass --intrinsics fx,fy,cx,cy (or a 3x3 K file, or a KITTI/Q "
+                        "calibration); the sequence has no camera-intrinsics.txt");
+}
+
+Sequence load_sequence(const cli::Item& item, cli::ItemContext& ctx, const Plan& plan) {
+  Sequence seq;
+  const std::string path = ctx.readable_path(item.inputs[0]);
+  seq.listing = io::list_rgbd_sequence(path, plan.fps);
+  for (const auto& f : seq.listing.frames)
+    if (f.index >= plan.first_frame && f.index < plan.last_frame) seq.frames.push_back(f);
+  if (seq.frames.empty())
+    throw DataError(item.inputs[0] + ": --frames selects none of its " + std::to_string(seq.listing.frames.size()) +
+                    " frames");
+  seq.intrinsics_spec = intrinsics_source(seq.listing, item, plan);
+  if (!plan.eval.empty()) {
+    std::string gt = plan.eval;
+    if (plan.eval == "auto") {
+      gt = string_field(item, "groundtruth").value_or(seq.listing.groundtruth_path);
+      const bool poses = std::all_of(seq.listing.frames.begin(), seq.listing.frames.end(),
+                                     [](const io::RgbdFrame& f) { return !f.pose_path.empty(); });
+      if (gt.empty() && poses) {
+        fusion::Trajectory t;
+        for (const auto& f : seq.listing.frames) t.push_back({f.timestamp, fusion::read_pose_matrix(f.pose_path)});
+        seq.ground_truth = std::move(t);
+        seq.ground_truth_source = (fs::path(path) / "frame-*.pose.txt").string();
+      } else if (gt.empty()) {
+        spdlog::warn("{}: --eval auto: no groundtruth.txt or pose files; not evaluated", item.inputs[0]);
+      }
+    }
+    if (!gt.empty()) {
+      seq.ground_truth = fusion::read_tum_trajectory(gt);
+      seq.ground_truth_source = gt;
+    }
+  }
+  return seq;
+}
+
+Fused fuse_sequence(const cli::Item& item, Sequence& seq, cli::ItemContext& ctx, const Plan& plan,
+                    const cli::CommonSettings& settings) {
+  Fused out;
+  out.folder = output_folder(item, ctx, settings);
+  const auto& frames = seq.frames;
+  std::optional<fusion::FusionEngine> engine;
+  fusion::FusionParams params = plan.params;
+  const auto t_track = Clock::now();
+  // Read-ahead: frame k+1 is read and decoded on another thread while frame k is tracked.
+  std::future<LoadedFrame> next = std::async(std::launch::async, read_frame, frames[0], plan.depth_scale);
+  std::string first_error;
+  for (std::size_t k = 0; k < frames.size(); ++k) {
+    if (cli::interrupt_requested()) {
+      out.interrupted = true;
+      break;
+    }
+    const auto t_wait = Clock::now();
+    LoadedFrame cur = next.get();
+    if (k + 1 < frames.size()) next = std::async(std::launch::async, read_frame, frames[k + 1], plan.depth_scale);
+    FrameRecord rec;
+    rec.index = frames[k].index;
+    rec.timestamp = frames[k].timestamp;
+    rec.file = frames[k].depth_path;
+    rec.read_ms = cur.read_ms;
+    rec.wait_ms = ms_since(t_wait);
+    if (cur.error.empty() && engine && (cur.depth.width != out.width || cur.depth.height != out.height))
+      cur.error = frames[k].depth_path + ": " + std::to_string(cur.depth.width) + "x" +
+                  std::to_string(cur.depth.height) + " but the sequence's first frame is " + std::to_string(out.width) +
+                  "x" + std::to_string(out.height);
+    if (cur.error.empty() && !engine) {
+      out.width = cur.depth.width;
+      out.height = cur.depth.height;
+      out.camera = read_camera(seq.intrinsics_spec, out.width, out.height);
+      params.camera = out.camera;
+      engine.emplace(ctx.device(), params, out.width, out.height);
+    }
+    if (!cur.error.empty()) {
+      rec.error = cur.error;
+      if (first_error.empty()) first_error = cur.error;
+      spdlog::warn("{} (frame {} skipped)", cur.error, rec.index);
+      out.frames.push_back(std::move(rec));
+      continue;
+    }
+    rec.result = engine->process(cur.depth.cview());
+    rec.processed = true;
+    out.trajectory.push_back({rec.timestamp, rec.result.pose});
+    spdlog::debug("{}: frame {}: {}{}{}", item.name(), rec.index, fusion::to_string(rec.result.status),
+                  rec.result.reason.empty() ? "" : ": ", rec.result.reason);
+    out.frames.push_back(std::move(rec));
+  }
+  if (next.valid()) next.wait();
+  ctx.add_stage_seconds("track", ms_since(t_track) / 1000.0);
+  if (!engine)
+    throw DataError(item.inputs[0] + ": no frame could be read (" + (first_error.empty() ? "none" : first_error) + ")");
+  if (!out.interrupted) {
+    const auto t_extract = Clock::now();
+    if (plan.emit_mesh) out.mesh = engine->extract_mesh();
+    if (plan.emit_cloud) out.cloud = engine->extract_cloud();
+    ctx.add_stage_seconds("extract", ms_since(t_extract) / 1000.0);
+  }
+  out.sequence = std::move(seq);
+  return out;
+}
+
+nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext& ctx, const Plan& plan,
+                           const cli::CommonSettings& settings) {
+  cli::StageTimer timer(ctx, "write");
+  const auto paths = planned_outputs(fused.folder, plan);
+  nlohmann::json rec;
+  rec["output_folder"] = fused.folder;
+  apps::write_file_atomically(ctx, paths[0], fusion::format_tum_trajectory(fused.trajectory));
+  nlohmann::json counts = {{"first", 0}, {"tracked", 0}, {"recovered", 0}, {"lost", 0}, {"invalid", 0}};
+  std::size_t unreadable = 0;
+  double track_ms = 0.0;
+  std::string frames_text;
+  for (const auto& f : fused.frames) {
+    nlohmann::json j;
+    j["index"] = f.index;
+    j["timestamp"] = f.timestamp;
+    j["file"] = f.file;
+    if (!f.processed) {
+      ++unreadable;
+      j["status"] = "error";
+      j["reason"] = f.error;
+      j["ms"] = {{"read", f.read_ms}, {"wait", f.wait_ms}};
+    } else {
+      const auto& r = f.result;
+      const std::string status = fusion::to_string(r.status);
+      counts[status] = counts.value(status, 0) + 1;
+      track_ms += r.preprocess_ms + r.track_ms + r.integrate_ms + r.raycast_ms;
+      j["status"] = fusion::to_string(r.status);
+      j["valid_pixels"] = r.valid_pixels;
+      j["inliers"] = r.inliers;
+      j["inlier_ratio"] = r.inlier_ratio;
+      j["residual"] = r.residual;
+      j["condition"] = r.condition;
+      j["iterations"] = r.iterations;
+      j["ms"] = {{"read", f.read_ms},   {"wait", f.wait_ms},           {"preprocess", r.preprocess_ms},
+                 {"track", r.track_ms}, {"integrate", r.integrate_ms}, {"raycast", r.raycast_ms}};
+      if (!r.reason.empty()) j["reason"] = r.reason;
+    }
+    frames_text += j.dump() + "\n";
+  }
+  // frames.jsonl marks a finished sequence: an interrupted one keeps only its trajectory, so that
+  // --skip-existing redoes it.
+  if (!fused.interrupted) {
+    apps::write_file_atomically(ctx, paths[1], frames_text);
+    std::size_t slot = 2;
+    if (fused.mesh) {
+      write_ply_atomically(ctx, paths[slot++], mesh_cloud(*fused.mesh));
+      rec["mesh"] = {{"vertices", fused.mesh->vertices.size() / 3}, {"triangles", fused.mesh->triangles.size() / 3}};
+    }
+    if (fused.cloud) {
+      write_ply_atomically(ctx, paths[slot++], surface_cloud(*fused.cloud));
+      rec["cloud"] = {{"points", fused.cloud->points.size() / 3}};
+    }
+  } else {
+    rec["interrupted"] = true;
+  }
+  const auto& seq = fused.sequence;
+  rec["layout"] = seq.listing.layout;
+  rec["timestamps"] = seq.listing.timestamps_from_index ? "index/fps" : "list";
+  rec["frames"] = seq.frames.size();
+  rec["frames_done"] = fused.frames.size();
+  for (auto it = counts.begin(); it != counts.end(); ++it) rec[it.key()] = it.value();
+  rec["unreadable"] = unreadable;
+  rec["width"] = fused.width;
+  rec["height"] = fused.height;
+  rec["intrinsics"] = {{"fx", fused.camera.fx},
+                       {"fy", fused.camera.fy},
+                       {"cx", fused.camera.cx},
+                       {"cy", fused.camera.cy},
+                       {"source", seq.intrinsics_spec}};
+  const std::size_t processed = fused.trajectory.size();
+  rec["ms_per_frame"] = processed ? track_ms / static_cast<double>(processed) : 0.0;
+
+  if (seq.ground_truth && !fused.trajectory.empty()) {
+    nlohmann::json ev;
+    ev["groundtruth"] = seq.ground_truth_source;
+    std::string line = item.name() + ":";
+    const std::string where = item.name() + " vs " + seq.ground_truth_source;
+    try {
+      const auto ate = fusion::evaluate_ate(*seq.ground_truth, fused.trajectory, {}, where);
+      ev["ate_m"] = stats_json(ate.error, 1.0);
+      char buf[160];
+      std::snprintf(buf, sizeof buf, " ATE RMSE %.4f m (%zu poses)", ate.error.rmse, ate.error.count);
+      line += buf;
+    } catch (const DataError& e) {
+      ev["ate_m"] = nullptr;
+      ev["ate_error"] = e.what();
+      line += " ATE: not computed (" + std::string(e.what()) + ")";
+    }
+    // --eval-ranges: sequence frame indices -> positions in the trajectory (unreadable frames have none).
+    if (!plan.eval_ranges.empty()) {
+      std::vector<std::size_t> index_of;
+      for (const auto& f : fused.frames)
+        if (f.processed) index_of.push_back(f.index);
+      nlohmann::json ranges = nlohmann::json::array();
+      for (const auto& [a, b] : plan.eval_ranges) {
+        fusion::EvalOptions o;
+        o.first_index =
+            static_cast<std::size_t>(std::lower_bound(index_of.begin(), index_of.end(), a) - index_of.begin());
+        o.last_index =
+            static_cast<std::size_t>(std::lower_bound(index_of.begin(), index_of.end(), b) - index_of.begin());
+        const std::string label =
+            std::to_string(a) + ":" + (b == std::numeric_limits<std::size_t>::max() ? "" : std::to_string(b));
+        nlohmann::json r = {{"frames", label}};
+        try {
+          const auto ate = fusion::evaluate_ate(*seq.ground_truth, fused.trajectory, o, where);
+          r["ate_m"] = stats_json(ate.error, 1.0);
+          char buf[96];
+          std::snprintf(buf, sizeof buf, "; frames %s ATE RMSE %.4f m", label.c_str(), ate.error.rmse);
+          line += buf;
+        } catch (const DataError& e) {
+          r["ate_m"] = nullptr;
+          r["ate_error"] = e.what();
+        }
+        ranges.push_back(r);
+      }
+      ev["ate_ranges"] = ranges;
+    }
+    const std::pair<double, fusion::DeltaUnit> deltas[2] = {{1.0, fusion::DeltaUnit::kFrames},
+                                                            {1.0, fusion::DeltaUnit::kSeconds}};
+    for (const auto& [delta, unit] : deltas) {
+      const char* key = unit == fusion::DeltaUnit::kFrames ? "rpe_frame" : "rpe_second";
+      const char* label = unit == fusion::DeltaUnit::kFrames ? "per frame" : "per second";
+      try {
+        const auto r = fusion::evaluate_rpe(*seq.ground_truth, fused.trajectory, delta, unit, {}, where);
+        ev[key] = {{"delta", delta},
+                   {"unit", unit == fusion::DeltaUnit::kFrames ? "frames" : "s"},
+                   {"translation_m", stats_json(r.translation, 1.0)},
+                   {"rotation_deg", stats_json(r.rotation, 1.0)}};
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "; RPE %s %.2f mm / %.3f deg RMSE", label, r.translation.rmse * 1000.0,
+                      r.rotation.rmse);
+        line += buf;
+      } catch (const DataError&) {
+        ev[key] = nullptr;
+      }
+    }
+    rec["eval"] = ev;
+    if (!settings.json && settings.report_path != "-") {
+      std::lock_guard<std::mutex> lock(stdout_mutex);
+      std::fprintf(stdout, "%s\n", line.c_str());
+      std::fflush(stdout);
+    }
+  }
+  return rec;
+}
+
+}  // namespace s3d::icp_fuse

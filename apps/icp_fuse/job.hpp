@@ -1,0 +1,65 @@
+#pragma once
+// One icp-fuse item = one depth sequence. The stages of the frame (docs/CLI.md):
+//   load   (a worker)        list the frames, read the ground truth, resolve the intrinsics' source;
+//   handle (the main thread) track and fuse every frame on the run's device, reading and decoding the next
+//                            frame while the current one is tracked; extract the mesh / cloud;
+//   write  (a worker)        trajectory.txt, frames.jsonl, mesh.ply, cloud.ply (atomically), evaluation.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "plan.hpp"
+#include "s3d/cli/tool.hpp"
+#include "s3d/fusion/fusion_engine.hpp"
+#include "s3d/fusion/trajectory.hpp"
+#include "s3d/io/rgbd_sequence.hpp"
+
+namespace s3d::icp_fuse {
+
+/// What the load stage found.
+struct Sequence {
+  io::RgbdSequence listing;           ///< all frames of the sequence
+  std::vector<io::RgbdFrame> frames;  ///< those inside --frames
+  std::string intrinsics_spec;        ///< what to read the intrinsics from
+  std::optional<fusion::Trajectory> ground_truth;
+  std::string ground_truth_source;  ///< a file, or "<folder>/frame-*.pose.txt"
+};
+
+/// Per-frame outcome (one line of frames.jsonl).
+struct FrameRecord {
+  std::size_t index = 0;
+  double timestamp = 0.0;
+  std::string file;
+  bool processed = false;  ///< false: the frame could not be read or had another size (no pose)
+  fusion::FrameResult result;
+  std::string error;     ///< why it was not processed
+  double read_ms = 0.0;  ///< reading and decoding (overlapped with the previous frame's tracking)
+  double wait_ms = 0.0;  ///< how long tracking waited for it
+};
+
+/// What the handle stage produced.
+struct Fused {
+  std::string folder;  ///< the output folder
+  std::vector<FrameRecord> frames;
+  fusion::Trajectory trajectory;  ///< processed frames only
+  std::optional<fusion::Mesh> mesh;
+  std::optional<fusion::SurfaceCloud> cloud;
+  fusion::CameraIntrinsics camera;
+  int width = 0, height = 0;
+  bool interrupted = false;
+  Sequence sequence;
+};
+
+/// Intrinsics for a sequence without its own: a usage error before any item runs (exit 2) when a
+/// positional sequence has neither --intrinsics nor a camera-intrinsics.txt.
+std::string intrinsics_source(const io::RgbdSequence& listing, const cli::Item& item, const Plan& plan);
+
+Sequence load_sequence(const cli::Item& item, cli::ItemContext& ctx, const Plan& plan);
+Fused fuse_sequence(const cli::Item& item, Sequence& seq, cli::ItemContext& ctx, const Plan& plan,
+                    const cli::CommonSettings& settings);
+nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext& ctx, const Plan& plan,
+                           const cli::CommonSettings& settings);
+
+}  // namespace s3d::icp_fuse

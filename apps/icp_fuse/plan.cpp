@@ -1,0 +1,133 @@
+// Flags -> FusionParams and output paths.
+#include "plan.hpp"
+
+#include <cmath>
+#include <filesystem>
+
+#include "../common/tool_files.hpp"
+#include "s3d/core/errors.hpp"
+#include "s3d/io/image.hpp"
+
+namespace s3d::icp_fuse {
+namespace {
+
+std::size_t parse_index(const std::string& text, const std::string& what) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    throw InvalidArgument("`" + what + "` is not a frame range A:B with whole frame numbers A < B");
+  return static_cast<std::size_t>(std::stoull(text));
+}
+
+}  // namespace
+
+void parse_frame_range(const std::string& text, std::size_t* first, std::size_t* last) {
+  *first = 0;
+  *last = std::numeric_limits<std::size_t>::max();
+  if (text.empty()) return;
+  const auto colon = text.find(':');
+  if (colon == std::string::npos) throw InvalidArgument("`" + text + "` is not a frame range A:B (e.g. 0:300, 100:)");
+  const std::string a = text.substr(0, colon), b = text.substr(colon + 1);
+  if (!a.empty()) *first = parse_index(a, text);
+  if (!b.empty()) *last = parse_index(b, text);
+  if (*first >= *last) throw InvalidArgument("frame range `" + text + "` is empty (A must be < B)");
+}
+
+Plan make_plan(const Flags& f) {
+  Plan plan;
+  fusion::FusionParams& p = plan.params;
+  if (f.mode == "f2m")
+    p.mode = fusion::TrackingMode::kFrameToModel;
+  else if (f.mode == "f2f")
+    p.mode = fusion::TrackingMode::kFrameToFrame;
+  else
+    throw InvalidArgument("--mode: `" + f.mode + "` is not f2m or f2f");
+  if (!f.depth_scale.empty()) plan.depth_scale = io::parse_depth_scale(f.depth_scale);
+  if (!(std::isfinite(f.max_depth) && f.max_depth >= 0.0)) throw InvalidArgument("--max-depth: must be >= 0 metres");
+  if (!(std::isfinite(f.volume_size) && f.volume_size > 0.0))
+    throw InvalidArgument("--volume-size: must be > 0 metres");
+  if (f.volume_resolution < 8 || f.volume_resolution > 2048)
+    throw InvalidArgument("--volume-resolution: must be in [8, 2048] voxels per side");
+  if (!(std::isfinite(f.truncation) && f.truncation > 0.0)) throw InvalidArgument("--truncation: must be > 0 metres");
+  if (!(std::isfinite(f.huber) && f.huber >= 0.0)) throw InvalidArgument("--huber: must be >= 0 metres (0 = off)");
+  if (!(std::isfinite(f.fps) && f.fps > 0.0)) throw InvalidArgument("--fps: must be > 0");
+  p.depth.max_depth = static_cast<float>(f.max_depth);
+  for (int a = 0; a < 3; ++a) {
+    p.volume.resolution[a] = f.volume_resolution;
+    p.volume.size[a] = static_cast<float>(f.volume_size);
+  }
+  p.volume.truncation = static_cast<float>(f.truncation);
+  p.icp.huber_delta = static_cast<float>(f.huber);
+  const auto its = apps::split_list(f.icp_iterations);
+  if (its.empty() || its.size() > 4)
+    throw InvalidArgument("--icp-iterations: `" + f.icp_iterations + "`: give 1 to 4 counts, finest level first");
+  p.icp.iterations = {0, 0, 0, 0};
+  for (std::size_t l = 0; l < its.size(); ++l) {
+    if (its[l].find_first_not_of("0123456789") != std::string::npos || its[l].size() > 4)
+      throw InvalidArgument("--icp-iterations: `" + its[l] + "` is not a count in [0, 1000]");
+    p.icp.iterations[l] = std::stoi(its[l]);
+  }
+  p.depth.levels = static_cast<int>(its.size());
+  p.initial_pose = fusion::FusionParams::kinfu_initial_pose(p.volume);
+  p.validate();  // the rest (a dummy camera is valid)
+
+  plan.emit_trajectory = plan.emit_mesh = plan.emit_cloud = false;
+  const auto emit = apps::split_list(f.emit);
+  if (emit.empty()) throw InvalidArgument("--emit: name at least one of trajectory, mesh, cloud");
+  for (const auto& e : emit) {
+    if (e == "trajectory")
+      plan.emit_trajectory = true;
+    else if (e == "mesh")
+      plan.emit_mesh = true;
+    else if (e == "cloud")
+      plan.emit_cloud = true;
+    else
+      throw InvalidArgument("--emit: `" + e + "` is not trajectory, mesh or cloud");
+  }
+  // The trajectory is always written: it is what an interrupted run keeps, and what --eval scores.
+  plan.emit_trajectory = true;
+  try {
+    parse_frame_range(f.frames, &plan.first_frame, &plan.last_frame);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(std::string("--frames: ") + e.what());
+  }
+  plan.intrinsics = f.intrinsics;
+  plan.eval = f.eval;
+  for (const auto& r : apps::split_list(f.eval_ranges)) {
+    std::size_t a = 0, b = 0;
+    try {
+      parse_frame_range(r, &a, &b);
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument(std::string("--eval-ranges: ") + e.what());
+    }
+    plan.eval_ranges.emplace_back(a, b);
+  }
+  if (!plan.eval_ranges.empty() && plan.eval.empty()) throw InvalidArgument("--eval-ranges: needs --eval");
+  plan.fps = f.fps;
+  return plan;
+}
+
+std::string output_folder(const cli::Item& item, cli::ItemContext& ctx, const cli::CommonSettings& s) {
+  namespace fs = std::filesystem;
+  if (!s.outputs.empty()) return ctx.output_path(0, "");
+  std::string name;
+  if (item.fields.is_object() && item.fields.contains("name") && item.fields["name"].is_string())
+    name = item.fields["name"].get<std::string>();
+  if (name.empty()) {
+    fs::path in = fs::absolute(item.inputs[0]).lexically_normal();
+    if (!in.has_filename()) in = in.parent_path();
+    name = fs::is_directory(in) ? in.filename().string() : in.stem().string();
+    if (name.empty() || name == "." || name == "..") name = "sequence";
+  }
+  return (fs::path(s.output_dir) / name).string();
+}
+
+std::vector<std::string> planned_outputs(const std::string& folder, const Plan& plan) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  out.push_back((fs::path(folder) / "trajectory.txt").string());
+  out.push_back((fs::path(folder) / "frames.jsonl").string());
+  if (plan.emit_mesh) out.push_back((fs::path(folder) / "mesh.ply").string());
+  if (plan.emit_cloud) out.push_back((fs::path(folder) / "cloud.ply").string());
+  return out;
+}
+
+}  // namespace s3d::icp_fuse

@@ -1,0 +1,59 @@
+#pragma once
+// icp-fuse's flags turned into the library's parameters and the item's output files (docs/ICP-FUSE.md).
+#include <cstddef>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "s3d/cli/tool.hpp"
+#include "s3d/fusion/params.hpp"
+
+namespace s3d::icp_fuse {
+
+/// The tool's own flags as given (strings where the CLI accepts words or lists).
+struct Flags {
+  std::string mode = "f2m";
+  std::string depth_scale;  ///< empty: by the frame's format (1000 PNG, 1 PFM)
+  std::string intrinsics;   ///< fx,fy,cx,cy | K file | calibration; empty: the folder's camera-intrinsics.txt
+  double max_depth = 0.0;
+  double volume_size = 3.0;
+  int volume_resolution = 512;
+  double truncation = 0.03;
+  std::string icp_iterations = "10,5,4";
+  double huber = 0.0;
+  std::string eval;         ///< ground-truth file or `auto`; empty: no evaluation
+  std::string eval_ranges;  ///< `A:B,C:D`: ATE also over these frame ranges (each aligned on its own)
+  std::string frames;
+  std::string emit = "trajectory,mesh";
+  double fps = 30.0;
+};
+
+/// Everything the items need, fixed before the first item runs.
+struct Plan {
+  fusion::FusionParams params;  ///< camera filled per sequence
+  double depth_scale = 0.0;     ///< units per metre; 0 = by format
+  std::string intrinsics;
+  std::string eval;
+  /// ATE also over these [first, last) ranges of sequence frame indices (--eval-ranges).
+  std::vector<std::pair<std::size_t, std::size_t>> eval_ranges;
+  std::size_t first_frame = 0;  ///< --frames A:B, half-open [A, B)
+  std::size_t last_frame = std::numeric_limits<std::size_t>::max();
+  bool emit_trajectory = true, emit_mesh = true, emit_cloud = false;
+  double fps = 30.0;
+};
+
+/// Checks the flags and builds the plan. @throws InvalidArgument naming the flag (exit 2).
+Plan make_plan(const Flags& flags);
+
+/// `A:B`, `A:`, `:B` (half-open, 0-based) -> [first, last). @throws InvalidArgument
+void parse_frame_range(const std::string& text, std::size_t* first, std::size_t* last);
+
+/// The folder an item writes into: -o (a path or template), else --output-dir/NAME where NAME is the
+/// manifest's "name" or the sequence's folder name (a list file: its name without extension).
+std::string output_folder(const cli::Item& item, cli::ItemContext& ctx, const cli::CommonSettings& settings);
+
+/// The files an item writes, in order: trajectory.txt, frames.jsonl, mesh.ply, cloud.ply (as --emit asks).
+std::vector<std::string> planned_outputs(const std::string& folder, const Plan& plan);
+
+}  // namespace s3d::icp_fuse

@@ -1,0 +1,60 @@
+#pragma once
+// One RGB-D (or depth-only) sequence: the list of its depth frames, in order, with timestamps, and the
+// reading of one depth frame into metres. The layouts recognised (docs/ICP-FUSE.md, "Inputs"):
+// - a TUM RGB-D / ICL-NUIM folder: `depth.txt` (`timestamp path` lines after `#` comments, paths relative
+//   to the folder), optional `rgb.txt` associated to it by timestamp (|dt| < 0.02 s, greedy, TUM
+//   `associate.py`), optional `groundtruth.txt`;
+// - a 7-Scenes folder: `frame-XXXXXX.depth.png` in name order (+ `frame-XXXXXX.pose.txt`,
+//   `camera-intrinsics.txt`), timestamps frame index / fps;
+// - sgm-depth's `--emit depth` output under --output-dir: every `*_depth.pfm` / `*_depth.png` (PFM metres
+//   with +inf invalid, 16-bit PNG), ignoring the disparity maps beside them, in name order;
+// - a plain folder of depth images: every `*.png`, else every `*.pfm`, in name order, timestamps frame
+//   index / fps;
+// - a list file: one frame per line, `path` or `timestamp path` (paths relative to the list's folder),
+//   blank lines and `#` comments skipped.
+// Every failure throws s3d::IoError or s3d::DataError with a one-line what() that starts with the path.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "s3d/io/image.hpp"
+
+namespace s3d::io {
+
+/// One depth frame of a sequence.
+struct RgbdFrame {
+  std::size_t index = 0;   ///< position in the sequence (0-based, before any --frames range)
+  double timestamp = 0.0;  ///< seconds: the list's, else index / fps
+  std::string depth_path;  ///< the depth image (.png 16-bit or .pfm)
+  std::string rgb_path;    ///< the associated colour image, empty when none
+  std::string pose_path;   ///< a 7-Scenes `frame-XXXXXX.pose.txt` beside the depth image, empty when none
+};
+
+/// What `list_rgbd_sequence` found.
+struct RgbdSequence {
+  std::string source;  ///< the folder or list file given
+  /// "tum" (depth.txt), "7scenes" (frame-*.depth.png), "sgm-depth" (*_depth.pfm/png), "png" / "pfm" (plain
+  /// folder), "list" (a list file).
+  std::string layout;
+  std::vector<RgbdFrame> frames;
+  bool timestamps_from_index = false;  ///< true when timestamps are index / fps (no list gave them)
+  /// The folder's (a list file's: the list's folder's) `camera-intrinsics.txt`, empty when absent.
+  std::string intrinsics_path;
+  std::string groundtruth_path;  ///< likewise its `groundtruth.txt`
+};
+
+/// Lists the frames of the sequence at `path` (a folder or a list file; see the file comment). `fps` gives
+/// the timestamps of layouts without them (index / fps). @throws IoError (cannot read), DataError (no
+/// frames, a list line that does not parse, naming `file:line`).
+RgbdSequence list_rgbd_sequence(const std::string& path, double fps = 30.0);
+
+/// The default units per metre of a depth file: 1 for `.pfm` (metres), 1000 (mm) for anything else.
+double default_depth_scale(const std::string& path);
+
+/// Reads one depth frame into metres: value / `depth_scale` (`depth_scale` <= 0: default_depth_scale).
+/// 16-bit PNG: 0 and 65535 are invalid; PFM: non-finite and <= 0 values are invalid. Invalid pixels are
+/// `kInvalid` (+inf). @throws IoError (cannot read or decode: truncated, corrupt), DataError (an 8-bit image,
+/// colour channels, an empty image), both naming `path`.
+ImageF read_depth_frame(const std::string& path, double depth_scale = 0.0);
+
+}  // namespace s3d::io

@@ -1,0 +1,206 @@
+// Depth sequences: TUM / 7-Scenes / plain folders and list files, depth frames in metres, bad frames.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "s3d/core/errors.hpp"
+#include "s3d/io/image.hpp"
+#include "s3d/io/pfm.hpp"
+#include "s3d/io/rgbd_sequence.hpp"
+#include "test_support.hpp"
+
+namespace s3d::io {
+namespace {
+
+namespace fs = std::filesystem;
+
+class RgbdSequenceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("s3d_rgbd_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  void text(const std::string& name, const std::string& content) const {
+    fs::create_directories(fs::path(path(name)).parent_path());
+    std::ofstream(path(name)) << content;
+  }
+  /// A 4x3 16-bit depth PNG: pixel (x, y) = base + x + 10 y, with (0, 0) = 0 and (1, 0) = 65535.
+  void depth_png(const std::string& name, int base, int width = 4, int height = 3) const {
+    fs::create_directories(fs::path(path(name)).parent_path());
+    ImageU16 img(width, height);
+    for (int y = 0; y < height; ++y)
+      for (int x = 0; x < width; ++x) img.at(x, y) = static_cast<std::uint16_t>(base + x + 10 * y);
+    img.at(0, 0) = 0;
+    img.at(1, 0) = 65535;
+    write_image(path(name), img);
+  }
+  fs::path dir_;
+};
+
+TEST_F(RgbdSequenceTest, TumFolderWithAssociatedRgb) {
+  text("depth.txt",
+       "# depth maps\n# file: 'x.bag'\n# timestamp filename\n"
+       "1305031102.160407 depth/a.png\n1305031102.194330 depth/b.png\n");
+  text("rgb.txt", "# colour\n# \n# timestamp filename\n1305031102.175304 rgb/a.png\n1305031102.211214 rgb/b.png\n");
+  text("groundtruth.txt", "# gt\n");
+  depth_png("depth/a.png", 1000);
+  depth_png("depth/b.png", 2000);
+  const auto seq = list_rgbd_sequence(dir_.string());
+  EXPECT_EQ(seq.layout, "tum");
+  ASSERT_EQ(seq.frames.size(), 2u);
+  EXPECT_FALSE(seq.timestamps_from_index);
+  EXPECT_DOUBLE_EQ(seq.frames[1].timestamp, 1305031102.194330);
+  EXPECT_EQ(seq.frames[0].depth_path, path("depth/a.png"));
+  EXPECT_EQ(seq.frames[0].rgb_path, path("rgb/a.png"));
+  EXPECT_EQ(seq.frames[1].rgb_path, path("rgb/b.png"));
+  EXPECT_EQ(seq.groundtruth_path, path("groundtruth.txt"));
+  EXPECT_TRUE(seq.intrinsics_path.empty());
+}
+
+TEST_F(RgbdSequenceTest, SevenScenesFolderInNameOrder) {
+  for (int i : {2, 0, 1}) {
+    depth_png("frame-00000" + std::to_string(i) + ".depth.png", 1000 * (i + 1));
+    text("frame-00000" + std::to_string(i) + ".pose.txt", "1 0 0 0\n0 1 0 0\n0 0 1 0\n0 0 0 1\n");
+  }
+  text("camera-intrinsics.txt", "585 0 320\n0 585 240\n0 0 1\n");
+  text("frame-000000.color.png", "not a depth frame");
+  const auto seq = list_rgbd_sequence(dir_.string(), 30.0);
+  EXPECT_EQ(seq.layout, "7scenes");
+  ASSERT_EQ(seq.frames.size(), 3u);
+  EXPECT_TRUE(seq.timestamps_from_index);
+  EXPECT_EQ(seq.frames[2].depth_path, path("frame-000002.depth.png"));
+  EXPECT_DOUBLE_EQ(seq.frames[2].timestamp, 2.0 / 30.0);
+  EXPECT_EQ(seq.frames[1].pose_path, path("frame-000001.pose.txt"));
+  EXPECT_EQ(seq.intrinsics_path, path("camera-intrinsics.txt"));
+}
+
+TEST_F(RgbdSequenceTest, PlainPngAndPfmFoldersAndListFiles) {
+  depth_png("png/b.png", 1000);
+  depth_png("png/a.png", 1000);
+  text("png/.hidden.png", "");
+  auto seq = list_rgbd_sequence(path("png"));
+  EXPECT_EQ(seq.layout, "png");
+  ASSERT_EQ(seq.frames.size(), 2u);
+  EXPECT_EQ(seq.frames[0].depth_path, path("png/a.png"));
+
+  fs::create_directories(path("pfm"));
+  write_pfm(path("pfm/0.pfm"), ImageF(4, 3, 1, 1.5f));
+  seq = list_rgbd_sequence(path("pfm"));
+  EXPECT_EQ(seq.layout, "pfm");
+  ASSERT_EQ(seq.frames.size(), 1u);
+
+  // sgm-depth --emit disparity --emit depth --output-dir: the depth maps only.
+  fs::create_directories(path("sgm"));
+  for (const char* n : {"sgm/000001.pfm", "sgm/000001_depth.pfm", "sgm/000000.pfm", "sgm/000000_depth.pfm"})
+    write_pfm(path(n), ImageF(4, 3, 1, 1.5f));
+  seq = list_rgbd_sequence(path("sgm"));
+  EXPECT_EQ(seq.layout, "sgm-depth");
+  ASSERT_EQ(seq.frames.size(), 2u);
+  EXPECT_EQ(seq.frames[1].depth_path, path("sgm/000001_depth.pfm"));
+
+  text("list.txt", "# frames\npng/b.png\n\n" + path("png/a.png") + "\n");
+  seq = list_rgbd_sequence(path("list.txt"));
+  EXPECT_EQ(seq.layout, "list");
+  ASSERT_EQ(seq.frames.size(), 2u);
+  EXPECT_EQ(seq.frames[0].depth_path, path("png/b.png"));  // relative to the list's folder
+  EXPECT_EQ(seq.frames[1].depth_path, path("png/a.png"));
+  EXPECT_TRUE(seq.timestamps_from_index);
+
+  text("timed.txt", "0.5 png/a.png\n0.6 png/b.png\n");
+  seq = list_rgbd_sequence(path("timed.txt"));
+  EXPECT_FALSE(seq.timestamps_from_index);
+  EXPECT_DOUBLE_EQ(seq.frames[1].timestamp, 0.6);
+  EXPECT_TRUE(seq.intrinsics_path.empty());
+  text("camera-intrinsics.txt", "585 0 320\n0 585 240\n0 0 1\n");
+  EXPECT_EQ(list_rgbd_sequence(path("timed.txt")).intrinsics_path, path("camera-intrinsics.txt"));
+}
+
+TEST_F(RgbdSequenceTest, EmptyAndMissingSequencesAreOneLineErrors) {
+  fs::create_directories(path("empty"));
+  try {
+    list_rgbd_sequence(path("empty"));
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(path("empty") + ": no depth frames", 0), 0u) << e.what();
+  }
+  EXPECT_THROW(list_rgbd_sequence(path("missing")), IoError);
+  text("empty.txt", "# nothing\n");
+  EXPECT_THROW(list_rgbd_sequence(path("empty.txt")), DataError);
+}
+
+TEST_F(RgbdSequenceTest, DepthInMetresWithScalesAndInvalidValues) {
+  depth_png("d.png", 1000);
+  ImageF d = read_depth_frame(path("d.png"));
+  ASSERT_EQ(d.width, 4);
+  ASSERT_EQ(d.height, 3);
+  EXPECT_TRUE(std::isinf(d.at(0, 0)));  // 0
+  EXPECT_TRUE(std::isinf(d.at(1, 0)));  // 65535
+  EXPECT_FLOAT_EQ(d.at(2, 0), 1.002f);
+  EXPECT_FLOAT_EQ(d.at(3, 2), 1.023f);
+  d = read_depth_frame(path("d.png"), kDepthScaleTum);
+  EXPECT_FLOAT_EQ(d.at(2, 0), 1002.0f / 5000.0f);
+
+  ImageF pfm(3, 1, 1, 2.0f);
+  pfm.at(1, 0) = kInvalid;
+  pfm.at(2, 0) = -1.0f;
+  write_pfm(path("d.pfm"), pfm);
+  d = read_depth_frame(path("d.pfm"));
+  EXPECT_FLOAT_EQ(d.at(0, 0), 2.0f);
+  EXPECT_TRUE(std::isinf(d.at(1, 0)));
+  EXPECT_TRUE(std::isinf(d.at(2, 0)));
+  EXPECT_FLOAT_EQ(read_depth_frame(path("d.pfm"), 1000.0).at(0, 0), 0.002f);
+}
+
+TEST_F(RgbdSequenceTest, BadFramesThrowNamingTheFile) {
+  depth_png("good.png", 1000);
+  // Truncated: the first half of a valid PNG.
+  const auto bytes = read_file_bytes(path("good.png"));
+  std::ofstream(path("cut.png"), std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), 40);
+  text("garbage.png", "this is not a png at all");
+  text("zero.png", "");
+  write_image(path("eight.png"), ImageU8(4, 3, 1, 7));
+  ImageU8 colour(4, 3, 3, 100);
+  write_image(path("colour.png"), colour);
+  for (const char* name : {"cut.png", "garbage.png", "zero.png", "eight.png", "colour.png", "missing.png"}) {
+    try {
+      read_depth_frame(path(name));
+      ADD_FAILURE() << name << " was read";
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_EQ(m.rfind(path(name), 0), 0u) << m;
+      EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    }
+  }
+}
+
+TEST(RgbdSequenceReal, SevenScenesRedkitchen) {
+  S3D_REQUIRE_DATA(folder, "rgbd/7scenes_redkitchen_f000-299");
+  const auto seq = list_rgbd_sequence(folder.string());
+  EXPECT_EQ(seq.layout, "tum");  // the copy carries TUM-style lists
+  ASSERT_EQ(seq.frames.size(), 300u);
+  EXPECT_NEAR(seq.frames[299].timestamp, 299.0 / 30.0, 1e-6);
+  EXPECT_FALSE(seq.intrinsics_path.empty());
+  EXPECT_FALSE(seq.groundtruth_path.empty());
+  EXPECT_FALSE(seq.frames[0].pose_path.empty());
+  const ImageF d = read_depth_frame(seq.frames[0].depth_path);
+  ASSERT_EQ(d.width, 640);
+  ASSERT_EQ(d.height, 480);
+  std::size_t valid = 0;
+  for (float v : d.data)
+    if (std::isfinite(v)) {
+      ++valid;
+      EXPECT_GE(v, 0.8f);
+      EXPECT_LE(v, 3.7f);
+    }
+  EXPECT_GT(valid, d.pixels() / 2);
+}
+
+}  // namespace
+}  // namespace s3d::io
