@@ -1,0 +1,120 @@
+// bench_fusion: FusionEngine over the 7-Scenes redkitchen frames (../shared/data/rgbd), frames decoded to
+// metres in host memory first, then tracked and fused one by one (the engine's own per-stage timings: host wall
+// clock around each stage, CUDA stages synchronised). Prints one JSON line with the medians over the run and
+// writes the trajectory (TUM, the ground truth's timestamps) for tests/accuracy/trajectory_eval.py.
+//   bench_fusion [--device cuda|cpu] [--mode f2m|f2f] [--frames N] [--half] [--resolution R] [--out traj.txt]
+// --half: 320x240 (every other pixel of every other row, intrinsics halved), the CPU real-time size.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <Eigen/Geometry>
+
+#include "depth_frames.hpp"
+#include "s3d/fusion/fusion_engine.hpp"
+
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+s3d::Image<float> half(const s3d::Image<float>& full) {
+  s3d::Image<float> out(full.width / 2, full.height / 2);
+  for (int y = 0; y < out.height; ++y)
+    for (int x = 0; x < out.width; ++x) out.at(x, y) = full.at(2 * x, 2 * y);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string device = "cuda", mode = "f2m", out;
+  int frames = 300, resolution = 512;
+  bool halved = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--device" && i + 1 < argc)
+      device = argv[++i];
+    else if (a == "--mode" && i + 1 < argc)
+      mode = argv[++i];
+    else if (a == "--frames" && i + 1 < argc)
+      frames = std::stoi(argv[++i]);
+    else if (a == "--resolution" && i + 1 < argc)
+      resolution = std::stoi(argv[++i]);
+    else if (a == "--out" && i + 1 < argc)
+      out = argv[++i];
+    else if (a == "--half")
+      halved = true;
+    else {
+      std::fprintf(stderr,
+                   "usage: bench_fusion [--device cuda|cpu] [--mode f2m|f2f] [--frames N] [--half] "
+                   "[--resolution R] [--out traj.txt]\n");
+      return 2;
+    }
+  }
+  std::vector<s3d::Image<float>> depth;
+  try {
+    for (int f = 0; f < frames; ++f) {
+      s3d::Image<float> d = s3d::test::read_redkitchen_depth(f);
+      depth.push_back(halved ? half(d) : std::move(d));
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_fusion: %s (set S3D_DATA_DIR)\n", e.what());
+    return 1;
+  }
+  s3d::fusion::FusionParams params;
+  params.camera = {585.0f, 585.0f, 320.0f, 240.0f};  // camera-intrinsics.txt of the sequence
+  if (halved) params.camera = params.camera.level(1);
+  params.mode = mode == "f2f" ? s3d::fusion::TrackingMode::kFrameToFrame : s3d::fusion::TrackingMode::kFrameToModel;
+  params.volume.resolution = {resolution, resolution, resolution};
+  params.initial_pose = s3d::fusion::FusionParams::kinfu_initial_pose(params.volume);
+  s3d::fusion::FusionEngine engine(s3d::Device::parse(device), params, depth[0].width, depth[0].height);
+
+  std::vector<double> pre, track, integrate, raycast, total;
+  std::vector<Eigen::Isometry3d> poses;
+  int lost = 0, recovered = 0, invalid = 0, iterations = 0;
+  for (const auto& d : depth) {
+    const s3d::fusion::FrameResult r = engine.process(d.cview());
+    poses.push_back(r.pose);
+    lost += r.status == s3d::fusion::FrameStatus::kLost;
+    recovered += r.status == s3d::fusion::FrameStatus::kRecovered;
+    invalid += r.status == s3d::fusion::FrameStatus::kInvalid;
+    iterations += r.iterations;
+    if (r.status == s3d::fusion::FrameStatus::kFirst) continue;
+    pre.push_back(r.preprocess_ms);
+    track.push_back(r.track_ms);
+    integrate.push_back(r.integrate_ms);
+    raycast.push_back(r.raycast_ms);
+    total.push_back(r.preprocess_ms + r.track_ms + r.integrate_ms + r.raycast_ms);
+  }
+  if (!out.empty()) {
+    // The sequence's world is unknown to the engine: its poses start at KinFu's initial pose, which an SE(3)
+    // alignment (ATE) absorbs.
+    FILE* f = std::fopen(out.c_str(), "w");
+    if (!f) {
+      std::fprintf(stderr, "bench_fusion: cannot write %s\n", out.c_str());
+      return 1;
+    }
+    for (std::size_t i = 0; i < poses.size(); ++i) {
+      const Eigen::Quaterniond q(poses[i].rotation());
+      const Eigen::Vector3d t = poses[i].translation();
+      std::fprintf(f, "%.6f %.9f %.9f %.9f %.9f %.9f %.9f %.9f\n", static_cast<double>(i) / 30.0, t.x(), t.y(), t.z(),
+                   q.x(), q.y(), q.z(), q.w());
+    }
+    std::fclose(f);
+  }
+  std::printf(
+      "{\"bench\": \"fusion\", \"device\": \"%s\", \"mode\": \"%s\", \"width\": %d, \"height\": %d, \"resolution\": %d, "
+      "\"frames\": %d, \"median_ms\": {\"preprocess\": %.4f, \"track\": %.4f, \"integrate\": %.4f, \"raycast\": %.4f, "
+      "\"frame\": %.4f}, \"iterations\": %d, \"lost\": %d, \"recovered\": %d, \"invalid\": %d}\n",
+      engine.device().to_string().c_str(), mode.c_str(), depth[0].width, depth[0].height, resolution, frames,
+      median(pre), median(track), median(integrate), median(raycast), median(total), iterations, lost, recovered,
+      invalid);
+  return 0;
+}
