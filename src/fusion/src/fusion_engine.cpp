@@ -181,12 +181,14 @@ class FusionEngine::Impl {
   /// Projective point-to-plane ICP, coarse to fine, from the last good pose (FUSION.md §2): each iteration
   /// solves A x = g in double (LDLT) and applies R <- R_inc R, t <- R_inc t + t_inc with
   /// R_inc = Rz(gamma) Ry(beta) Rx(alpha). Degenerate or singular systems end the attempt at once (an update
-  /// along an unobservable direction is arbitrary); the inlier ratio and the step size are tested at the end.
+  /// along an unobservable direction is arbitrary); the condition number of the last system, the inlier ratio
+  /// and the step size are tested at the end.
   Attempt track(const detail::IcpGates& g, std::int64_t valid_pixels) {
     Attempt a;
     Eigen::Matrix3d rotation = pose_.linear();
     Eigen::Vector3d translation = pose_.translation();
     const detail::Rigid world_to_reference = to_rigid(world_to_reference_);
+    Matrix6d last_a = Matrix6d::Zero();
     for (int level = params_.depth.levels - 1; level >= 0; --level) {
       const CameraIntrinsics camera = params_.camera.level(level);
       for (int it = 0; it < params_.icp.iterations[level]; ++it) {
@@ -206,20 +208,24 @@ class FusionEngine::Impl {
           a.reason = "too few correspondences (" + std::to_string(s.inliers) + ") at level " + std::to_string(level);
           return a;
         }
-        const Eigen::SelfAdjointEigenSolver<Matrix6d> eig(A, Eigen::EigenvaluesOnly);
-        const double lo = eig.eigenvalues()(0), hi = eig.eigenvalues()(5);
-        a.condition = lo > 0.0 ? hi / lo : std::numeric_limits<double>::infinity();
+        // Per iteration only the cheap guard of the LDLT pivots (their spread bounds the conditioning from
+        // below); the eigenvalue condition number of the final system is tested after the last iteration.
+        const Eigen::LDLT<Matrix6d> ldlt(A);
+        const Vector6d pivots = ldlt.vectorD();
+        const double pivot_lo = pivots.minCoeff(), pivot_hi = pivots.maxCoeff();
+        a.condition = pivot_lo > 0.0 ? pivot_hi / pivot_lo : std::numeric_limits<double>::infinity();
         if (!(a.condition <= params_.icp.max_condition)) {
-          a.reason = "degenerate geometry: condition number " + std::to_string(a.condition) + " at level " +
-                     std::to_string(level);
+          a.reason = "degenerate geometry: condition number (LDLT pivots) " + std::to_string(a.condition) +
+                     " at level " + std::to_string(level);
           return a;
         }
-        const double det = A.determinant();
-        const Vector6d x = A.ldlt().solve(b);
+        const double det = pivots.prod();
+        const Vector6d x = ldlt.solve(b);
         if (!(std::fabs(det) >= 1e-15) || !x.allFinite()) {
           a.reason = "singular system at level " + std::to_string(level);
           return a;
         }
+        last_a = A;
         const Eigen::Matrix3d inc =
             (Eigen::AngleAxisd(x(2), Eigen::Vector3d::UnitZ()) * Eigen::AngleAxisd(x(1), Eigen::Vector3d::UnitY()) *
              Eigen::AngleAxisd(x(0), Eigen::Vector3d::UnitX()))
@@ -229,6 +235,15 @@ class FusionEngine::Impl {
       }
     }
     a.pose.linear() = Eigen::Quaterniond(rotation).normalized().toRotationMatrix();
+    if (a.iterations > 0) {
+      const Eigen::SelfAdjointEigenSolver<Matrix6d> eig(last_a, Eigen::EigenvaluesOnly);
+      const double lo = eig.eigenvalues()(0), hi = eig.eigenvalues()(5);
+      a.condition = lo > 0.0 ? hi / lo : std::numeric_limits<double>::infinity();
+      if (!(a.condition <= params_.icp.max_condition)) {
+        a.reason = "degenerate geometry: condition number " + std::to_string(a.condition);
+        return a;
+      }
+    }
     a.pose.translation() = translation;
     if (a.iterations == 0) {
       a.reason = "no ICP iterations configured";

@@ -24,8 +24,10 @@ void transform_maps_cuda(const Vec3f* sv, const Vec3f* sn, int pixels, const Rig
 
 /// The ICP reduction in one launch: every block reduces one tile; the last block to finish (atomic ticket
 /// on `d_counter`, which must be 0 and is left 0) sums the tiles in the fixed double tree and writes
-/// kIcpTerms doubles to `d_out`. `d_tile_sums` holds kIcpTerms * icp_tiles(pixels) floats.
-void icp_reduce_cuda(const IcpInputs& in, float* d_tile_sums, unsigned int* d_counter, double* d_out,
+/// kIcpTerms doubles to `host_out`, pinned host
+/// memory that the kernel writes directly (unified addressing); read it after synchronising `stream`. `d_tile_sums`
+/// holds kIcpTerms * icp_tiles(pixels) floats.
+void icp_reduce_cuda(const IcpInputs& in, float* d_tile_sums, unsigned int* d_counter, double* host_out,
                      cudaStream_t stream);
 
 }  // namespace s3d::fusion::detail

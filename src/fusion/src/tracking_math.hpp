@@ -211,33 +211,43 @@ struct IcpInputs {
   float huber_delta;         ///< 0 = off
 };
 
-/// KinFu projective association of current pixel `i` and its contribution added to `acc` (FUSION.md §2):
-/// s = estimate(v), projected into the reference camera and rounded to the nearest pixel; rejected outside
-/// the image, on an invalid reference, ||d - s||^2 > gate^2 or ||R n x n_ref||^2 >= sin^2. Row r = [s x n_ref,
-/// n_ref], b = n_ref . (d - s), Huber weight w; adds w r_i r_j (i <= j), w r_i b, b^2 (unweighted) and 1.
-S3D_HOST_DEVICE S3D_FORCEINLINE void icp_pixel(const IcpInputs& in, int i, float* acc) {
-  const Vec3f v = in.cur_v[i];
-  const Vec3f n = in.cur_n[i];
-  if (!is_valid(v) || !is_valid(n)) return;
-  const Vec3f s = in.estimate.apply(v);
-  const Vec3f ns = in.estimate.rotate(n);
-  const Vec3f p = in.world_to_reference.apply(s);
-  if (!(p.z > 0.0f)) return;
+/// The first half of KinFu's projective association (FUSION.md §2) for a current vertex v and normal n
+/// (camera frame): s = estimate(v), moved into the reference camera and projected, rounded to the nearest
+/// pixel. `ref` is the reference pixel index, -1 when rejected (invalid input, behind the camera, outside).
+struct IcpProjection {
+  Vec3f s, ns;  ///< world-frame point and normal of the current pixel
+  int ref;
+};
+
+S3D_HOST_DEVICE S3D_FORCEINLINE IcpProjection icp_project(const IcpInputs& in, Vec3f v, Vec3f n) {
+  IcpProjection pr{{0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f}, -1};
+  if (!is_valid(v) || !is_valid(n)) return pr;
+  pr.s = in.estimate.apply(v);
+  pr.ns = in.estimate.rotate(n);
+  const Vec3f p = in.world_to_reference.apply(pr.s);
+  if (!(p.z > 0.0f)) return pr;
   const float uf = div_rn(in.camera.fx * p.x, p.z) + in.camera.cx;
   const float vf = div_rn(in.camera.fy * p.y, p.z) + in.camera.cy;
   // Range test before the conversion to int (no overflow); rounding keeps [-0.5, w - 0.5) inside.
   if (!(uf > -1.0f && uf < static_cast<float>(in.ref_width) && vf > -1.0f && vf < static_cast<float>(in.ref_height)))
-    return;
+    return pr;
   const int u = round_rn(uf), w = round_rn(vf);
-  if (u < 0 || u >= in.ref_width || w < 0 || w >= in.ref_height) return;
-  const std::ptrdiff_t j = static_cast<std::ptrdiff_t>(w) * in.ref_width + u;
-  const Vec3f d = in.ref_v[j];
-  const Vec3f nr = in.ref_n[j];
-  if (!is_valid(d) || !is_valid(nr)) return;
-  const Vec3f diff = d - s;
+  if (u < 0 || u >= in.ref_width || w < 0 || w >= in.ref_height) return pr;
+  pr.ref = w * in.ref_width + u;
+  return pr;
+}
+
+/// The second half: with the reference vertex d and normal nr (world frame) of the projected pixel, the
+/// gates (invalid reference, ||d - s||^2 > gate^2, ||R n x n_ref||^2 >= sin^2) and, for an inlier, the row
+/// r = [s x n_ref, n_ref], b = n_ref . (d - s) and Huber weight w: adds w r_i r_j (i <= j), w r_i b, b^2
+/// (unweighted) and 1 to `acc`.
+S3D_HOST_DEVICE S3D_FORCEINLINE void icp_accumulate(const IcpInputs& in, const IcpProjection& pr, Vec3f d, Vec3f nr,
+                                                    float* acc) {
+  if (pr.ref < 0 || !is_valid(d) || !is_valid(nr)) return;
+  const Vec3f diff = d - pr.s;
   if (squared_norm(diff) > in.distance_gate2) return;
-  if (!(squared_norm(cross(ns, nr)) < in.sin_angle2)) return;
-  const Vec3f sn = cross(s, nr);
+  if (!(squared_norm(cross(pr.ns, nr)) < in.sin_angle2)) return;
+  const Vec3f sn = cross(pr.s, nr);
   const float r[6] = {sn.x, sn.y, sn.z, nr.x, nr.y, nr.z};
   const float b = dot(nr, diff);
   float weight = 1.0f;
@@ -255,14 +265,33 @@ S3D_HOST_DEVICE S3D_FORCEINLINE void icp_pixel(const IcpInputs& in, int i, float
   acc[28] += 1.0f;
 }
 
-/// Thread `j` of tile `tile`: its kPixelsPerThread pixels in order, into `acc` (zeroed here).
+/// Association and contribution of current pixel `i` (the two halves in a row), added to `acc`.
+S3D_HOST_DEVICE S3D_FORCEINLINE void icp_pixel(const IcpInputs& in, int i, float* acc) {
+  const IcpProjection pr = icp_project(in, in.cur_v[i], in.cur_n[i]);
+  const Vec3f invalid = invalid_vec3();
+  icp_accumulate(in, pr, pr.ref >= 0 ? in.ref_v[pr.ref] : invalid, pr.ref >= 0 ? in.ref_n[pr.ref] : invalid, acc);
+}
+
+/// Thread `j` of tile `tile`: its kPixelsPerThread pixels, added in order into `acc` (zeroed here). All
+/// current pixels are read first, then all projected reference pixels, so that a GPU thread has its loads
+/// in flight together (the kernel is latency-bound); the sums are those of icp_pixel in pixel order.
 S3D_HOST_DEVICE S3D_FORCEINLINE void icp_thread_sum(const IcpInputs& in, int tile, int j, float* acc) {
   for (int k = 0; k < kIcpTerms; ++k) acc[k] = 0.0f;
   const int base = tile * kTilePixels + j;
+  const Vec3f invalid = invalid_vec3();
+  Vec3f v[kPixelsPerThread], n[kPixelsPerThread];
   for (int k = 0; k < kPixelsPerThread; ++k) {
     const int i = base + k * kReduceThreads;
-    if (i < in.cur_pixels) icp_pixel(in, i, acc);
+    v[k] = i < in.cur_pixels ? in.cur_v[i] : invalid;
+    n[k] = i < in.cur_pixels ? in.cur_n[i] : invalid;
   }
+  IcpProjection pr[kPixelsPerThread];
+  for (int k = 0; k < kPixelsPerThread; ++k) pr[k] = icp_project(in, v[k], n[k]);
+  for (int k = 0; k < kPixelsPerThread; ++k) {
+    v[k] = pr[k].ref >= 0 ? in.ref_v[pr[k].ref] : invalid;
+    n[k] = pr[k].ref >= 0 ? in.ref_n[pr[k].ref] : invalid;
+  }
+  for (int k = 0; k < kPixelsPerThread; ++k) icp_accumulate(in, pr[k], v[k], n[k], acc);
 }
 
 /// The tree over 8 group sums, as the shuffles with offsets 4, 2, 1 leave it in lane 0.
