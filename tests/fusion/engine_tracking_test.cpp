@@ -17,10 +17,12 @@ namespace {
 
 using test::Box;
 
-/// A room 3 m wide seen from inside, with two boxes: every rigid motion is observable.
+/// A room 2 m wide seen from inside, with two boxes: the side walls, floor and ceiling fill wide strips of
+/// the image, so every rigid motion is well observable (a wider room, whose side walls show only at the
+/// image border, leaves sliding along x weakly constrained: condition ~3e4 and centimetres of drift).
 struct BoxScene {
-  Box room{{-1.5, -1.2, -0.5}, {1.5, 1.2, 3.0}};
-  std::vector<Box> boxes{{{-0.6, 0.2, 1.5}, {-0.1, 1.2, 2.0}}, {{0.3, -0.4, 2.0}, {0.8, 0.1, 2.6}}};
+  Box room{{-1.0, -0.8, -0.5}, {1.0, 0.8, 3.0}};
+  std::vector<Box> boxes{{{-0.6, 0.2, 1.5}, {-0.1, 0.8, 2.0}}, {{0.3, -0.4, 2.0}, {0.8, 0.1, 2.6}}};
 };
 
 /// Camera poses: a start pose and a constant per-frame motion (1.2 cm, 0.6 degrees).
@@ -69,7 +71,7 @@ class EngineDeviceTest : public ::testing::TestWithParam<Device> {
       if (i > 0) {
         EXPECT_GT(r.inlier_ratio, 0.8) << "frame " << i;
         EXPECT_LT(r.residual, 1e-3) << "frame " << i;
-        EXPECT_LT(r.condition, p.icp.max_condition);
+        EXPECT_LT(r.condition, 1e4);
         EXPECT_EQ(r.iterations, 19);
       }
     }
@@ -128,6 +130,26 @@ TEST_P(EngineDeviceTest, InvalidFrameKeepsThePoseAndFirstValidFrameStarts) {
   EXPECT_LT(translation_error_m(again.pose, p.initial_pose), 1e-4);
 }
 
+TEST_P(EngineDeviceTest, ResetStartsAgainAndGivenPosesAreKept) {
+  const FusionParams p = synthetic_params(TrackingMode::kFrameToFrame);
+  const BoxScene scene;
+  const auto truth = smooth_trajectory(p.initial_pose, 3);
+  FusionEngine engine(GetParam(), p, 320, 240);
+  const Image<float> d0 = test::render_boxes(p.camera, 320, 240, truth[0], &scene.room, scene.boxes);
+  const Image<float> d2 = test::render_boxes(p.camera, 320, 240, truth[2], &scene.room, scene.boxes);
+  const FrameResult given = engine.integrate_with_pose(d2.cview(), truth[2]);
+  EXPECT_EQ(given.status, FrameStatus::kFirst);
+  EXPECT_TRUE(engine.pose().isApprox(truth[2]));
+  const FrameResult back = engine.process(d0.cview());  // tracked against the given pose's frame
+  EXPECT_EQ(back.status, FrameStatus::kTracked) << back.reason;
+  EXPECT_LT(translation_error_m(back.pose, truth[0]), 1e-3);
+  EXPECT_LT(rotation_error_deg(back.pose, truth[0]), 0.05);
+  engine.reset();
+  EXPECT_TRUE(engine.pose().isApprox(p.initial_pose));
+  EXPECT_EQ(engine.process(d2.cview()).status, FrameStatus::kFirst);
+  EXPECT_THROW(engine.extract_mesh(), InvalidArgument) << "no volume in f2f without integration";
+}
+
 TEST_P(EngineDeviceTest, WrongSizeFrameThrows) {
   FusionEngine engine(GetParam(), synthetic_params(TrackingMode::kFrameToFrame), 64, 48);
   Image<float> wrong(32, 48, 1, 1.0f);
@@ -183,18 +205,23 @@ TEST_P(EngineDeviceTest, ReportsStageTimesOnRealFrames) {
   for (int i = 0; i <= 10; ++i) frames.push_back(s3d::test::read_redkitchen_depth(i));
   FusionEngine engine(GetParam(), test::redkitchen_params(), 640, 480);
   double preprocess = 0.0, track = 0.0;
-  int n = 0;
+  int n = 0, tracked = 0;
   for (int round = 0; round < 5; ++round)
     for (int i = 0; i <= 10; ++i) {
       const FrameResult r = engine.process(frames[i].cview());
       if (round == 0) continue;  // warm-up
       preprocess += r.preprocess_ms;
-      track += r.track_ms;
       ++n;
+      // Only single-attempt frames: the jump from frame 10 back to 0 may need the wider second attempt.
+      if (r.status != FrameStatus::kTracked) continue;
+      track += r.track_ms;
+      ++tracked;
     }
-  std::printf("[ timing   ] %s: preprocess %.3f ms, ICP (3 levels, 10/5/4) %.3f ms per frame, mean of %d\n",
-              describe_device(GetParam()).c_str(), preprocess / n, track / n, n);
-  RecordProperty("track_ms", std::to_string(track / n));
+  std::printf(
+      "[ timing   ] %s: preprocess %.3f ms (mean of %d), ICP (3 levels, 10/5/4, one attempt) %.3f ms per "
+      "frame (mean of %d)\n",
+      describe_device(GetParam()).c_str(), preprocess / n, n, track / tracked, tracked);
+  RecordProperty("track_ms", std::to_string(track / tracked));
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, EngineDeviceTest, ::testing::ValuesIn(s3d::test::test_devices()),
