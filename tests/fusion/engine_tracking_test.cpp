@@ -57,7 +57,7 @@ class EngineDeviceTest : public ::testing::TestWithParam<Device> {
  protected:
   void SetUp() override { S3D_SKIP_IF_NO_DEVICE(GetParam()); }
 
-  void expect_recovers_motion(const FusionParams& p, int frames) {
+  void expect_recovers_motion(const FusionParams& p, int frames, double max_residual_m) {
     const BoxScene scene;
     const int w = 320, h = 240;
     const auto truth = smooth_trajectory(p.initial_pose, frames);
@@ -70,7 +70,7 @@ class EngineDeviceTest : public ::testing::TestWithParam<Device> {
       EXPECT_LT(rotation_error_deg(r.pose, truth[i]), 0.05) << "frame " << i;
       if (i > 0) {
         EXPECT_GT(r.inlier_ratio, 0.8) << "frame " << i;
-        EXPECT_LT(r.residual, 1e-3) << "frame " << i;
+        EXPECT_LT(r.residual, max_residual_m) << "frame " << i;
         EXPECT_LT(r.condition, 1e4);
         EXPECT_EQ(r.iterations, 19);
       }
@@ -79,7 +79,7 @@ class EngineDeviceTest : public ::testing::TestWithParam<Device> {
 };
 
 TEST_P(EngineDeviceTest, SyntheticRoomFrameToFrameRecoversTheMotion) {
-  expect_recovers_motion(synthetic_params(TrackingMode::kFrameToFrame), 6);
+  expect_recovers_motion(synthetic_params(TrackingMode::kFrameToFrame), 6, 1e-3);
 }
 
 // Needs the TSDF volume backend (integration and ray casting).
@@ -89,7 +89,8 @@ TEST_P(EngineDeviceTest, SyntheticRoomFrameToModelRecoversTheMotion) {
   p.volume.size = {3.2f, 3.2f, 3.2f};
   p.volume.origin = {-1.6f, -1.6f, -0.1f};
   p.volume.truncation = 0.04f;
-  expect_recovers_motion(p, GetParam().is_cpu() ? 4 : 8);
+  // The ray-cast model (12.5 mm voxels) rounds the room's corners: residuals of 1-1.5 mm, poses still exact.
+  expect_recovers_motion(p, GetParam().is_cpu() ? 4 : 8, 3e-3);
 }
 
 TEST_P(EngineDeviceTest, SingleWallIsFlaggedNotFollowed) {
