@@ -13,9 +13,9 @@
 #include <Eigen/Dense>
 
 #include "backend.hpp"
-#include "s3d/core/config.hpp"
 #include "s3d/core/errors.hpp"
 #include "s3d/core/scoped_device.hpp"
+#include "s3d/core/select_backend.hpp"
 
 namespace s3d::fusion {
 namespace {
@@ -52,22 +52,15 @@ struct Attempt {
 
 class FusionEngine::Impl {
  public:
-  Impl(const Device& device, const FusionParams& params, int width, int height)
-      : device_(device), params_(params), width_(width), height_(height), pose_(params.initial_pose) {
-    const bool need_volume = params.integrate || params.mode == TrackingMode::kFrameToModel;
-    if (device.is_cuda()) {
-#if S3D_WITH_CUDA
-      ScopedDevice scope(device.index());
-      tracking_ = detail::make_cuda_tracking(device, params, width, height);
-      if (need_volume) volume_ = detail::make_cuda_volume(device, params.volume);
-#else
-      throw DeviceUnavailable("FusionEngine: CUDA is not built into this s3d");
-#endif
-    } else {
-      tracking_ = detail::make_cpu_tracking(params, width, height);
-      if (need_volume) volume_ = detail::make_cpu_volume(params.volume);
-    }
-  }
+  Impl(const Device& device, const FusionParams& params, int width, int height,
+       std::unique_ptr<detail::TrackingBackend> tracking, std::unique_ptr<detail::VolumeBackend> volume)
+      : device_(device),
+        params_(params),
+        width_(width),
+        height_(height),
+        pose_(params.initial_pose),
+        tracking_(std::move(tracking)),
+        volume_(std::move(volume)) {}
 
   FrameResult process(ImageView<const float> depth) {
     check_frame(depth);
@@ -286,7 +279,7 @@ class FusionEngine::Impl {
   }
 
   std::unique_ptr<detail::TrackingBackend> tracking_;
-  std::unique_ptr<detail::VolumeBackend> volume_;
+  std::unique_ptr<detail::VolumeBackend> volume_;  // null without integration in f2f mode
   bool has_reference_ = false;
   Eigen::Isometry3d world_to_reference_ = Eigen::Isometry3d::Identity();
 };
@@ -296,11 +289,19 @@ FusionEngine::FusionEngine(const Device& device, const FusionParams& params, int
   S3D_EXPECTS(
       width >= 1 && height >= 1 && width <= 16384 && height <= 16384,
       "FusionEngine: image size must be in [1, 16384], got " + std::to_string(width) + "x" + std::to_string(height));
-  std::optional<ScopedDevice> callers_device;
-  const int target = device.is_auto() ? 0 : device.index();
-  if (!device.is_cpu() && target >= 0 && target < cuda_device_count()) callers_device.emplace(target);
-  const Device resolved = resolve_device(device);
-  impl_ = std::make_unique<Impl>(resolved, params, width, height);
+  // The model exists only where it is used: f2m tracks against it, `integrate` asks for it.
+  const bool need_volume = params.integrate || params.mode == TrackingMode::kFrameToModel;
+  impl_ = select_backend<Impl>(
+      device, "FusionEngine",
+      [&](const Device& cpu) {
+        return std::make_unique<Impl>(cpu, params, width, height, detail::make_cpu_tracking(params, width, height),
+                                      need_volume ? detail::make_cpu_volume(params.volume) : nullptr);
+      },
+      S3D_CUDA_FACTORY([&](const Device& gpu) {
+        return std::make_unique<Impl>(gpu, params, width, height,
+                                      detail::make_cuda_tracking(gpu, params, width, height),
+                                      need_volume ? detail::make_cuda_volume(gpu, params.volume) : nullptr);
+      }));
 }
 
 FusionEngine::~FusionEngine() = default;
