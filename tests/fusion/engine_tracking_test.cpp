@@ -151,6 +151,22 @@ TEST_P(EngineDeviceTest, ResetStartsAgainAndGivenPosesAreKept) {
   EXPECT_THROW(engine.extract_mesh(), InvalidArgument) << "no volume in f2f without integration";
 }
 
+TEST_P(EngineDeviceTest, TinyFramesGiveAStatusNotAnException) {
+  FusionParams p = synthetic_params(TrackingMode::kFrameToFrame);
+  p.depth.levels = 4;
+  const BoxScene scene;
+  for (auto [w, h] : {std::pair{8, 6}, std::pair{1, 1}, std::pair{17, 5}}) {
+    p.camera = {0.8f * w, 0.8f * w, 0.5f * (w - 1), 0.5f * (h - 1)};
+    FusionEngine engine(GetParam(), p, w, h);
+    const Image<float> depth = test::render_boxes(p.camera, w, h, p.initial_pose, &scene.room, scene.boxes);
+    EXPECT_EQ(engine.process(depth.cview()).status, FrameStatus::kFirst);
+    const FrameResult r = engine.process(depth.cview());
+    EXPECT_TRUE(r.status == FrameStatus::kTracked || r.status == FrameStatus::kLost) << w << "x" << h;
+    EXPECT_TRUE(r.pose.matrix().allFinite());
+    EXPECT_LT(translation_error_m(r.pose, p.initial_pose), 1e-3) << w << "x" << h << ": " << r.reason;
+  }
+}
+
 TEST_P(EngineDeviceTest, WrongSizeFrameThrows) {
   FusionEngine engine(GetParam(), synthetic_params(TrackingMode::kFrameToFrame), 64, 48);
   Image<float> wrong(32, 48, 1, 1.0f);

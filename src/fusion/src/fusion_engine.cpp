@@ -198,7 +198,10 @@ class FusionEngine::Impl {
           for (int j = i; j < 6; ++j, ++k) A(i, j) = A(j, i) = s.a[k];
         for (int i = 0; i < 6; ++i) b(i) = s.g[i];
         if (s.inliers < 6) {
+          // A coarse level of a small image (or after a fast motion) may have no usable pixels: the finer
+          // levels still decide. Level 0 cannot be skipped.
           a.reason = "too few correspondences (" + std::to_string(s.inliers) + ") at level " + std::to_string(level);
+          if (level > 0) break;
           return a;
         }
         // Per iteration only the cheap guard of the LDLT pivots (their spread bounds the conditioning from
