@@ -1,0 +1,339 @@
+// FusionEngine: the one place that chooses a backend, and the per-frame KinectFusion loop on top of the
+// tracking and volume backends (the same host code, in double, for both devices, so equal systems give
+// equal poses).
+#include "s3d/fusion/fusion_engine.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include <Eigen/Dense>
+
+#include "backend.hpp"
+#include "s3d/core/errors.hpp"
+#include "s3d/core/scoped_device.hpp"
+#include "s3d/core/select_backend.hpp"
+
+namespace s3d::fusion {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Matrix6d = Eigen::Matrix<double, 6, 6>;
+using Vector6d = Eigen::Matrix<double, 6, 1>;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+detail::Rigid to_rigid(const Eigen::Isometry3d& pose) {
+  detail::Rigid r{};
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) r.r[3 * i + j] = static_cast<float>(pose.linear()(i, j));
+    r.t[i] = static_cast<float>(pose.translation()(i));
+  }
+  return r;
+}
+
+/// One ICP attempt (all levels) from a start pose with given gates.
+struct Attempt {
+  bool ok = false;
+  Eigen::Isometry3d pose = Eigen::Isometry3d::Identity();
+  std::int64_t inliers = 0;  // of the last system (level 0 when it ran)
+  double residual_sq = 0.0;
+  double condition = 0.0;
+  int iterations = 0;
+  std::string reason;
+};
+
+}  // namespace
+
+class FusionEngine::Impl {
+ public:
+  Impl(const Device& device, const FusionParams& params, int width, int height,
+       std::unique_ptr<detail::TrackingBackend> tracking, std::unique_ptr<detail::VolumeBackend> volume)
+      : device_(device),
+        params_(params),
+        width_(width),
+        height_(height),
+        pose_(params.initial_pose),
+        tracking_(std::move(tracking)),
+        volume_(std::move(volume)) {}
+
+  FrameResult process(ImageView<const float> depth) {
+    check_frame(depth);
+    std::optional<ScopedDevice> scope;
+    enter(scope);
+    FrameResult result;
+    if (!preprocess(depth, result)) return result;
+    if (!has_reference_) {
+      pose_ = params_.initial_pose;
+      result.status = FrameStatus::kFirst;
+      result.pose = pose_;
+      update_model(result);
+      return result;
+    }
+    const auto track_start = Clock::now();
+    Attempt attempt = track(gates(1.0f, 1.0f), result.valid_pixels);
+    FrameStatus status = FrameStatus::kTracked;
+    if (!attempt.ok) {
+      // Re-track once from the last good pose with wider gates (fast motion breaks projective association).
+      const std::string first_reason = attempt.reason;
+      attempt = track(gates(2.0f, 1.5f), result.valid_pixels);
+      status = FrameStatus::kRecovered;
+      if (!attempt.ok) {
+        status = FrameStatus::kLost;
+        attempt.reason = first_reason + "; with wider gates: " + attempt.reason;
+      }
+    }
+    result.track_ms = ms_since(track_start);
+    result.status = status;
+    result.inliers = attempt.inliers;
+    result.inlier_ratio = result.valid_pixels ? double(attempt.inliers) / double(result.valid_pixels) : 0.0;
+    result.residual = attempt.inliers ? std::sqrt(attempt.residual_sq / double(attempt.inliers)) : 0.0;
+    result.condition = attempt.condition;
+    result.iterations = attempt.iterations;
+    if (!attempt.ok) {
+      result.reason = attempt.reason;
+      result.pose = pose_;  // the last good pose; nothing is integrated
+      return result;
+    }
+    pose_ = attempt.pose;
+    result.pose = pose_;
+    update_model(result);
+    return result;
+  }
+
+  FrameResult integrate_with_pose(ImageView<const float> depth, const Eigen::Isometry3d& camera_to_world) {
+    check_frame(depth);
+    std::optional<ScopedDevice> scope;
+    enter(scope);
+    FrameResult result;
+    if (!preprocess(depth, result)) return result;
+    result.status = has_reference_ ? FrameStatus::kTracked : FrameStatus::kFirst;
+    pose_ = camera_to_world;
+    result.pose = pose_;
+    update_model(result);
+    return result;
+  }
+
+  detail::VolumeBackend& volume() const {
+    S3D_EXPECTS(volume_ != nullptr, "FusionEngine: no volume (frame-to-frame mode with integrate = false)");
+    return *volume_;
+  }
+
+  void reset() {
+    std::optional<ScopedDevice> scope;
+    enter(scope);
+    if (volume_) volume_->reset();
+    has_reference_ = false;
+    pose_ = params_.initial_pose;
+  }
+
+  /// Makes the engine's GPU current for the caller's scope (no-op on the CPU).
+  void enter(std::optional<ScopedDevice>& scope) const {
+    if (device_.is_cuda()) scope.emplace(device_.index());
+  }
+
+  Device device_;
+  FusionParams params_;
+  int width_, height_;
+  Eigen::Isometry3d pose_;  // the last good pose, camera to world
+
+ private:
+  void check_frame(ImageView<const float> depth) const {
+    S3D_EXPECTS(depth.width == width_ && depth.height == height_,
+                "FusionEngine: a " + std::to_string(depth.width) + "x" + std::to_string(depth.height) +
+                    " frame for an engine of " + std::to_string(width_) + "x" + std::to_string(height_));
+    S3D_EXPECTS(depth.data != nullptr && depth.pitch >= depth.width, "FusionEngine: null depth or pitch < width");
+  }
+
+  /// Masks, filters and builds the pyramid; false (result kInvalid) when no pixel is valid.
+  bool preprocess(ImageView<const float> depth, FrameResult& result) {
+    const auto start = Clock::now();
+    result.valid_pixels = tracking_->preprocess(depth);
+    result.preprocess_ms = ms_since(start);
+    result.pose = pose_;
+    if (result.valid_pixels > 0) return true;
+    result.status = FrameStatus::kInvalid;
+    result.reason = "no valid depth";
+    return false;
+  }
+
+  detail::IcpGates gates(float distance_scale, float angle_scale) const {
+    detail::IcpGates g;
+    g.distance = params_.icp.distance_gate * distance_scale;
+    const double angle = std::min(90.0, double(params_.icp.angle_gate) * angle_scale);
+    g.sin_angle = static_cast<float>(std::sin(angle * M_PI / 180.0));
+    g.huber_delta = params_.icp.huber_delta;
+    return g;
+  }
+
+  /// Projective point-to-plane ICP, coarse to fine, from the last good pose (FUSION.md §2): each iteration
+  /// solves A x = g in double (LDLT) and applies R <- R_inc R, t <- R_inc t + t_inc with
+  /// R_inc = Rz(gamma) Ry(beta) Rx(alpha). Degenerate or singular systems end the attempt at once (an update
+  /// along an unobservable direction is arbitrary); the condition number of the last system, the inlier ratio
+  /// and the step size are tested at the end.
+  Attempt track(const detail::IcpGates& g, std::int64_t valid_pixels) {
+    Attempt a;
+    Eigen::Matrix3d rotation = pose_.linear();
+    Eigen::Vector3d translation = pose_.translation();
+    const detail::Rigid world_to_reference = to_rigid(world_to_reference_);
+    Matrix6d last_a = Matrix6d::Zero();
+    for (int level = params_.depth.levels - 1; level >= 0; --level) {
+      const CameraIntrinsics camera = params_.camera.level(level);
+      for (int it = 0; it < params_.icp.iterations[level]; ++it) {
+        Eigen::Isometry3d estimate = Eigen::Isometry3d::Identity();
+        estimate.linear() = rotation;
+        estimate.translation() = translation;
+        const detail::IcpSystem s = tracking_->build_system(level, to_rigid(estimate), world_to_reference, camera, g);
+        ++a.iterations;
+        a.inliers = s.inliers;
+        a.residual_sq = s.residual_sq;
+        Matrix6d A;
+        Vector6d b;
+        for (int i = 0, k = 0; i < 6; ++i)
+          for (int j = i; j < 6; ++j, ++k) A(i, j) = A(j, i) = s.a[k];
+        for (int i = 0; i < 6; ++i) b(i) = s.g[i];
+        if (s.inliers < 6) {
+          // A coarse level of a small image (or after a fast motion) may have no usable pixels: the finer
+          // levels still decide. Level 0 cannot be skipped.
+          a.reason = "too few correspondences (" + std::to_string(s.inliers) + ") at level " + std::to_string(level);
+          if (level > 0) break;
+          return a;
+        }
+        // Per iteration only the cheap guard of the LDLT pivots (their spread bounds the conditioning from
+        // below); the eigenvalue condition number of the final system is tested after the last iteration.
+        const Eigen::LDLT<Matrix6d> ldlt(A);
+        const Vector6d pivots = ldlt.vectorD();
+        const double pivot_lo = pivots.minCoeff(), pivot_hi = pivots.maxCoeff();
+        a.condition = pivot_lo > 0.0 ? pivot_hi / pivot_lo : std::numeric_limits<double>::infinity();
+        if (!(a.condition <= params_.icp.max_condition)) {
+          a.reason = "degenerate geometry: condition number (LDLT pivots) " + std::to_string(a.condition) +
+                     " at level " + std::to_string(level);
+          return a;
+        }
+        const double det = pivots.prod();
+        const Vector6d x = ldlt.solve(b);
+        if (!(std::fabs(det) >= 1e-15) || !x.allFinite()) {
+          a.reason = "singular system at level " + std::to_string(level);
+          return a;
+        }
+        last_a = A;
+        const Eigen::Matrix3d inc =
+            (Eigen::AngleAxisd(x(2), Eigen::Vector3d::UnitZ()) * Eigen::AngleAxisd(x(1), Eigen::Vector3d::UnitY()) *
+             Eigen::AngleAxisd(x(0), Eigen::Vector3d::UnitX()))
+                .toRotationMatrix();
+        translation = inc * translation + x.tail<3>();
+        rotation = inc * rotation;
+      }
+    }
+    a.pose.linear() = Eigen::Quaterniond(rotation).normalized().toRotationMatrix();
+    if (a.iterations > 0) {
+      const Eigen::SelfAdjointEigenSolver<Matrix6d> eig(last_a, Eigen::EigenvaluesOnly);
+      const double lo = eig.eigenvalues()(0), hi = eig.eigenvalues()(5);
+      a.condition = lo > 0.0 ? hi / lo : std::numeric_limits<double>::infinity();
+      if (!(a.condition <= params_.icp.max_condition)) {
+        a.reason = "degenerate geometry: condition number " + std::to_string(a.condition);
+        return a;
+      }
+    }
+    a.pose.translation() = translation;
+    if (a.iterations == 0) {
+      a.reason = "no ICP iterations configured";
+      return a;
+    }
+    const double ratio = valid_pixels ? double(a.inliers) / double(valid_pixels) : 0.0;
+    if (ratio < params_.icp.min_inlier_ratio) {
+      a.reason = "too few inliers (" + std::to_string(ratio) + " of the valid pixels)";
+      return a;
+    }
+    const double step_t = (a.pose.translation() - pose_.translation()).norm();
+    const double step_r = Eigen::AngleAxisd(pose_.linear().transpose() * a.pose.linear()).angle() * 180.0 / M_PI;
+    if (step_t > params_.icp.max_translation_step || step_r > params_.icp.max_rotation_step) {
+      a.reason = "step too large (" + std::to_string(step_t) + " m, " + std::to_string(step_r) + " deg)";
+      return a;
+    }
+    a.ok = true;
+    return a;
+  }
+
+  /// Integrates the frame at pose_ (when there is a volume) and makes the new reference: ray cast (f2m) or
+  /// the frame's own maps (f2f).
+  void update_model(FrameResult& result) {
+    const detail::Rigid pose = to_rigid(pose_);
+    if (volume_ && (params_.integrate || params_.mode == TrackingMode::kFrameToModel)) {
+      const auto start = Clock::now();
+      volume_->integrate(tracking_->raw_depth(), params_.camera, pose);
+      result.integrate_ms = ms_since(start);
+    }
+    const auto start = Clock::now();
+    if (params_.mode == TrackingMode::kFrameToModel) {
+      volume_->raycast(params_.camera, pose, tracking_->reference_maps(0));
+      tracking_->reference_pyramid_from_level0();
+    } else {
+      tracking_->reference_from_frame(pose);
+    }
+    result.raycast_ms = ms_since(start);
+    world_to_reference_ = pose_.inverse();
+    has_reference_ = true;
+  }
+
+  std::unique_ptr<detail::TrackingBackend> tracking_;
+  std::unique_ptr<detail::VolumeBackend> volume_;  // null without integration in f2f mode
+  bool has_reference_ = false;
+  Eigen::Isometry3d world_to_reference_ = Eigen::Isometry3d::Identity();
+};
+
+FusionEngine::FusionEngine(const Device& device, const FusionParams& params, int width, int height) {
+  params.validate();
+  S3D_EXPECTS(
+      width >= 1 && height >= 1 && width <= 16384 && height <= 16384,
+      "FusionEngine: image size must be in [1, 16384], got " + std::to_string(width) + "x" + std::to_string(height));
+  // The model exists only where it is used: f2m tracks against it, `integrate` asks for it.
+  const bool need_volume = params.integrate || params.mode == TrackingMode::kFrameToModel;
+  impl_ = select_backend<Impl>(
+      device, "FusionEngine",
+      [&](const Device& cpu) {
+        return std::make_unique<Impl>(cpu, params, width, height, detail::make_cpu_tracking(params, width, height),
+                                      need_volume ? detail::make_cpu_volume(params.volume) : nullptr);
+      },
+      S3D_CUDA_FACTORY([&](const Device& gpu) {
+        return std::make_unique<Impl>(gpu, params, width, height,
+                                      detail::make_cuda_tracking(gpu, params, width, height),
+                                      need_volume ? detail::make_cuda_volume(gpu, params.volume) : nullptr);
+      }));
+}
+
+FusionEngine::~FusionEngine() = default;
+FusionEngine::FusionEngine(FusionEngine&&) noexcept = default;
+FusionEngine& FusionEngine::operator=(FusionEngine&&) noexcept = default;
+
+FrameResult FusionEngine::process(ImageView<const float> depth_m) { return impl_->process(depth_m); }
+
+FrameResult FusionEngine::integrate_with_pose(ImageView<const float> depth_m,
+                                              const Eigen::Isometry3d& camera_to_world) {
+  return impl_->integrate_with_pose(depth_m, camera_to_world);
+}
+
+Mesh FusionEngine::extract_mesh() const {
+  std::optional<ScopedDevice> scope;
+  impl_->enter(scope);
+  return impl_->volume().extract_mesh();
+}
+
+SurfaceCloud FusionEngine::extract_cloud() const {
+  std::optional<ScopedDevice> scope;
+  impl_->enter(scope);
+  return impl_->volume().extract_cloud();
+}
+
+void FusionEngine::reset() { impl_->reset(); }
+
+const Eigen::Isometry3d& FusionEngine::pose() const { return impl_->pose_; }
+const FusionParams& FusionEngine::params() const { return impl_->params_; }
+const Device& FusionEngine::device() const { return impl_->device_; }
+
+}  // namespace s3d::fusion

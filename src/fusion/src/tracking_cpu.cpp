@@ -1,0 +1,117 @@
+// TrackingBackend, CPU (the oracle): host buffers allocated once per engine, stages in tracking_cpu.hpp.
+#include <vector>
+
+#include "backend.hpp"
+#include "tracking_common.hpp"
+#include "tracking_cpu.hpp"
+
+namespace s3d::fusion::detail {
+namespace {
+
+struct HostLevel {
+  int width = 0, height = 0;
+  std::vector<float> depth;  // filtered (level 0) or pyrDown
+  std::vector<Vec3f> vertices, normals, ref_vertices, ref_normals;
+};
+
+class CpuTracking final : public TrackingBackend {
+ public:
+  CpuTracking(const FusionParams& params, int width, int height)
+      : params_(params),
+        width_(width),
+        height_(height),
+        raw_(static_cast<std::size_t>(width) * height),
+        space_(bilateral_space_table(params.depth.bilateral_radius, params.depth.sigma_space)) {
+    levels_.resize(params.depth.levels);
+    for (int l = 0; l < params.depth.levels; ++l) {
+      HostLevel& lv = levels_[l];
+      lv.width = level_size(width, l);
+      lv.height = level_size(height, l);
+      const std::size_t n = static_cast<std::size_t>(lv.width) * lv.height;
+      lv.depth.assign(n, 0.0f);
+      lv.vertices.assign(n, invalid_vec3());
+      lv.normals.assign(n, invalid_vec3());
+      lv.ref_vertices.assign(n, invalid_vec3());
+      lv.ref_normals.assign(n, invalid_vec3());
+    }
+  }
+
+  std::int64_t preprocess(ImageView<const float> depth) override {
+    const DepthParams& p = params_.depth;
+    const std::int64_t valid =
+        mask_depth_cpu(depth.data, depth.pitch, width_, height_, p.min_depth, p.max_depth, raw_.data());
+    if (p.bilateral)
+      bilateral_cpu(raw_.data(), width_, height_, p.bilateral_radius, space_.data(), inv_two_sigma2(p.sigma_depth),
+                    levels_[0].depth.data());
+    else
+      levels_[0].depth = raw_;
+    for (std::size_t l = 1; l < levels_.size(); ++l)
+      pyrdown_cpu(levels_[l - 1].depth.data(), levels_[l - 1].width, levels_[l - 1].height, p.pyramid_gate,
+                  levels_[l].depth.data());
+    for (std::size_t l = 0; l < levels_.size(); ++l) {
+      HostLevel& lv = levels_[l];
+      vertex_normal_maps_cpu(lv.depth.data(), lv.width, lv.height, to_pinhole(params_.camera.level(int(l))),
+                             lv.vertices.data(), lv.normals.data());
+    }
+    return valid;
+  }
+
+  ImageView<const float> raw_depth() const override { return {raw_.data(), width_, height_, width_}; }
+
+  Maps frame_maps(int level) override {
+    HostLevel& lv = levels_.at(level);
+    return {lv.vertices.data(), lv.normals.data(), lv.width, lv.height};
+  }
+  Maps reference_maps(int level) override {
+    HostLevel& lv = levels_.at(level);
+    return {lv.ref_vertices.data(), lv.ref_normals.data(), lv.width, lv.height};
+  }
+
+  void reference_pyramid_from_level0() override {
+    for (std::size_t l = 1; l < levels_.size(); ++l) {
+      const HostLevel& s = levels_[l - 1];
+      HostLevel& d = levels_[l];
+      halve_maps_cpu(s.ref_vertices.data(), s.ref_normals.data(), s.width, s.height, d.ref_vertices.data(),
+                     d.ref_normals.data());
+    }
+  }
+
+  void reference_from_frame(const Rigid& camera_to_world) override {
+    for (HostLevel& lv : levels_)
+      transform_maps_cpu(lv.vertices.data(), lv.normals.data(), lv.width * lv.height, camera_to_world,
+                         lv.ref_vertices.data(), lv.ref_normals.data());
+  }
+
+  IcpSystem build_system(int level, const Rigid& estimate, const Rigid& world_to_reference,
+                         const CameraIntrinsics& camera, const IcpGates& gates) override {
+    double sums[kIcpTerms];
+    icp_reduce_cpu(
+        make_icp_inputs(frame_maps(level), reference_maps(level), estimate, world_to_reference, camera, gates), sums);
+    return to_icp_system(sums);
+  }
+
+  HostMaps download_frame_maps(int level) override {
+    const HostLevel& lv = levels_.at(level);
+    return {lv.width, lv.height, lv.vertices, lv.normals};
+  }
+  HostMaps download_reference_maps(int level) override {
+    const HostLevel& lv = levels_.at(level);
+    return {lv.width, lv.height, lv.ref_vertices, lv.ref_normals};
+  }
+  std::vector<float> download_filtered_depth(int level) override { return levels_.at(level).depth; }
+
+ private:
+  FusionParams params_;
+  int width_, height_;
+  std::vector<float> raw_;
+  std::vector<float> space_;
+  std::vector<HostLevel> levels_;
+};
+
+}  // namespace
+
+std::unique_ptr<TrackingBackend> make_cpu_tracking(const FusionParams& params, int width, int height) {
+  return std::make_unique<CpuTracking>(params, width, height);
+}
+
+}  // namespace s3d::fusion::detail

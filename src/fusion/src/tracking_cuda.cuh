@@ -1,0 +1,33 @@
+#pragma once
+// Internal: launchers of the CUDA tracking stages (device pointers, dense, pitch = width), each running the
+// same per-pixel function as its CPU twin in tracking_cpu.hpp. All are asynchronous on `stream` and check
+// their launch; none launches for an empty image.
+#include <cuda_runtime.h>
+
+#include "tracking_math.hpp"
+
+namespace s3d::fusion::detail {
+
+/// Uploads the (2r+1)^2 spatial weights into constant memory, on `stream`. `side * side` <= 33 * 33.
+void upload_bilateral_space_cuda(const float* host_table, int count, cudaStream_t stream);
+/// mask_depth into `dst`; adds the valid count to `*d_valid` (integer atomics: exact).
+void mask_depth_cuda(const float* src, int w, int h, float min_depth, float max_depth, float* dst,
+                     unsigned long long* d_valid, cudaStream_t stream);
+void bilateral_cuda(const float* src, int w, int h, int radius, float inv_two_sigma_d2, float* dst,
+                    cudaStream_t stream);
+void pyrdown_cuda(const float* src, int sw, int sh, float gate, float* dst, cudaStream_t stream);
+void vertex_normal_maps_cuda(const float* depth, int w, int h, const Pinhole& camera, Vec3f* vertices, Vec3f* normals,
+                             cudaStream_t stream);
+void halve_maps_cuda(const Vec3f* sv, const Vec3f* sn, int sw, int sh, Vec3f* dv, Vec3f* dn, cudaStream_t stream);
+void transform_maps_cuda(const Vec3f* sv, const Vec3f* sn, int pixels, const Rigid& t, Vec3f* dv, Vec3f* dn,
+                         cudaStream_t stream);
+
+/// The ICP reduction in one launch: every block reduces one tile; the last block to finish (atomic ticket
+/// on `d_counter`, which must be 0 and is left 0) sums the tiles in the fixed double tree and writes
+/// kIcpTerms doubles to `host_out`, pinned host
+/// memory that the kernel writes directly (unified addressing); read it after synchronising `stream`. `d_tile_sums`
+/// holds kIcpTerms * icp_tiles(pixels) floats.
+void icp_reduce_cuda(const IcpInputs& in, float* d_tile_sums, unsigned int* d_counter, double* host_out,
+                     cudaStream_t stream);
+
+}  // namespace s3d::fusion::detail
