@@ -3,6 +3,8 @@
 // clock around each stage, CUDA stages synchronised). Prints one JSON line with the medians over the run and
 // writes the trajectory (TUM, the ground truth's timestamps) for tests/accuracy/trajectory_eval.py.
 //   bench_fusion [--device cuda|cpu] [--mode f2m|f2f] [--frames N] [--half] [--resolution R] [--out traj.txt]
+//                [--size M] [--truncation M] [--max-depth M] [--huber M] [--iterations A,B,C] [--no-bilateral]
+// (the last ones: FusionParams fields, KinFu's defaults otherwise).
 // --half: 320x240 (every other pixel of every other row, intrinsics halved), the CPU real-time size.
 #include <algorithm>
 #include <cstdio>
@@ -37,9 +39,24 @@ int main(int argc, char** argv) {
   std::string device = "cuda", mode = "f2m", out;
   int frames = 300, resolution = 512;
   bool halved = false;
+  s3d::fusion::FusionParams params;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--device" && i + 1 < argc)
+    if (a == "--size" && i + 1 < argc)
+      params.volume.size.fill(std::stof(argv[++i]));
+    else if (a == "--truncation" && i + 1 < argc)
+      params.volume.truncation = std::stof(argv[++i]);
+    else if (a == "--max-depth" && i + 1 < argc)
+      params.depth.max_depth = std::stof(argv[++i]);
+    else if (a == "--huber" && i + 1 < argc)
+      params.icp.huber_delta = std::stof(argv[++i]);
+    else if (a == "--iterations" && i + 1 < argc) {
+      int it[3] = {10, 5, 4};
+      if (std::sscanf(argv[++i], "%d,%d,%d", &it[0], &it[1], &it[2]) != 3) return 2;
+      params.icp.iterations = {it[0], it[1], it[2], 0};
+    } else if (a == "--no-bilateral")
+      params.depth.bilateral = false;
+    else if (a == "--device" && i + 1 < argc)
       device = argv[++i];
     else if (a == "--mode" && i + 1 < argc)
       mode = argv[++i];
@@ -68,7 +85,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_fusion: %s (set S3D_DATA_DIR)\n", e.what());
     return 1;
   }
-  s3d::fusion::FusionParams params;
   params.camera = {585.0f, 585.0f, 320.0f, 240.0f};  // camera-intrinsics.txt of the sequence
   if (halved) params.camera = params.camera.level(1);
   params.mode = mode == "f2f" ? s3d::fusion::TrackingMode::kFrameToFrame : s3d::fusion::TrackingMode::kFrameToModel;
