@@ -46,7 +46,8 @@ if [ -d "$data" ]; then
   # The fusion suites read the 7-Scenes depth frames and poses (28 MB; no colour).
   kitchen=rgbd/7scenes_redkitchen_f000-299
   mkdir -p "$out/data/$kitchen"
-  cp "$data/$kitchen"/frame-*.depth.png "$data/$kitchen"/frame-*.pose.txt "$data/$kitchen"/*.txt "$out/data/$kitchen/"
+  cp "$data/$kitchen"/frame-*.depth.png "$data/$kitchen"/frame-*.pose.txt "$data/$kitchen"/{camera-intrinsics,groundtruth,depth}.txt \
+    "$out/data/$kitchen/"
   echo "$(cd "$data" && pwd)" >"$out/DATA_DIR"
 fi
 # The GPU machine cannot decode PNG (no OpenCV there): grey PGM copies of real scenes for the stereo tests,

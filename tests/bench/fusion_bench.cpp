@@ -126,7 +126,8 @@ int main(int argc, char** argv) {
     std::fclose(f);
   }
   std::printf(
-      "{\"bench\": \"fusion\", \"device\": \"%s\", \"mode\": \"%s\", \"width\": %d, \"height\": %d, \"resolution\": %d, "
+      "{\"bench\": \"fusion\", \"device\": \"%s\", \"mode\": \"%s\", \"width\": %d, \"height\": %d, \"resolution\": "
+      "%d, "
       "\"frames\": %d, \"median_ms\": {\"preprocess\": %.4f, \"track\": %.4f, \"integrate\": %.4f, \"raycast\": %.4f, "
       "\"frame\": %.4f}, \"iterations\": %d, \"lost\": %d, \"recovered\": %d, \"invalid\": %d}\n",
       engine.device().to_string().c_str(), mode.c_str(), depth[0].width, depth[0].height, resolution, frames,
