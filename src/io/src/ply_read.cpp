@@ -200,6 +200,7 @@ void read_fixed_records(const PlyElementHeader& e, bool swap, const std::uint8_t
     std::uint8_t* out;
     std::size_t out_stride;
   };
+  if (e.count == 0) return;  // nothing to copy (and an empty xyz has no storage to point into)
   int axis_column[3] = {-1, -1, -1};
   for (std::size_t k = 0; k < columns->size(); ++k)
     for (int a = 0; a < 3; ++a)
