@@ -15,6 +15,20 @@
 namespace s3d::fusion::detail {
 namespace {
 
+/// The vertices on voxel (i, j, k)'s +x, +y, +z edges that `mask` selects, written from slot `out` on (the
+/// mesh's shared vertices and the surface cloud use the same points).
+void write_edge_vertices(const Voxel* vol, const VolumeGrid& g, int i, int j, int k, int mask, long long out,
+                         float* pos, float* nor) {
+  for (int axis = 0; axis < 3; ++axis) {
+    if (!(mask & (1 << axis))) continue;
+    Vec3f p, nn;
+    edge_vertex(vol, g, i, j, k, axis, p, nn);
+    store3(pos, out, p);
+    store3(nor, out, nn);
+    ++out;
+  }
+}
+
 class CpuVolume final : public VolumeBackend {
  public:
   explicit CpuVolume(const VolumeParams& params) : grid_(make_grid(params)) {
@@ -95,15 +109,7 @@ class CpuVolume final : public VolumeBackend {
           const long long v = g.index(i, j, k);
           const int mask = masks[v];
           if (mask == 0) continue;
-          long long out = vertex_offset[v];
-          for (int axis = 0; axis < 3; ++axis) {
-            if (!(mask & (1 << axis))) continue;
-            Vec3f p, nn;
-            edge_vertex(vol, g, i, j, k, axis, p, nn);
-            store3(pos, out, p);
-            store3(nor, out, nn);
-            ++out;
-          }
+          write_edge_vertices(vol, g, i, j, k, mask, vertex_offset[v], pos, nor);
         }
 #pragma omp parallel for collapse(2) schedule(static)
     for (int k = 0; k < g.nz - 1; ++k)
@@ -142,15 +148,7 @@ class CpuVolume final : public VolumeBackend {
         for (int i = 0; i < g.nx; ++i) {
           const long long v = g.index(i, j, k);
           const int mask = masks[v];
-          long long out = offset[v];
-          for (int axis = 0; axis < 3; ++axis) {
-            if (!(mask & (1 << axis))) continue;
-            Vec3f p, nn;
-            edge_vertex(vol, g, i, j, k, axis, p, nn);
-            store3(pos, out, p);
-            store3(nor, out, nn);
-            ++out;
-          }
+          write_edge_vertices(vol, g, i, j, k, mask, offset[v], pos, nor);
         }
     return cloud;
   }
