@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -201,8 +202,14 @@ StereoCalibration read_filestorage(const std::string& path) {
 StereoCalibration from_filestorage(const std::string& path) {
   try {
     return read_filestorage(path);
+  } catch (const Error&) {
+    throw;
   } catch (const cv::Exception& e) {
     throw DataError(path + ": cannot read calibration: " + filestorage_reason(e, path));
+  } catch (const std::exception& e) {
+    // OpenCV's YAML/XML parser also lets standard exceptions out on some malformed files (the fuzzer found a
+    // std::length_error from a string it sizes from the file): the same answer, bad input.
+    throw DataError(path + ": cannot read calibration: not a valid OpenCV YAML/XML file (" + e.what() + ")");
   }
 }
 
