@@ -6,3 +6,10 @@ if(S3D_WITH_CUDA)
   add_executable(bench_points ${CMAKE_CURRENT_SOURCE_DIR}/points_bench.cpp)
   target_link_libraries(bench_points PRIVATE s3d::points)
 endif()
+
+#   bench_rulebook  RulebookEngine::build_device on the torchsparse peer's saved input (subm k3, k3 s2, SECOND's
+#                   chained middle encoder), host clock around the synchronous call, median of >= 20 runs.
+if(S3D_WITH_CUDA)
+  add_executable(bench_rulebook ${CMAKE_CURRENT_SOURCE_DIR}/rulebook_bench.cpp)
+  target_link_libraries(bench_rulebook PRIVATE s3d::points)
+endif()

@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "cloud_fixtures.hpp"
+#include "s3d/core/device_buffer.hpp"
 #include "s3d/core/errors.hpp"
+#include "s3d/core/stream.hpp"
 #include "s3d/points/rulebook.hpp"
 #include "test_support.hpp"
 
@@ -68,7 +70,8 @@ Rulebook reference(const SparseCoords& in, ConvSpec spec) {
       Coord o{c[0], 0, 0, 0};
       bool ok = true;
       for (int a = 0; a < 3 && ok; ++a) {
-        const long long t = static_cast<long long>(c[1 + a]) + pad[a] - static_cast<long long>(taps[k][a]) * spec.dilation[a];
+        const long long t =
+            static_cast<long long>(c[1 + a]) + pad[a] - static_cast<long long>(taps[k][a]) * spec.dilation[a];
         ok = t >= 0 && t % stride[a] == 0 && t / stride[a] < out_shape[a];
         if (ok) o[1 + a] = static_cast<std::int32_t>(t / stride[a]);
       }
@@ -261,13 +264,50 @@ TEST_P(RulebookDeviceTest, InverseSwapsAndResortsTheForwardPairs) {
       std::vector<std::pair<std::int32_t, std::int32_t>> want, got;  // (out, in)
       for (std::int64_t p = fwd.offsets[k]; p < fwd.offsets[k + 1]; ++p)
         want.emplace_back(fwd.in_index[p], fwd.out_index[p]);
-      for (std::int64_t p = inv.offsets[k]; p < inv.offsets[k + 1]; ++p) got.emplace_back(inv.out_index[p], inv.in_index[p]);
+      for (std::int64_t p = inv.offsets[k]; p < inv.offsets[k + 1]; ++p)
+        got.emplace_back(inv.out_index[p], inv.in_index[p]);
       std::sort(want.begin(), want.end());
       ASSERT_EQ(got, want) << "offset " << k;
     }
     const Rulebook back = engine.inverse(inv, fwd.out);
     EXPECT_EQ(back.in_index, fwd.in_index);
     EXPECT_EQ(back.out_index, fwd.out_index);
+  }
+}
+
+TEST_P(RulebookDeviceTest, DeviceResidentMatchesHost) {
+  const SparseCoords in = random_coords(4000, {20, 50, 40}, 2, 8);
+  RulebookEngine engine(GetParam());
+  if (GetParam().is_cpu()) {
+    EXPECT_THROW(engine.build_device(in.coords.data(), in.count(), in.shape, 2, spec_of(3, 1, 1, 1, true)),
+                 InvalidArgument);
+    return;
+  }
+  DeviceBuffer<std::int32_t> coords(in.coords.size());
+  coords.copy_from_host_async(in.coords.data(), in.coords.size(), nullptr);
+  for (const ConvSpec& spec : {spec_of(3, 1, 1, 1, true), spec_of(3, 2, 1)}) {
+    const Rulebook want = engine.build(in, spec);
+    const DeviceRulebook got = engine.build_device(coords.data(), in.count(), in.shape, 2, spec);
+    EXPECT_EQ(got.offsets, want.offsets);
+    ASSERT_EQ(got.outputs, want.out.count());
+    std::vector<std::int32_t> in_index(want.in_index.size()), out_index(want.out_index.size()),
+        out_coords(want.out.coords.size());
+    s3d::detail::copy_bytes_async(in_index.data(), got.in_index, in_index.size() * 4, 2, nullptr);
+    s3d::detail::copy_bytes_async(out_index.data(), got.out_index, out_index.size() * 4, 2, nullptr);
+    s3d::detail::copy_bytes_async(out_coords.data(), got.out_coords, out_coords.size() * 4, 2, nullptr);
+    s3d::synchronize(nullptr);
+    EXPECT_EQ(in_index, want.in_index);
+    EXPECT_EQ(out_index, want.out_index);
+    EXPECT_EQ(out_coords, want.out.coords);
+  }
+  SparseCoords bad = in;
+  bad.coords[4 * 9 + 3] = 40;  // x outside [0, 40)
+  coords.copy_from_host_async(bad.coords.data(), bad.coords.size(), nullptr);
+  try {
+    engine.build_device(coords.data(), bad.count(), bad.shape, 2, spec_of(3, 2, 1));
+    ADD_FAILURE() << "a row outside the grid accepted";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("row 9"), std::string::npos) << e.what();
   }
 }
 

@@ -32,28 +32,23 @@ std::int64_t cell_count(const std::int64_t shape[3], std::int64_t batch) {
   return n;
 }
 
-void check_coords(const SparseCoords& in) {
-  S3D_EXPECTS(in.coords.size() % 4 == 0, "sparse coordinates: " + std::to_string(in.coords.size()) +
-                                             " values is not a whole number of (batch, z, y, x) rows");
+void check_shape(const SparseCoords& in, std::int64_t rows) {
   S3D_EXPECTS(in.batch_size >= 1, "sparse coordinates: batch size must be >= 1, got " + std::to_string(in.batch_size));
   for (int a = 0; a < 3; ++a)
     S3D_EXPECTS(in.shape[a] >= 1, std::string("sparse coordinates: spatial shape along ") + kAxis[a] +
                                       " must be >= 1, got " + std::to_string(in.shape[a]));
-  const std::int64_t m = in.count();
-  S3D_EXPECTS(m < INT32_MAX, "sparse coordinates: more than 2^31 - 2 rows");
-  for (std::int64_t r = 0; r < m; ++r) {
-    const std::int32_t* c = in.coords.data() + 4 * r;
-    if (c[0] < 0 || c[0] >= in.batch_size)
-      throw DataError("row " + std::to_string(r) + " " + coord_text(c) + ": batch id outside [0, " +
-                      std::to_string(in.batch_size) + ")");
-    for (int a = 0; a < 3; ++a)
-      if (c[1 + a] < 0 || c[1 + a] >= in.shape[a])
-        throw DataError("row " + std::to_string(r) + " " + coord_text(c) + ": " + kAxis[a] + " outside [0, " +
-                        std::to_string(in.shape[a]) + ") of the spatial shape");
-  }
+  S3D_EXPECTS(rows >= 0 && rows < INT32_MAX,
+              "sparse coordinates: " + std::to_string(rows) + " rows (at most 2^31 - 2)");
 }
 
-detail::ConvGeometry geometry_of(const SparseCoords& in, const ConvSpec& spec) {
+void check_coords(const SparseCoords& in) {
+  S3D_EXPECTS(in.coords.size() % 4 == 0, "sparse coordinates: " + std::to_string(in.coords.size()) +
+                                             " values is not a whole number of (batch, z, y, x) rows");
+  check_shape(in, in.count());
+  detail::check_rows(in);
+}
+
+detail::ConvGeometry geometry_of(const SparseCoords& in, std::int64_t rows, const ConvSpec& spec) {
   detail::ConvGeometry g{};
   g.batch_size = in.batch_size;
   g.kernel_volume = spec.volume();
@@ -78,7 +73,7 @@ detail::ConvGeometry geometry_of(const SparseCoords& in, const ConvSpec& spec) {
   }
   if (cell_count(g.in_shape, g.batch_size) < 0 || cell_count(g.out_shape, g.batch_size) < 0)
     throw DataError("batch x grid volume overflows 63 bits");
-  const std::int64_t slots = static_cast<std::int64_t>(g.kernel_volume) * (spec.subm ? in.count() : in.count());
+  const std::int64_t slots = static_cast<std::int64_t>(g.kernel_volume) * rows;
   if (slots >= INT32_MAX) throw DataError("kernel volume x voxels exceeds 2^31 - 1 rulebook slots");
   return g;
 }
@@ -88,8 +83,8 @@ detail::ConvGeometry geometry_of(const SparseCoords& in, const ConvSpec& spec) {
 void ConvSpec::validate() const {
   for (int a = 0; a < 3; ++a) {
     const std::string axis = std::string(" along ") + kAxis[a];
-    S3D_EXPECTS(kernel[a] >= 1 && kernel[a] <= 15, "kernel size" + axis + " must be in [1, 15], got " +
-                                                       std::to_string(kernel[a]));
+    S3D_EXPECTS(kernel[a] >= 1 && kernel[a] <= 15,
+                "kernel size" + axis + " must be in [1, 15], got " + std::to_string(kernel[a]));
     S3D_EXPECTS(stride[a] >= 1, "stride" + axis + " must be >= 1, got " + std::to_string(stride[a]));
     S3D_EXPECTS(dilation[a] >= 1 && dilation[a] <= 1024,
                 "dilation" + axis + " must be in [1, 1024], got " + std::to_string(dilation[a]));
@@ -97,8 +92,8 @@ void ConvSpec::validate() const {
                 "padding" + axis + " must be in [0, 2^20], got " + std::to_string(padding[a]));
     if (subm) {
       S3D_EXPECTS(kernel[a] % 2 == 1, "a submanifold kernel must be odd" + axis + ", got " + std::to_string(kernel[a]));
-      S3D_EXPECTS(stride[a] == 1, "a submanifold convolution has stride 1" + axis + ", got " +
-                                      std::to_string(stride[a]));
+      S3D_EXPECTS(stride[a] == 1,
+                  "a submanifold convolution has stride 1" + axis + ", got " + std::to_string(stride[a]));
       const int centred = (kernel[a] / 2) * dilation[a];
       S3D_EXPECTS(padding[a] == 0 || padding[a] == centred,
                   "a submanifold convolution pads (kernel / 2) x dilation = " + std::to_string(centred) + axis +
@@ -110,8 +105,8 @@ void ConvSpec::validate() const {
 
 std::vector<std::int32_t> Rulebook::spconv_pairs(std::int64_t n_max) const {
   const std::int32_t most = counts.empty() ? 0 : *std::max_element(counts.begin(), counts.end());
-  S3D_EXPECTS(n_max >= most, "spconv pairs: N_max " + std::to_string(n_max) + " < the largest offset count " +
-                                 std::to_string(most));
+  S3D_EXPECTS(n_max >= most,
+              "spconv pairs: N_max " + std::to_string(n_max) + " < the largest offset count " + std::to_string(most));
   const std::size_t k_count = static_cast<std::size_t>(kernel_volume);
   const std::size_t n = static_cast<std::size_t>(n_max);
   std::vector<std::int32_t> out(2 * k_count * n, -1);
@@ -125,6 +120,19 @@ std::vector<std::int32_t> Rulebook::spconv_pairs(std::int64_t n_max) const {
 }
 
 namespace detail {
+
+void check_rows(const SparseCoords& in) {
+  for (std::int64_t r = 0; r < in.count(); ++r) {
+    const std::int32_t* c = in.coords.data() + 4 * r;
+    if (c[0] < 0 || c[0] >= in.batch_size)
+      throw DataError("row " + std::to_string(r) + " " + coord_text(c) + ": batch id outside [0, " +
+                      std::to_string(in.batch_size) + ")");
+    for (int a = 0; a < 3; ++a)
+      if (c[1 + a] < 0 || c[1 + a] >= in.shape[a])
+        throw DataError("row " + std::to_string(r) + " " + coord_text(c) + ": " + kAxis[a] + " outside [0, " +
+                        std::to_string(in.shape[a]) + ") of the spatial shape");
+  }
+}
 
 std::int64_t first_duplicate_row(const SparseCoords& in) {
   const std::int64_t shape[3] = {in.shape[0], in.shape[1], in.shape[2]};
@@ -180,7 +188,7 @@ const Device& RulebookEngine::device() const { return impl_->device_; }
 Rulebook RulebookEngine::build(const SparseCoords& in, const ConvSpec& spec) {
   spec.validate();
   check_coords(in);
-  const detail::ConvGeometry g = geometry_of(in, spec);
+  const detail::ConvGeometry g = geometry_of(in, in.count(), spec);
   Rulebook rb;
   rb.kernel_volume = g.kernel_volume;
   rb.inputs = in.count();
@@ -188,9 +196,23 @@ Rulebook RulebookEngine::build(const SparseCoords& in, const ConvSpec& spec) {
   for (int a = 0; a < 3; ++a) rb.out.shape[a] = static_cast<std::int32_t>(g.out_shape[a]);
   impl_->build(in, g, spec.subm, &rb);
   if (rb.inputs > 0 && rb.out.count() == 0)
-    throw DataError("no output voxel: every input falls outside the output grid (" +
-                    std::to_string(rb.out.shape[0]) + " x " + std::to_string(rb.out.shape[1]) + " x " +
-                    std::to_string(rb.out.shape[2]) + ")");
+    throw DataError("no output voxel: every input falls outside the output grid (" + std::to_string(rb.out.shape[0]) +
+                    " x " + std::to_string(rb.out.shape[1]) + " x " + std::to_string(rb.out.shape[2]) + ")");
+  return rb;
+}
+
+DeviceRulebook RulebookEngine::build_device(const std::int32_t* coords, std::int64_t count,
+                                            std::array<std::int32_t, 3> shape, int batch_size, const ConvSpec& spec) {
+  S3D_EXPECTS(!impl_->device_.is_cpu(), "RulebookEngine::build_device needs a CUDA engine");
+  spec.validate();
+  SparseCoords shape_only;
+  shape_only.shape = shape;
+  shape_only.batch_size = batch_size;
+  check_shape(shape_only, count);
+  S3D_EXPECTS(count == 0 || coords != nullptr, "RulebookEngine::build_device: null coordinates");
+  const detail::ConvGeometry g = geometry_of(shape_only, count, spec);
+  DeviceRulebook rb = impl_->build_device(coords, count, shape_only, g, spec.subm);
+  if (count > 0 && rb.outputs == 0) throw DataError("no output voxel: every input falls outside the output grid");
   return rb;
 }
 
@@ -221,8 +243,8 @@ Rulebook RulebookEngine::inverse(const Rulebook& forward, const SparseCoords& fo
     for (std::int64_t p = b; p < e; ++p) {
       const std::int32_t o = forward.in_index[static_cast<std::size_t>(p)];
       const std::int32_t i = forward.out_index[static_cast<std::size_t>(p)];
-      S3D_EXPECTS(o >= 0 && o < n_out && i >= 0 && i < n_in, "inverse rulebook: pair " + std::to_string(p) +
-                                                                  " indexes outside the inputs or outputs");
+      S3D_EXPECTS(o >= 0 && o < n_out && i >= 0 && i < n_in,
+                  "inverse rulebook: pair " + std::to_string(p) + " indexes outside the inputs or outputs");
       ++start[static_cast<std::size_t>(o) + 1];
     }
     for (std::size_t r = 1; r < start.size(); ++r) start[r] += start[r - 1];

@@ -76,7 +76,8 @@ class CpuRulebook final : public RulebookEngine::Impl {
       std::sort(candidates_.begin(), candidates_.end());
       candidates_.erase(std::unique(candidates_.begin(), candidates_.end()), candidates_.end());
       rb->out.coords.resize(4 * candidates_.size());
-      for (std::size_t r = 0; r < candidates_.size(); ++r) decode_key(candidates_[r], g.out_shape, &rb->out.coords[4 * r]);
+      for (std::size_t r = 0; r < candidates_.size(); ++r)
+        decode_key(candidates_[r], g.out_shape, &rb->out.coords[4 * r]);
     }
     const std::int64_t n_out = rb->out.count();
     const std::int32_t* out_coords = rb->out.coords.data();
@@ -95,9 +96,14 @@ class CpuRulebook final : public RulebookEngine::Impl {
         rb->out_index.push_back(static_cast<std::int32_t>(r));
       }
       rb->offsets[static_cast<std::size_t>(k) + 1] = static_cast<std::int64_t>(rb->in_index.size());
-      rb->counts[static_cast<std::size_t>(k)] =
-          static_cast<std::int32_t>(rb->offsets[static_cast<std::size_t>(k) + 1] - rb->offsets[static_cast<std::size_t>(k)]);
+      rb->counts[static_cast<std::size_t>(k)] = static_cast<std::int32_t>(rb->offsets[static_cast<std::size_t>(k) + 1] -
+                                                                          rb->offsets[static_cast<std::size_t>(k)]);
     }
+  }
+
+  DeviceRulebook build_device(const std::int32_t*, std::int64_t, const SparseCoords&, const ConvGeometry&,
+                              bool) override {
+    throw InvalidArgument("RulebookEngine::build_device needs a CUDA engine");
   }
 
   std::vector<std::int32_t> probe_table(const std::vector<std::uint64_t>& keys, std::uint64_t capacity,

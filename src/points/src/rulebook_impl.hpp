@@ -23,6 +23,11 @@ class RulebookEngine::Impl {
   /// counts, offsets and pairs. @throws DataError naming a duplicate input coordinate (found_duplicate's row).
   virtual void build(const SparseCoords& in, const detail::ConvGeometry& geometry, bool subm, Rulebook* out) = 0;
 
+  /// Device-memory coordinates (CUDA only; their range is checked here, on the device).
+  /// @throws InvalidArgument on the CPU backend.
+  virtual DeviceRulebook build_device(const std::int32_t* coords, std::int64_t count, const SparseCoords& shape_only,
+                                      const detail::ConvGeometry& geometry, bool subm) = 0;
+
   /// The hash table on its own (for its tests): inserts `keys` (row = position) into a table of `capacity`
   /// slots (a power of two), then returns the row of each of `queries` (-1 = absent). 64-bit slots when a key
   /// needs them. @throws DataError when a key repeats or the table is full.
@@ -36,6 +41,9 @@ namespace detail {
 std::unique_ptr<RulebookEngine::Impl> make_cpu_rulebook(const Device& device);
 /// Defined only when CUDA is built. @throws DeviceUnavailable, CudaError.
 std::unique_ptr<RulebookEngine::Impl> make_cuda_rulebook(const Device& device);
+
+/// Checks every row of `in` against its shape and batch. @throws DataError naming the first bad row.
+void check_rows(const SparseCoords& in);
 
 /// The first row of `in` whose coordinate repeats an earlier row's (-1 when none), and the error naming it.
 std::int64_t first_duplicate_row(const SparseCoords& in);

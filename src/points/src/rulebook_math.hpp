@@ -67,8 +67,8 @@ S3D_HOST_DEVICE S3D_FORCEINLINE bool output_at(const ConvGeometry& g, const std:
   int taps[3];
   offset_taps(g, k, taps);
   for (int a = 0; a < 3; ++a) {
-    const std::int64_t t = static_cast<std::int64_t>(i[a]) + g.padding[a] -
-                           static_cast<std::int64_t>(taps[a]) * g.dilation[a];
+    const std::int64_t t =
+        static_cast<std::int64_t>(i[a]) + g.padding[a] - static_cast<std::int64_t>(taps[a]) * g.dilation[a];
     if (t < 0 || t % g.stride[a] != 0) return false;
     const std::int64_t o = t / g.stride[a];
     if (o >= g.out_shape[a]) return false;

@@ -13,7 +13,7 @@
 namespace s3d::points::detail {
 
 /// Insert outcomes a kernel reports through `status` (bit flags).
-enum : unsigned { kHashDuplicate = 1u, kHashFull = 2u };
+enum : unsigned { kHashDuplicate = 1u, kHashFull = 2u, kCoordOutside = 4u };
 
 template <typename Key>
 struct VoxelHashView {

@@ -59,6 +59,18 @@ struct Rulebook {
   std::vector<std::int32_t> spconv_pairs(std::int64_t n_max) const;
 };
 
+/// A rulebook left in a CUDA engine's device buffers (valid until the engine's next call).
+struct DeviceRulebook {
+  int kernel_volume = 0;
+  std::int64_t inputs = 0;
+  std::int64_t outputs = 0;
+  std::array<std::int32_t, 3> out_shape{};
+  const std::int32_t* out_coords = nullptr;  ///< [outputs, 4] device memory (subm: the input pointer)
+  const std::int32_t* in_index = nullptr;    ///< [P] device memory
+  const std::int32_t* out_index = nullptr;   ///< [P] device memory
+  std::vector<std::int64_t> offsets;         ///< [K + 1] host copy
+};
+
 /// Builds rulebooks on one device; keeps its hash table and scratch buffers across calls. Not thread-safe.
 class RulebookEngine {
  public:
@@ -72,6 +84,11 @@ class RulebookEngine {
   /// @throws InvalidArgument (spec), DataError (a coordinate outside the shape or batch, a duplicate, a grid
   /// whose cell count overflows 63 bits, no output left), CudaError, OutOfMemory.
   Rulebook build(const SparseCoords& in, const ConvSpec& spec);
+  /// CUDA engines only: `count` rows of (batch, z, y, x) in device memory, in a grid of `shape` with
+  /// `batch_size` batches. Synchronous (the pair count sizes the outputs). The same checks as build.
+  /// @throws InvalidArgument on a CPU engine.
+  DeviceRulebook build_device(const std::int32_t* coords, std::int64_t count, std::array<std::int32_t, 3> shape,
+                              int batch_size, const ConvSpec& spec);
   /// The transposed convolution of a stored forward rulebook, whose inputs were `forward_in`.
   Rulebook inverse(const Rulebook& forward, const SparseCoords& forward_in);
 
