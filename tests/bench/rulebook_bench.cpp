@@ -94,8 +94,9 @@ int main(int argc, char** argv) {
         "\"runs\": %d, \"median_ms\": %.4f, \"min_ms\": %.4f}\n",
         name, m, outputs, pairs, layers, runs, t.median_ms, t.min_ms);
   };
-  for (const auto& [name, spec] : {std::pair<const char*, ConvSpec>{"subm_k3", conv({3, 3, 3}, {1, 1, 1}, {1, 1, 1}, true)},
-                                   std::pair<const char*, ConvSpec>{"conv_k3s2", conv({3, 3, 3}, {2, 2, 2}, {1, 1, 1}, false)}}) {
+  for (const auto& [name, spec] :
+       {std::pair<const char*, ConvSpec>{"subm_k3", conv({3, 3, 3}, {1, 1, 1}, {1, 1, 1}, true)},
+        std::pair<const char*, ConvSpec>{"conv_k3s2", conv({3, 3, 3}, {2, 2, 2}, {1, 1, 1}, false)}}) {
     DeviceRulebook rb;
     const Timing t = time_runs(runs, [&] { rb = engine.build_device(coords.data(), m, shape, batch, spec); });
     report(name, t, rb.outputs, rb.offsets.back(), 1);
@@ -105,10 +106,9 @@ int main(int argc, char** argv) {
   // subm4, conv_out (3, 1, 1) stride (2, 1, 1). Each strided layer's outputs are copied into its own buffer
   // before the next layer runs (the engine reuses its output buffers).
   const ConvSpec subm = conv({3, 3, 3}, {1, 1, 1}, {1, 1, 1}, true);
-  const std::vector<ConvSpec> down = {conv({3, 3, 3}, {2, 2, 2}, {1, 1, 1}, false),
-                                      conv({3, 3, 3}, {2, 2, 2}, {1, 1, 1}, false),
-                                      conv({3, 3, 3}, {2, 2, 2}, {0, 1, 1}, false),
-                                      conv({3, 1, 1}, {2, 1, 1}, {0, 0, 0}, false)};
+  const std::vector<ConvSpec> down = {
+      conv({3, 3, 3}, {2, 2, 2}, {1, 1, 1}, false), conv({3, 3, 3}, {2, 2, 2}, {1, 1, 1}, false),
+      conv({3, 3, 3}, {2, 2, 2}, {0, 1, 1}, false), conv({3, 1, 1}, {2, 1, 1}, {0, 0, 0}, false)};
   std::vector<DeviceBuffer<std::int32_t>> level(down.size());
   long long pairs = 0, outputs = 0;
   const Timing t = time_runs(runs, [&] {

@@ -1,19 +1,28 @@
-// RulebookEngine, CUDA backend: the CPU oracle's steps as data-parallel passes, every order fixed by sorts
-// and scans (no atomic decides a position):
-//  1. insert the input keys into the hash table (one thread per row; duplicates and a full table flagged);
-//  2. regular conv only: per-input candidate counts, an exclusive scan, the candidate output keys, a radix
-//     sort and unique: the outputs in linear order;
-//  3. one thread per (offset, output) finds the input that output reads there -> map[K][N_out] (-1 = none);
-//  4. an exclusive scan of the map's hits gives every pair its slot: offset-major, output order inside.
-// Host round trips: the status flags and the candidate count (regular), the output count, the pair count.
+// RulebookEngine, CUDA backend: the CPU oracle's steps as data-parallel passes, every order fixed by a sort
+// or a stable selection (no atomic decides a position):
+//  1. insert the input keys into the hash table (one thread per row; rows outside the grid, duplicates and a
+//     full table flagged);
+//  2. regular conv only: one thread per (input, offset) inserts the output key it reaches into a key-only
+//     table and appends the new ones to a list (in atomic order), which a radix sort puts in linear order;
+//  3. one thread per (offset, output) finds the input that output reads there -> map[K][N_out] (-1 = none)
+//     and counts the hits per offset. Submanifold kernels are symmetric: offsets k < K / 2 are looked up and
+//     each hit (in j, out i) is also written as (in i, out j) at K - 1 - k; the centre is i -> i;
+//  4. a stable selection (CUB DeviceSelect) of the map's hits writes the pairs: offset-major, output order.
+// Host round trips: one at the end (counts, flags), plus one for the output count of a regular conv. The
+// pair buffers hold K x N_out slots, so nothing waits for the pair count.
 #include <cuda_runtime.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
+#include <thrust/iterator/transform_output_iterator.h>
+#include <thrust/iterator/zip_iterator.h>
+#include <thrust/tuple.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <cub/cub.cuh>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rulebook_impl.hpp"
@@ -28,6 +37,8 @@ namespace s3d::points::detail {
 namespace {
 
 constexpr int kThreads = 256;
+// Byte offsets in the header block of one build (see resident_with).
+constexpr std::size_t kHeaderOutputs = 8, kHeaderSelected = 16, kHeaderCounts = 24;
 
 unsigned blocks_for(long long n) {
   return static_cast<unsigned>(std::max<long long>(1, (n + kThreads - 1) / kThreads));
@@ -67,33 +78,21 @@ __global__ void find_keys_kernel(const Key* __restrict__ keys, long long n, Voxe
   if (r < n) rows[r] = table.find(keys[r]);
 }
 
-__global__ void count_candidates_kernel(const int4* __restrict__ coords, long long m, ConvGeometry g,
-                                        std::int32_t* counts) {
-  const long long r = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-  if (r > m) return;
-  if (r == m) {
-    counts[r] = 0;
-    return;
-  }
-  const int4 c = coords[r];
-  const std::int32_t in[3] = {c.y, c.z, c.w};
-  std::int32_t o[3];
-  std::int32_t n = 0;
-  for (int k = 0; k < g.kernel_volume; ++k) n += output_at(g, in, k, o) ? 1 : 0;
-  counts[r] = n;
-}
-
+/// Regular conv: one thread per (input, offset) inserts the output key it reaches; each key's first insert
+/// appends it to `unique` (atomic order: sorted afterwards).
 template <typename Key>
-__global__ void write_candidates_kernel(const int4* __restrict__ coords, long long m, ConvGeometry g,
-                                        const std::int32_t* __restrict__ starts, Key* candidates) {
-  const long long r = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-  if (r >= m) return;
-  const int4 c = coords[r];
+__global__ void insert_outputs_kernel(const int4* __restrict__ coords, long long m, ConvGeometry g,
+                                      VoxelHashView<Key> outputs, Key* unique, unsigned long long* unique_count,
+                                      unsigned* status) {
+  const long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (t >= m * g.kernel_volume) return;
+  const int k = static_cast<int>(t / m);
+  const int4 c = coords[t - k * m];
   const std::int32_t in[3] = {c.y, c.z, c.w};
   std::int32_t o[3];
-  std::int32_t slot = starts[r];
-  for (int k = 0; k < g.kernel_volume; ++k)
-    if (output_at(g, in, k, o)) candidates[slot++] = static_cast<Key>(linear_key(g.out_shape, c.x, o[0], o[1], o[2]));
+  if (!output_at(g, in, k, o)) return;
+  const Key key = static_cast<Key>(linear_key(g.out_shape, c.x, o[0], o[1], o[2]));
+  if (outputs.insert_new(key, status)) unique[atomicAdd(unique_count, 1ULL)] = key;
 }
 
 template <typename Key>
@@ -105,47 +104,59 @@ __global__ void decode_kernel(const Key* __restrict__ keys, long long n, ConvGeo
   coords[r] = make_int4(c[0], c[1], c[2], c[3]);
 }
 
-/// map[k * n_out + o] = the input row output o reads at offset k, or -1; map[K * n_out] = -1 (the scan's end).
-template <typename Key>
-__global__ void map_kernel(const int4* __restrict__ out_coords, long long n_out, ConvGeometry g,
-                           VoxelHashView<Key> table, std::int32_t* map) {
-  const long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-  const long long slots = n_out * g.kernel_volume;
-  if (t > slots) return;
-  if (t == slots) {
-    map[t] = -1;
-    return;
+/// Adds the warp's hits to counts[k] with one atomic per distinct k in the warp. Every lane of the warp calls.
+__device__ __forceinline__ void count_hits(int k, bool hit, std::int32_t* counts) {
+  const unsigned lanes = __ballot_sync(0xffffffffu, hit);
+  const unsigned same = __match_any_sync(0xffffffffu, k);
+  const unsigned lane = threadIdx.x % 32;
+  if (lane == static_cast<unsigned>(__ffs(same) - 1)) {
+    const int n = __popc(lanes & same);
+    if (n > 0) atomicAdd(counts + k, n);
   }
-  const int k = static_cast<int>(t / n_out);
-  const int4 o = out_coords[t - k * n_out];
-  const std::int32_t oc[3] = {o.y, o.z, o.w};
-  std::int32_t i[3];
+}
+
+/// map[k * n_out + o] = the input row output o reads at offset k (-1 = none); counts[k] += hits.
+/// `symmetric` (submanifold): only k < K / 2 is looked up; a hit also fills the mirrored entry, and the centre
+/// offset maps every row to itself (map must start at -1).
+template <typename Key, bool kSymmetric>
+__global__ void map_kernel(const int4* __restrict__ out_coords, long long n_out, ConvGeometry g,
+                           VoxelHashView<Key> table, std::int32_t* map, std::int32_t* counts) {
+  const long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  const int searched = kSymmetric ? g.kernel_volume / 2 + 1 : g.kernel_volume;
+  const bool active = t < n_out * searched;
+  const int k = active ? static_cast<int>(t / n_out) : 0;
   std::int32_t row = -1;
-  if (input_at(g, oc, k, i)) row = table.find(static_cast<Key>(linear_key(g.in_shape, o.x, i[0], i[1], i[2])));
-  map[t] = row;
+  long long o = 0;
+  if (active) {
+    o = t - k * n_out;
+    if (kSymmetric && k == g.kernel_volume / 2) {
+      row = static_cast<std::int32_t>(o);
+    } else {
+      const int4 oc = out_coords[o];
+      const std::int32_t at[3] = {oc.y, oc.z, oc.w};
+      std::int32_t i[3];
+      if (input_at(g, at, k, i)) row = table.find(static_cast<Key>(linear_key(g.in_shape, oc.x, i[0], i[1], i[2])));
+    }
+    if (!kSymmetric || row >= 0 || k == g.kernel_volume / 2) map[t] = row;
+    if (kSymmetric && row >= 0 && k != g.kernel_volume / 2)
+      map[static_cast<long long>(g.kernel_volume - 1 - k) * n_out + row] = static_cast<std::int32_t>(o);
+  }
+  count_hits(k, row >= 0, counts);
 }
 
 struct IsPair {
   const std::int32_t* map;
-  __host__ __device__ std::int32_t operator()(long long t) const { return map[t] >= 0 ? 1 : 0; }
+  __host__ __device__ bool operator()(long long t) const { return map[t] >= 0; }
 };
 
-__global__ void scatter_kernel(const std::int32_t* __restrict__ map, const std::int32_t* __restrict__ slot,
-                               long long n_out, long long slots, std::int32_t* in_index, std::int32_t* out_index) {
-  const long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-  if (t >= slots) return;
-  const std::int32_t row = map[t];
-  if (row < 0) return;
-  const std::int32_t p = slot[t];
-  in_index[p] = row;
-  out_index[p] = static_cast<std::int32_t>(t % n_out);
-}
-
-__global__ void offsets_kernel(const std::int32_t* __restrict__ slot, long long n_out, int kernel_volume,
-                               std::int64_t* offsets) {
-  const int k = blockIdx.x * blockDim.x + threadIdx.x;
-  if (k <= kernel_volume) offsets[k] = slot[k * n_out];
-}
+/// Slot t of the map as its pair (input row, output row).
+struct PairOfSlot {
+  const std::int32_t* map;
+  long long n_out;
+  __host__ __device__ thrust::tuple<std::int32_t, std::int32_t> operator()(long long t) const {
+    return thrust::make_tuple(map[t], static_cast<std::int32_t>(t % n_out));
+  }
+};
 
 class CudaRulebook final : public RulebookEngine::Impl {
  public:
@@ -226,106 +237,139 @@ class CudaRulebook final : public RulebookEngine::Impl {
     const std::uint64_t capacity = hash_capacity(m);
     table_keys_.resize(capacity * sizeof(Key), st);
     table_rows_.resize(capacity, st);
-    status_.resize(1, st);
+    // One small block the host reads back at the end: [status u32, pad, output count u64, pair count i64,
+    // counts i32[K]]; cleared with one memset, read with one copy.
+    const std::size_t header_bytes = kHeaderCounts + sizeof(std::int32_t) * static_cast<std::size_t>(g.kernel_volume);
+    header_.resize(header_bytes, st);
     S3D_CUDA_CHECK(cudaMemsetAsync(table_keys_.data(), 0xff, capacity * sizeof(Key), st));
-    S3D_CUDA_CHECK(cudaMemsetAsync(status_.data(), 0, sizeof(unsigned), st));
+    S3D_CUDA_CHECK(cudaMemsetAsync(header_.data(), 0, header_bytes, st));
+    unsigned* status = reinterpret_cast<unsigned*>(header_.data());
+    std::int32_t* counts_d = reinterpret_cast<std::int32_t*>(header_.data() + kHeaderCounts);
+    long long* selected = reinterpret_cast<long long*>(header_.data() + kHeaderSelected);
     const VoxelHashView<Key> table{reinterpret_cast<Key*>(table_keys_.data()), table_rows_.data(), capacity - 1};
     if (m > 0) {
-      insert_kernel<Key><<<blocks_for(m), kThreads, 0, st>>>(as_int4(coords), m, g, table, status_.data());
+      insert_kernel<Key><<<blocks_for(m), kThreads, 0, st>>>(as_int4(coords), m, g, table, status);
       S3D_CUDA_CHECK_LAUNCH();
     }
-    unsigned status = 0;
-    status_.copy_to_host_async(&status, 1, st);
     long long n_out = m;
     const int4* out_coords = as_int4(coords);
     if (!subm && m > 0) {
       const std::uint64_t out_cells =
           static_cast<std::uint64_t>(g.batch_size) * g.out_shape[0] * g.out_shape[1] * g.out_shape[2];
-      n_out = out_cells >= 0xffffffffULL ? candidates_to_outputs<unsigned long long>(coords, m, g, out_cells)
-                                         : candidates_to_outputs<unsigned int>(coords, m, g, out_cells);
+      n_out = out_cells >= 0xffffffffULL ? outputs_of<unsigned long long>(coords, m, g, out_cells)
+                                         : outputs_of<unsigned int>(coords, m, g, out_cells);
       out_coords = as_int4(out_coords_.data());
-    } else {
-      stream_.synchronize();
     }
-    if (status & (kCoordOutside | kHashDuplicate)) throw_bad_rows(coords, m, in);
-    if (status & kHashFull) throw_table_full(capacity);
-    if (static_cast<long long>(g.kernel_volume) * n_out >= INT32_MAX)
+    if (static_cast<long long>(g.kernel_volume) * n_out >= INT32_MAX) {
+      unsigned flags = 0;
+      S3D_CUDA_CHECK(cudaMemcpyAsync(&flags, status, sizeof flags, cudaMemcpyDeviceToHost, st));
+      stream_.synchronize();
+      raise(flags, coords, m, in, capacity);
       throw DataError("kernel volume x output voxels exceeds 2^31 - 1 rulebook slots");
+    }
 
     const long long slots = n_out * g.kernel_volume;
-    map_.resize(static_cast<std::size_t>(slots) + 1, st);
-    slot_.resize(static_cast<std::size_t>(slots) + 1, st);
-    offsets_.resize(static_cast<std::size_t>(g.kernel_volume) + 1, st);
-    map_kernel<Key><<<blocks_for(slots + 1), kThreads, 0, st>>>(out_coords, n_out, g, table, map_.data());
-    S3D_CUDA_CHECK_LAUNCH();
-    const auto hits = thrust::make_transform_iterator(thrust::counting_iterator<long long>(0), IsPair{map_.data()});
-    std::size_t scan_bytes = 0;
-    S3D_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, hits, slot_.data(), slots + 1, st));
-    scratch_.resize(std::max<std::size_t>(scan_bytes, 1), st);
-    S3D_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scratch_.data(), scan_bytes, hits, slot_.data(), slots + 1, st));
-    offsets_kernel<<<static_cast<unsigned>((g.kernel_volume + 1 + 127) / 128), 128, 0, st>>>(
-        slot_.data(), n_out, g.kernel_volume, offsets_.data());
-    S3D_CUDA_CHECK_LAUNCH();
+    const bool symmetric = subm && g.kernel_volume > 1;
+    map_.resize(static_cast<std::size_t>(std::max<long long>(slots, 1)), st);
+    in_index_.resize(static_cast<std::size_t>(std::max<long long>(slots, 1)), st);
+    out_index_.resize(static_cast<std::size_t>(std::max<long long>(slots, 1)), st);
+    if (slots > 0) {
+      if (symmetric) {
+        S3D_CUDA_CHECK(cudaMemsetAsync(map_.data(), 0xff, static_cast<std::size_t>(slots) * sizeof(std::int32_t), st));
+        map_kernel<Key, true><<<blocks_for(n_out * (g.kernel_volume / 2 + 1)), kThreads, 0, st>>>(
+            out_coords, n_out, g, table, map_.data(), counts_d);
+      } else {
+        map_kernel<Key, false>
+            <<<blocks_for(slots), kThreads, 0, st>>>(out_coords, n_out, g, table, map_.data(), counts_d);
+      }
+      S3D_CUDA_CHECK_LAUNCH();
+      const auto pairs_out = thrust::make_transform_output_iterator(
+          thrust::make_zip_iterator(thrust::make_tuple(in_index_.data(), out_index_.data())),
+          PairOfSlot{map_.data(), n_out});
+      const thrust::counting_iterator<long long> slot(0);
+      std::size_t bytes = 0;
+      S3D_CUDA_CHECK(cub::DeviceSelect::If(nullptr, bytes, slot, pairs_out, selected, slots, IsPair{map_.data()}, st));
+      scratch_.resize(std::max<std::size_t>(bytes, 1), st);
+      S3D_CUDA_CHECK(
+          cub::DeviceSelect::If(scratch_.data(), bytes, slot, pairs_out, selected, slots, IsPair{map_.data()}, st));
+    }
+    host_header_.resize(header_bytes);
+    S3D_CUDA_CHECK(cudaMemcpyAsync(host_header_.data(), header_.data(), header_bytes, cudaMemcpyDeviceToHost, st));
+    stream_.synchronize();
+    unsigned flags = 0;
+    long long pairs = 0;
+    std::vector<std::int32_t> counts(static_cast<std::size_t>(g.kernel_volume));
+    std::memcpy(&flags, host_header_.data(), sizeof flags);
+    std::memcpy(&pairs, host_header_.data() + kHeaderSelected, sizeof pairs);
+    std::memcpy(counts.data(), host_header_.data() + kHeaderCounts, counts.size() * sizeof(std::int32_t));
+    raise(flags, coords, m, in, capacity);
+
     DeviceRulebook rb;
     rb.kernel_volume = g.kernel_volume;
     rb.inputs = m;
     rb.outputs = n_out;
     for (int a = 0; a < 3; ++a) rb.out_shape[a] = static_cast<std::int32_t>(g.out_shape[a]);
-    rb.offsets.resize(static_cast<std::size_t>(g.kernel_volume) + 1);
-    offsets_.copy_to_host_async(rb.offsets.data(), rb.offsets.size(), st);
-    stream_.synchronize();
-    const long long pairs = rb.offsets.back();
-    in_index_.resize(static_cast<std::size_t>(std::max<long long>(pairs, 1)), st);
-    out_index_.resize(static_cast<std::size_t>(std::max<long long>(pairs, 1)), st);
-    if (slots > 0) {
-      scatter_kernel<<<blocks_for(slots), kThreads, 0, st>>>(map_.data(), slot_.data(), n_out, slots, in_index_.data(),
-                                                             out_index_.data());
-      S3D_CUDA_CHECK_LAUNCH();
-    }
-    stream_.synchronize();
+    if (symmetric)
+      for (int k = 0; k < g.kernel_volume / 2; ++k)
+        counts[static_cast<std::size_t>(g.kernel_volume - 1 - k)] = counts[k];
+    rb.offsets.assign(static_cast<std::size_t>(g.kernel_volume) + 1, 0);
+    for (std::size_t k = 0; k < counts.size(); ++k) rb.offsets[k + 1] = rb.offsets[k] + counts[k];
+    if (rb.offsets.back() != pairs)
+      throw CudaError("rulebook: " + std::to_string(pairs) + " pairs selected but the offsets count " +
+                      std::to_string(rb.offsets.back()));
     rb.out_coords = reinterpret_cast<const std::int32_t*>(out_coords);
     rb.in_index = in_index_.data();
     rb.out_index = out_index_.data();
     return rb;
   }
 
-  /// Regular conv: the sorted unique output keys, decoded into out_coords_. Returns their count (synchronizes).
+  /// Turns the insert flags into errors.
+  void raise(unsigned flags, const std::int32_t* coords, long long m, const SparseCoords& in, std::uint64_t capacity) {
+    if (flags & (kCoordOutside | kHashDuplicate)) throw_bad_rows(coords, m, in);
+    if (flags & kHashFull) throw_table_full(capacity);
+  }
+
+  /// Regular conv: the output keys in a key-only table, their list sorted and decoded into out_coords_.
+  /// Returns the output count (synchronizes).
   template <typename OutKey>
-  long long candidates_to_outputs(const std::int32_t* coords, long long m, const ConvGeometry& g,
-                                  std::uint64_t out_cells) {
+  long long outputs_of(const std::int32_t* coords, long long m, const ConvGeometry& g, std::uint64_t out_cells) {
     cudaStream_t st = stream_.get();
-    counts_.resize(static_cast<std::size_t>(m) + 1, st);
-    starts_.resize(static_cast<std::size_t>(m) + 1, st);
-    count_candidates_kernel<<<blocks_for(m + 1), kThreads, 0, st>>>(as_int4(coords), m, g, counts_.data());
+    // Outputs one input can reach: per axis, the taps t with t * d = i + p (mod s) are s / gcd(s, d) apart.
+    std::uint64_t reach = 1;
+    for (int a = 0; a < 3; ++a) {
+      int x = g.stride[a], y = g.dilation[a];  // gcd(s, d)
+      while (y != 0) {
+        x %= y;
+        std::swap(x, y);
+      }
+      const int apart = g.stride[a] / x;
+      reach *= static_cast<std::uint64_t>((g.kernel[a] + apart - 1) / apart);
+    }
+    const std::uint64_t most = std::min<std::uint64_t>(static_cast<std::uint64_t>(m) * reach, out_cells);
+    const std::uint64_t capacity = hash_capacity(static_cast<std::int64_t>(most));
+    out_keys_.resize(capacity * sizeof(OutKey), st);
+    candidates_.resize(2 * most * sizeof(OutKey), st);
+    S3D_CUDA_CHECK(cudaMemsetAsync(out_keys_.data(), 0xff, capacity * sizeof(OutKey), st));
+    const VoxelHashView<OutKey> outputs{reinterpret_cast<OutKey*>(out_keys_.data()), nullptr, capacity - 1};
+    OutKey* unique = reinterpret_cast<OutKey*>(candidates_.data());
+    unsigned long long* count = reinterpret_cast<unsigned long long*>(header_.data() + kHeaderOutputs);
+    insert_outputs_kernel<OutKey><<<blocks_for(m * g.kernel_volume), kThreads, 0, st>>>(
+        as_int4(coords), m, g, outputs, unique, count, reinterpret_cast<unsigned*>(header_.data()));
     S3D_CUDA_CHECK_LAUNCH();
-    std::size_t bytes = 0;
-    S3D_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, counts_.data(), starts_.data(), m + 1, st));
-    scratch_.resize(std::max<std::size_t>(bytes, 1), st);
-    S3D_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scratch_.data(), bytes, counts_.data(), starts_.data(), m + 1, st));
-    std::int32_t total = 0;
-    S3D_CUDA_CHECK(cudaMemcpyAsync(&total, starts_.data() + m, sizeof total, cudaMemcpyDeviceToHost, st));
+    unsigned long long n_out = 0;
+    S3D_CUDA_CHECK(cudaMemcpyAsync(&n_out, count, sizeof n_out, cudaMemcpyDeviceToHost, st));
     stream_.synchronize();
-    if (total == 0) return 0;
-    candidates_.resize(2 * static_cast<std::size_t>(total) * sizeof(OutKey), st);
-    OutKey* keys = reinterpret_cast<OutKey*>(candidates_.data());
-    write_candidates_kernel<OutKey><<<blocks_for(m), kThreads, 0, st>>>(as_int4(coords), m, g, starts_.data(), keys);
-    S3D_CUDA_CHECK_LAUNCH();
+    if (n_out == 0) return 0;
+    const long long n = static_cast<long long>(n_out);
     const int end_bit = bits_for(out_cells - 1);
-    S3D_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, bytes, keys, keys + total, total, 0, end_bit, st));
-    std::size_t unique_bytes = 0;
-    selected_.resize(1, st);
-    S3D_CUDA_CHECK(cub::DeviceSelect::Unique(nullptr, unique_bytes, keys + total, keys, selected_.data(), total, st));
-    scratch_.resize(std::max<std::size_t>(std::max(bytes, unique_bytes), 1), st);
-    S3D_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(scratch_.data(), bytes, keys, keys + total, total, 0, end_bit, st));
-    S3D_CUDA_CHECK(
-        cub::DeviceSelect::Unique(scratch_.data(), unique_bytes, keys + total, keys, selected_.data(), total, st));
-    long long n_out = 0;
-    S3D_CUDA_CHECK(cudaMemcpyAsync(&n_out, selected_.data(), sizeof n_out, cudaMemcpyDeviceToHost, st));
-    stream_.synchronize();
-    out_coords_.resize(static_cast<std::size_t>(std::max<long long>(n_out, 1)) * 4, st);
-    decode_kernel<OutKey><<<blocks_for(n_out), kThreads, 0, st>>>(keys, n_out, g, as_int4(out_coords_.data()));
+    std::size_t bytes = 0;
+    S3D_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, bytes, unique, unique + most, n, 0, end_bit, st));
+    scratch_.resize(std::max<std::size_t>(bytes, 1), st);
+    S3D_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(scratch_.data(), bytes, unique, unique + most, n, 0, end_bit, st));
+    out_coords_.resize(static_cast<std::size_t>(n) * 4, st);
+    decode_kernel<OutKey><<<blocks_for(n), kThreads, 0, st>>>(unique + most, n, g, as_int4(out_coords_.data()));
     S3D_CUDA_CHECK_LAUNCH();
-    return n_out;
+    return n;
   }
 
   template <typename Key>
@@ -368,11 +412,10 @@ class CudaRulebook final : public RulebookEngine::Impl {
 
   Stream stream_;
   DeviceBuffer<std::int32_t> coords_, out_coords_;
-  DeviceBuffer<unsigned char> table_keys_, candidates_, scratch_;
-  DeviceBuffer<std::int32_t> table_rows_, counts_, starts_, map_, slot_, in_index_, out_index_;
+  DeviceBuffer<unsigned char> table_keys_, out_keys_, candidates_, scratch_, header_;
+  DeviceBuffer<std::int32_t> table_rows_, map_, in_index_, out_index_;
   DeviceBuffer<unsigned> status_;
-  DeviceBuffer<long long> selected_;
-  DeviceBuffer<std::int64_t> offsets_;
+  std::vector<unsigned char> host_header_;
 };
 
 }  // namespace

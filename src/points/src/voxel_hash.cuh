@@ -42,6 +42,19 @@ struct VoxelHashView {
     atomicOr(status, kHashFull);
   }
 
+  /// Inserts `key` alone (a key set; `rows` unused); true for the one call that added it. Sets kHashFull when
+  /// no slot is left.
+  __device__ bool insert_new(Key key, unsigned* status) const {
+    std::uint64_t s = home(key);
+    for (std::uint64_t probes = 0; probes <= mask; ++probes, s = (s + 1) & mask) {
+      const Key prev = atomicCAS(keys + s, kEmpty, key);
+      if (prev == kEmpty) return true;
+      if (prev == key) return false;
+    }
+    atomicOr(status, kHashFull);
+    return false;
+  }
+
   /// The row of `key`, -1 when absent. Reads happen in a later kernel than the inserts.
   __device__ __forceinline__ std::int32_t find(Key key) const {
     std::uint64_t s = home(key);
