@@ -39,8 +39,8 @@ struct ConvSpec {
 /// Active voxels: M rows of (batch, z, y, x) in a grid of `shape` (z, y, x).
 struct SparseCoords {
   std::array<std::int32_t, 3> shape{};
-  int batch_size = 1;                  ///< batch ids lie in [0, batch_size)
-  std::vector<std::int32_t> coords;    ///< [M, 4]
+  int batch_size = 1;                ///< batch ids lie in [0, batch_size)
+  std::vector<std::int32_t> coords;  ///< [M, 4]
   std::int64_t count() const { return static_cast<std::int64_t>(coords.size() / 4); }
 };
 
@@ -48,11 +48,11 @@ struct SparseCoords {
 struct Rulebook {
   int kernel_volume = 0;
   std::int64_t inputs = 0;
-  SparseCoords out;                      ///< output coordinates and shape
-  std::vector<std::int32_t> counts;      ///< [K] pairs per offset
-  std::vector<std::int64_t> offsets;     ///< [K + 1] start of each offset's pairs (CSR)
-  std::vector<std::int32_t> in_index;    ///< [P] input row of each pair
-  std::vector<std::int32_t> out_index;   ///< [P] output row of each pair
+  SparseCoords out;                     ///< output coordinates and shape
+  std::vector<std::int32_t> counts;     ///< [K] pairs per offset
+  std::vector<std::int64_t> offsets;    ///< [K + 1] start of each offset's pairs (CSR)
+  std::vector<std::int32_t> in_index;   ///< [P] input row of each pair
+  std::vector<std::int32_t> out_index;  ///< [P] output row of each pair
   std::int64_t pairs() const { return static_cast<std::int64_t>(in_index.size()); }
   /// spconv's `indice_pairs` [2, K, n_max] (row 0 inputs, row 1 outputs), -1 padded; n_max >= max(counts)
   /// (spconv uses the layer's input count). @throws InvalidArgument when n_max < max(counts).

@@ -43,11 +43,11 @@ struct VoxelizeParams {
 
 /// The occupied voxels of one cloud (batch 0), or of several when batch ids are given.
 struct Voxels {
-  std::int64_t count = 0;              ///< M voxels kept
-  std::array<std::int64_t, 3> shape{};  ///< grid cells along z, y, x
-  std::array<double, 3> origin{};      ///< world position (x, y, z) of cell (0, 0, 0)'s corner
-  std::vector<std::int32_t> coords;    ///< [M, 4] (batch, z, y, x), sorted by linear index
-  std::vector<std::int32_t> point_voxel;  ///< [N] voxel of each input point, -1 when the point was dropped
+  std::int64_t count = 0;                      ///< M voxels kept
+  std::array<std::int64_t, 3> shape{};         ///< grid cells along z, y, x
+  std::array<double, 3> origin{};              ///< world position (x, y, z) of cell (0, 0, 0)'s corner
+  std::vector<std::int32_t> coords;            ///< [M, 4] (batch, z, y, x), sorted by linear index
+  std::vector<std::int32_t> point_voxel;       ///< [N] voxel of each input point, -1 when the point was dropped
   std::vector<std::int32_t> points_per_voxel;  ///< [M] points aggregated (after max_points_per_voxel)
   std::vector<std::int32_t> representative;    ///< [M] first / nearest-to-centre point (kMean: the first)
   std::vector<float> xyz;                      ///< [M, 3] aggregated coordinates
