@@ -1,4 +1,4 @@
-// pc-sample: farthest point sampling, ball query, kNN and three-NN interpolation of point-cloud files
+// pc-sample: farthest point sampling, ball query, kNN, three-NN interpolation and voxel grids of point-cloud files
 // (docs/PC-SAMPLE.md). Option parsing per subcommand and one handler: the frame's workers read each cloud
 // and put it in local coordinates (pc_sample/job), the handler runs the run's one engine (s3d::points, on
 // the chosen device) in input order, and the workers write the sampled cloud, indices or arrays
@@ -51,7 +51,8 @@ void add_neighbour_outputs(CLI::App& sub, std::string& queries, std::string& emi
 
 int main(int argc, char** argv) {
   s3d::cli::Tool tool("pc-sample",
-                      "Exact farthest point sampling, ball query, kNN and three-NN interpolation of point clouds "
+                      "Exact farthest point sampling, ball query, kNN, three-NN interpolation and voxel-grid "
+                      "downsampling of point clouds "
                       "(PLY, PCD, KITTI .bin, .npy), on GPU or CPU",
                       s3d::cli::ItemSpec{1, {"input"}});
   s3d::pc_sample::Flags f;
@@ -125,6 +126,34 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"cloud", "weights"}));
 
+  CLI::App* voxel = app.add_subcommand(
+      "voxel", "voxel-grid downsampling / voxelisation: one point per occupied voxel, every attribute aggregated");
+  voxel->add_option("--voxel-size", f.voxel_size, "voxel edge V, or X,Y,Z per axis (> 0, file units)")
+      ->type_name("V|X,Y,Z");
+  voxel
+      ->add_option("--origin", f.voxel_origin,
+                   "world: cells at floor(p / v) as PCL VoxelGrid; min-bound: at the cloud's min - v/2 as Open3D "
+                   "voxel_down_sample; range: at --range's min, points outside dropped (spconv)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"world", "min-bound", "range"}));
+  voxel->add_option("--range", f.voxel_range, "with --origin range: the box [x0,x1) x [y0,y1) x [z0,z1)")
+      ->type_name("x0,y0,z0,x1,y1,z1");
+  voxel->add_option("--max-points-per-voxel", f.max_points_per_voxel, "keep the first N points of a voxel (0 = all)")
+      ->capture_default_str();
+  voxel->add_option("--max-voxels", f.max_voxels, "keep the first N voxels by their first point (0 = all)")
+      ->capture_default_str();
+  voxel->add_option("--min-points", f.min_points, "drop voxels with fewer points (PCL's minimum points per voxel)")
+      ->capture_default_str();
+  voxel->add_option("--aggregate", f.voxel_aggregate, "mean, first (point), or nearest (to the voxel centre)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"mean", "first", "nearest"}));
+  voxel
+      ->add_option("--emit", f.voxel_emit,
+                   "cloud: one point per voxel, in sorted (z, y, x) order; voxels: -o NAME.npy the [M,4] int32 "
+                   "(batch, z, y, x), NAME.features.npy float32 [M, 3 + C], NAME.point_voxel.npy int32 [N]")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cloud", "voxels"}));
+
   tool.add_example("pc-sample fps -n 4096 scan.ply -o scan_4096.ply",
                    "4096 farthest points, every attribute kept, in selection order");
   tool.add_example("pc-sample knn -k 16 --exclude-self 000000.bin -o nbr.npy",
@@ -134,13 +163,17 @@ int main(int argc, char** argv) {
   tool.add_example("pc-sample interp dense.ply --from sampled.ply -o labelled.ply",
                    "spread the sampled cloud's attributes back to every point (pointnet2 three_interpolate)");
 
+  tool.add_example("pc-sample voxel --voxel-size 0.1 000000.bin -o down.ply",
+                   "voxel-grid downsampling as PCL's VoxelGrid (centroids; every attribute averaged)");
+
   s3d::pc_sample::Run run;
   tool.expand_arguments(folder_items);
   tool.on_start([&](const s3d::Device& device) {
-    const Mode mode = fps->parsed()    ? Mode::kFps
-                      : ball->parsed() ? Mode::kBall
-                      : knn->parsed()  ? Mode::kKnn
-                                       : Mode::kInterp;
+    const Mode mode = fps->parsed()     ? Mode::kFps
+                      : ball->parsed()  ? Mode::kBall
+                      : knn->parsed()   ? Mode::kKnn
+                      : voxel->parsed() ? Mode::kVoxel
+                                        : Mode::kInterp;
     run.plan = s3d::pc_sample::make_plan(mode, f);
     tool.handle_groups_of(static_cast<std::size_t>(run.plan.batch));
     const auto& s = tool.settings();

@@ -39,9 +39,11 @@ data="${S3D_DATA_DIR:-$root/../shared/data}"
 if [ -d "$data" ]; then
   # Only what the GPU tests read (detections); the stereo scenes travel as PGM copies below.
   mkdir -p "$out/data" && cp -r "$data/detections" "$out/data/"
-  # test_points reads two real scans (9 MB); the other clouds stay here.
-  mkdir -p "$out/data/pointclouds/kitti_velodyne" "$out/data/pointclouds/aerial_vol_total"
+  # test_points reads three real scans (12 MB); the other clouds stay here.
+  mkdir -p "$out/data/pointclouds/kitti_velodyne" "$out/data/pointclouds/aerial_vol_total" \
+    "$out/data/pointclouds/stanford_bunny"
   cp "$data/pointclouds/kitti_velodyne/000000.bin" "$out/data/pointclouds/kitti_velodyne/"
+  cp "$data/pointclouds/stanford_bunny/bun_zipper.ply" "$out/data/pointclouds/stanford_bunny/"
   cp "$data/pointclouds/aerial_vol_total/vol_total_498868.ply" "$out/data/pointclouds/aerial_vol_total/"
   # The fusion suites read the 7-Scenes depth frames and poses (28 MB; no colour).
   kitchen=rgbd/7scenes_redkitchen_f000-299

@@ -31,6 +31,8 @@ void prepare_run(Run& run, const Device& device) {
   const Plan& p = run.plan;
   if (p.mode == Mode::kFps)
     run.fps = std::make_unique<points::FpsEngine>(device);
+  else if (p.mode == Mode::kVoxel)
+    run.voxels = std::make_unique<points::VoxelEngine>(device);
   else
     run.neighbors = std::make_unique<points::NeighborEngine>(device);
   const std::string& other = p.mode == Mode::kInterp ? p.from : p.queries;
@@ -55,7 +57,8 @@ Job load_job(const cli::Item& item, cli::ItemContext& ctx, const Run& run) {
   job.in = read_input_cloud(path, input == "-" ? "<stdin>" : input, run.plan.input_format, run.plan.drop_invalid);
   // The local origin is the input's bounding-box centre; the second cloud uses the same one, so both share
   // one frame.
-  job.origin = bbox_centre(job.in.cloud);
+  // Voxel grids are anchored in the file's frame (world, range) and would move with a local origin.
+  if (run.plan.mode != Mode::kVoxel) job.origin = bbox_centre(job.in.cloud);
   job.local = local_positions(job.in.cloud, job.origin);
   if (run.other) job.other_local = local_positions(run.other->cloud, job.origin);
   job.seconds_read = seconds_since(t0);
@@ -176,6 +179,9 @@ Result compute(const cli::Item& item, Run& run, Job job) {
     }
     case Mode::kInterp:
       r.weights = run.neighbors->three_nn(view_of(job.other_local), view_of(job.local));
+      break;
+    case Mode::kVoxel:
+      r.voxels = run.voxels->voxelize(view_of(job.local), nullptr, p.voxel);
       break;
   }
   r.seconds_compute = seconds_since(t0);

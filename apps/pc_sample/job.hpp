@@ -16,6 +16,7 @@
 #include "s3d/cli/tool.hpp"
 #include "s3d/points/fps.hpp"
 #include "s3d/points/neighbors.hpp"
+#include "s3d/points/voxels.hpp"
 
 namespace s3d::pc_sample {
 
@@ -33,6 +34,7 @@ struct Run {
   Plan plan;
   std::unique_ptr<points::FpsEngine> fps;
   std::unique_ptr<points::NeighborEngine> neighbors;
+  std::unique_ptr<points::VoxelEngine> voxels;
   std::optional<InputCloud> other;
   std::vector<std::string> interp_columns;  ///< interp: the sparse columns interpolated (explicit list only)
   /// fps --batch: selections computed with an earlier item's launch, by item index, until their handle.
@@ -43,7 +45,7 @@ struct Run {
 struct Job {
   InputCloud in;
   std::array<double, 3> origin{};
-  std::vector<float> local;        ///< the input's positions relative to `origin`
+  std::vector<float> local;        ///< the input's positions relative to `origin` (voxel: origin 0, the file's)
   std::vector<float> other_local;  ///< the queries / sparse cloud relative to the same origin
   std::vector<std::string> outputs;
   double seconds_read = 0.0;
@@ -56,6 +58,7 @@ struct Result {
   std::int64_t start = 0;               ///< fps: the first index (a row of job.in.cloud)
   points::Neighbors neighbors;
   points::Interpolation weights;
+  points::Voxels voxels;
   double seconds_compute = 0.0;
   int batch = 1;  ///< fps: clouds in the launch that computed this one
 };

@@ -37,6 +37,26 @@ ArrayEmit parse_arrays(const std::string& text) {
   return e;
 }
 
+/// --voxel-size V or X,Y,Z; --range x0,y0,z0,x1,y1,z1: `count` finite numbers (or one, for `count` 3).
+std::vector<float> parse_floats(const std::string& flag, const std::string& text, std::size_t count) {
+  std::vector<float> out;
+  for (const auto& item : split_list(text)) {
+    std::size_t used = 0;
+    float v = 0.f;
+    try {
+      v = std::stof(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    S3D_EXPECTS(used == item.size() && std::isfinite(v), flag + ": '" + item + "' is not a finite number");
+    out.push_back(v);
+  }
+  if (count == 3 && out.size() == 1) out.assign(3, out[0]);
+  S3D_EXPECTS(out.size() == count,
+              flag + ": expected " + std::string(count == 3 ? "V or X,Y,Z" : "6 numbers") + ", got '" + text + "'");
+  return out;
+}
+
 /// The extension an input's cloud output gets when only --output-dir names it.
 std::string cloud_extension(const std::string& input, const Plan& plan) {
   if (plan.input_format != io::CloudFormat::kAuto) return std::string(".") + io::to_string(plan.input_format);
@@ -114,6 +134,42 @@ Plan make_plan(Mode mode, const Flags& f) {
       p.emit_weights = f.interp_emit == "weights";
       p.drop_faces = f.interp_drop_faces;
       break;
+    case Mode::kVoxel: {
+      S3D_EXPECTS(!f.voxel_size.empty(), "voxel: --voxel-size V (or X,Y,Z) is required");
+      const std::vector<float> size = parse_floats("--voxel-size", f.voxel_size, 3);
+      for (float v : size) S3D_EXPECTS(v > 0.f, "--voxel-size must be > 0, got '" + f.voxel_size + "'");
+      p.voxel.voxel_size = {size[0], size[1], size[2]};
+      if (f.voxel_origin == "world")
+        p.voxel.origin = points::VoxelOrigin::kWorld;
+      else if (f.voxel_origin == "min-bound")
+        p.voxel.origin = points::VoxelOrigin::kMinBound;
+      else if (f.voxel_origin == "range")
+        p.voxel.origin = points::VoxelOrigin::kRange;
+      else
+        throw InvalidArgument("--origin: expected world, min-bound or range, got '" + f.voxel_origin + "'");
+      S3D_EXPECTS((p.voxel.origin == points::VoxelOrigin::kRange) == !f.voxel_range.empty(),
+                  "--range x0,y0,z0,x1,y1,z1 goes with --origin range (and --origin range needs it)");
+      if (!f.voxel_range.empty()) {
+        const std::vector<float> r = parse_floats("--range", f.voxel_range, 6);
+        std::copy(r.begin(), r.end(), p.voxel.range.begin());
+      }
+      p.voxel.max_points_per_voxel = f.max_points_per_voxel;
+      p.voxel.max_voxels = f.max_voxels;
+      p.voxel.min_points_per_voxel = f.min_points;
+      if (f.voxel_aggregate == "mean")
+        p.voxel.aggregate = points::VoxelAggregate::kMean;
+      else if (f.voxel_aggregate == "first")
+        p.voxel.aggregate = points::VoxelAggregate::kFirst;
+      else if (f.voxel_aggregate == "nearest")
+        p.voxel.aggregate = points::VoxelAggregate::kNearestCenter;
+      else
+        throw InvalidArgument("--aggregate: expected mean, first or nearest, got '" + f.voxel_aggregate + "'");
+      p.voxel.validate();
+      S3D_EXPECTS(f.voxel_emit == "cloud" || f.voxel_emit == "voxels",
+                  "--emit: expected cloud or voxels, got '" + f.voxel_emit + "'");
+      p.emit_voxels = f.voxel_emit == "voxels";
+      break;
+    }
   }
   return p;
 }
@@ -136,6 +192,13 @@ std::vector<std::string> planned_outputs(const cli::Item& item, cli::ItemContext
       if (main.empty()) return {main};
       S3D_EXPECTS(main != "-", "--emit weights writes two arrays: give -o NAME.npy, not -o -");
       return {main, derived_npy(main, "weights")};
+    }
+    case Mode::kVoxel: {
+      if (!plan.emit_voxels) return {ctx.output_path(0, cloud_extension(input, plan))};
+      const std::string main = ctx.output_path(0, ".voxels.npy");
+      if (main.empty()) return {main};
+      S3D_EXPECTS(main != "-", "--emit voxels writes three arrays: give -o NAME.npy, not -o -");
+      return {main, derived_npy(main, "features"), derived_npy(main, "point_voxel")};
     }
     case Mode::kBall:
     case Mode::kKnn: {

@@ -8,10 +8,11 @@
 #include "s3d/cli/tool.hpp"
 #include "s3d/io/point_cloud_io.hpp"
 #include "s3d/points/neighbors.hpp"
+#include "s3d/points/voxels.hpp"
 
 namespace s3d::pc_sample {
 
-enum class Mode { kFps, kBall, kKnn, kInterp };
+enum class Mode { kFps, kBall, kKnn, kInterp, kVoxel };
 
 /// The flags as given (each subcommand binds its own).
 struct Flags {
@@ -46,6 +47,15 @@ struct Flags {
   std::string attributes;  // comma list, empty = default choice
   bool interp_drop_faces = false;
   std::string interp_emit = "cloud";
+  // voxel
+  std::string voxel_size;  // V or X,Y,Z
+  std::string voxel_origin = "world";
+  std::string voxel_range;  // x0,y0,z0,x1,y1,z1
+  int max_points_per_voxel = 0;
+  std::int64_t max_voxels = 0;
+  int min_points = 1;
+  std::string voxel_aggregate = "mean";
+  std::string voxel_emit = "cloud";
 };
 
 /// The neighbour arrays ball/knn write.
@@ -78,13 +88,17 @@ struct Plan {
   std::vector<std::string> attributes;  // empty = every numeric sparse column the dense cloud lacks
   bool emit_weights = false;
   bool drop_faces = false;
+  // voxel
+  points::VoxelizeParams voxel;
+  bool emit_voxels = false;  // coordinates, features and the point -> voxel map instead of the cloud
 };
 
 /// @throws InvalidArgument naming the flag (exit 2).
 Plan make_plan(Mode mode, const Flags& f);
 
 /// The output paths of one item, the main one first (the one `-o` names); derived names follow the
-/// main path: `OUT.npy` -> `OUT.dist.npy`, `OUT.counts.npy` (ball, knn), `OUT.weights.npy` (interp weights).
+/// main path: `OUT.npy` -> `OUT.dist.npy`, `OUT.counts.npy` (ball, knn), `OUT.weights.npy` (interp weights),
+/// `OUT.features.npy`, `OUT.point_voxel.npy` (voxel --emit voxels).
 /// Only the arrays asked for are listed (indices at the main path).
 std::vector<std::string> planned_outputs(const cli::Item& item, cli::ItemContext& ctx, const Plan& plan);
 

@@ -45,6 +45,44 @@ void interpolate_column(PointCloud& dense, const AttributeColumn& src, const poi
     }
 }
 
+/// A fixed (non-list) column's values as doubles, [N, components].
+std::vector<double> column_values(const AttributeColumn& c, std::size_t n) {
+  std::vector<double> values(n * static_cast<std::size_t>(c.components));
+  for (std::size_t i = 0; i < n; ++i)
+    for (int k = 0; k < c.components; ++k) values[i * c.components + k] = c.value(i, k);
+  return values;
+}
+
+/// The voxelised cloud: one point per voxel, its representative's row with every fixed column aggregated as
+/// the positions are (mean: the fp64 mean of the kept points, integers rounded to the nearest; first and
+/// nearest: the representative's values). Lists and the other elements cannot be averaged: lists are the
+/// representative's, elements are dropped (counted in the record).
+PointCloud voxel_cloud(const PointCloud& in, const points::Voxels& v, points::VoxelAggregate aggregate,
+                       RowStats& stats) {
+  const std::vector<std::int64_t> rows(v.representative.begin(), v.representative.end());
+  PointCloud out = take_rows(in, rows, true, stats);
+  if (aggregate != points::VoxelAggregate::kMean) return out;
+  std::copy(v.xyz.begin(), v.xyz.end(), out.xyz.begin());
+  for (const AttributeColumn& src : in.attributes) {
+    if (src.is_list) continue;
+    const std::vector<double> values = column_values(src, in.size());
+    const std::vector<double> mean = points::aggregate_attribute(v, aggregate, values.data(), src.components);
+    AttributeColumn& dst = *out.find(src.name);
+    const bool integer = !is_floating(dst.type);
+    for (std::size_t j = 0; j < out.size(); ++j)
+      for (int k = 0; k < src.components; ++k) {
+        const double m = mean[j * src.components + k];
+        dst.set_value(j, k, integer ? std::nearbyint(m) : m);
+      }
+    // Coordinates stored as another type than float32 (double): the positions follow their mean, so that the
+    // writer keeps the doubles.
+    for (int a = 0; a < 3; ++a)
+      if (src.name == std::string(1, "xyz"[a]))
+        for (std::size_t j = 0; j < out.size(); ++j) out.xyz[3 * j + a] = static_cast<float>(mean[j]);
+  }
+  return out;
+}
+
 nlohmann::json elements_json(const RowStats& stats) {
   nlohmann::json j = nlohmann::json::object();
   if (stats.faces_dropped) j["faces_dropped"] = stats.faces_dropped;
@@ -102,6 +140,60 @@ nlohmann::json write_result(cli::ItemContext& ctx, const cli::CommonSettings& se
       if (p.arrays.distances) blobs.push_back(npy_bytes(nb.distances.data(), "<f4", shape));
       if (p.arrays.counts) blobs.push_back(npy_bytes(nb.counts.data(), "<i4", {nb.queries}));
       for (std::size_t i = 0; i < blobs.size(); ++i) write_bytes(ctx, job.outputs[i], blobs[i]);
+      break;
+    }
+    case Mode::kVoxel: {
+      const points::Voxels& v = r.voxels;
+      std::int64_t kept = 0;
+      for (std::int32_t c : v.points_per_voxel) kept += c;
+      rec["voxels"] = v.count;
+      rec["points_kept"] = kept;
+      rec["dropped_out_of_range"] = v.dropped_out_of_range;
+      rec["dropped_over_max_points"] = v.dropped_over_max_points;
+      rec["dropped_over_max_voxels"] = v.dropped_over_max_voxels;
+      rec["shape"] = v.shape;
+      rec["grid_origin"] = v.origin;
+      rec["device"] = run.voxels->device().to_string();
+      if (!p.emit_voxels) {
+        RowStats stats;
+        const PointCloud out = voxel_cloud(in.cloud, v, p.voxel.aggregate, stats);
+        write_cloud(ctx, main, fmt.empty() ? in.cloud.meta.format : fmt, out);
+        rec.update(elements_json(stats));
+        break;
+      }
+      // features: the aggregated xyz, then every fixed non-coordinate column's components, as float32.
+      std::vector<std::vector<double>> columns;
+      std::vector<std::string> names{"x", "y", "z"};
+      for (const AttributeColumn& c : in.cloud.attributes) {
+        if (c.is_list || c.name == "x" || c.name == "y" || c.name == "z") continue;
+        const std::vector<double> values = column_values(c, in.cloud.size());
+        columns.push_back(points::aggregate_attribute(v, p.voxel.aggregate, values.data(), c.components));
+        for (int k = 0; k < c.components; ++k)
+          names.push_back(c.components == 1 ? c.name : c.name + "[" + std::to_string(k) + "]");
+      }
+      const std::size_t width = names.size(), m = static_cast<std::size_t>(v.count);
+      std::vector<float> features(m * width);
+      for (std::size_t j = 0; j < m; ++j) {
+        std::size_t at = j * width;
+        for (int a = 0; a < 3; ++a) features[at++] = v.xyz[3 * j + a];
+        for (const auto& col : columns) {
+          const std::size_t comps = col.size() / std::max<std::size_t>(m, 1);
+          for (std::size_t k = 0; k < comps; ++k) features[at++] = static_cast<float>(col[j * comps + k]);
+        }
+      }
+      // The map names rows of the input file (--drop-invalid rows map to -1).
+      std::vector<std::int32_t> point_voxel(in.cloud.size() + in.dropped_invalid, -1);
+      for (std::size_t i = 0; i < v.point_voxel.size(); ++i)
+        point_voxel[static_cast<std::size_t>(in.file_row(static_cast<std::int64_t>(i)))] = v.point_voxel[i];
+      rec["features"] = names;
+      const std::vector<std::int64_t> coords_shape{v.count, 4},
+          feature_shape{v.count, static_cast<std::int64_t>(width)};
+      const std::string coords = npy_bytes(v.coords.data(), "<i4", coords_shape);
+      const std::string feats = npy_bytes(features.data(), "<f4", feature_shape);
+      const std::string map = npy_bytes(point_voxel.data(), "<i4", {static_cast<std::int64_t>(point_voxel.size())});
+      write_bytes(ctx, job.outputs[0], coords);
+      write_bytes(ctx, job.outputs[1], feats);
+      write_bytes(ctx, job.outputs[2], map);
       break;
     }
     case Mode::kInterp: {

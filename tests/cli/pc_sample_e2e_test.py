@@ -160,6 +160,37 @@ def fps_reference(points, m, start=0):
     return sel
 
 
+def voxel_reference(points, size, origin="world", rng=None):
+    """Voxels by the formulas docs/PC-SAMPLE.md states, with one IEEE rounding per fp32 operation: a dict
+    (z, y, x) -> member indices (input order), and the count of points outside the range. `size`: V or
+    (X, Y, Z)."""
+    v = [f32(size)] * 3 if not isinstance(size, (tuple, list)) else [f32(x) for x in size]
+    groups, outside = {}, 0
+    if origin == "world":
+        inv = [f32(1.0 / v[a]) for a in range(3)]
+        lo_cell = [min(math.floor(f32(p[a] * inv[a])) for p in points) for a in range(3)]
+    elif origin == "min-bound":
+        lo = [min(p[a] for p in points) - v[a] * 0.5 for a in range(3)]
+    else:
+        r0, r1 = [f32(x) for x in rng[:3]], [f32(x) for x in rng[3:]]
+        dims = [round((r1[a] - r0[a]) / v[a]) for a in range(3)]
+    for i, p in enumerate(points):
+        if origin == "world":
+            c = [math.floor(f32(p[a] * inv[a])) - lo_cell[a] for a in range(3)]
+        elif origin == "min-bound":
+            c = [math.floor((p[a] - lo[a]) / v[a]) for a in range(3)]
+        else:
+            if any(not (r0[a] <= p[a] < r1[a]) for a in range(3)):
+                outside += 1
+                continue
+            c = [math.floor(f32(f32(p[a] - r0[a]) / v[a])) for a in range(3)]
+            if any(not (0 <= c[a] < dims[a]) for a in range(3)):
+                outside += 1
+                continue
+        groups.setdefault((c[2], c[1], c[0]), []).append(i)
+    return groups, outside
+
+
 class PcSampleTest(unittest.TestCase):
     def setUp(self):
         if not EXE:
@@ -491,6 +522,91 @@ class PcSampleTest(unittest.TestCase):
         self.assertTrue(all(r.get("batch", 1) <= 3 for r in recs_grouped))
         self.assertFalse(any("batch" in r for r in recs_one))
         self.run_tool("knn", "--batch", "2", "in/c0.ply", "-o", "x.npy", code=2)  # fps only
+
+    # voxel --------------------------------------------------------------------------------------------
+    def test_voxel_cloud_equals_reference(self):
+        """Counts, order, centroids and the averaged attributes of `voxel` against the plain reference."""
+        rows = read_ply(BUNNY_SMALL)["rows"]["vertex"]
+        pts = self.bunny_points()
+        for origin in ("world", "min-bound"):
+            proc = self.run_tool("voxel", "--voxel-size", "0.01", "--origin", origin, BUNNY_SMALL, "-o",
+                                 "v_%s.ply" % origin, "--json")
+            rec = self.records(proc)[0]
+            groups, _ = voxel_reference(pts, 0.01, origin)
+            self.assertEqual(rec["voxels"], len(groups), origin)
+            self.assertEqual(rec["points_kept"], len(pts))
+            out = read_ply(self.path("v_%s.ply" % origin))
+            self.assertEqual(out["elements"][0][1], len(groups))
+            self.assertEqual([e[0] for e in out["elements"]], ["vertex"])  # faces cannot follow voxels
+            got = out["rows"]["vertex"]
+            for j, key in enumerate(sorted(groups)):  # sorted (z, y, x) order
+                members = groups[key]
+                for a in range(3):
+                    self.assertEqual(f32(got[j][a]), f32(sum(pts[i][a] for i in members) / len(members)))
+                intensity = f32(sum(f32(rows[i][4]) for i in members) / len(members))
+                self.assertEqual(f32(got[j][4]), intensity)
+        # first: the voxel's first point, all its values
+        self.run_tool("voxel", "--voxel-size", "0.01", "--aggregate", "first", BUNNY_SMALL, "-o", "first.ply")
+        groups, _ = voxel_reference(pts, 0.01)
+        got = read_ply(self.path("first.ply"))["rows"]["vertex"]
+        self.assertEqual([tuple(f32(x) for x in g[:3]) for g in got], [pts[groups[k][0]] for k in sorted(groups)])
+
+    def test_voxel_emit_voxels_on_kitti(self):
+        """spconv-like settings on the KITTI scan: the arrays agree with the record and the reference."""
+        args = ["voxel", "--voxel-size", "0.4,0.4,0.5", "--origin", "range", "--range", "0,-40,-3,70.4,40,1",
+                "--max-points-per-voxel", "5", "--max-voxels", "3000", "--emit", "voxels", KITTI, "-o", "v.npy",
+                "--json"]
+        rec = self.records(self.run_tool(*args))[0]
+        coords = read_npy(self.path("v.npy"))
+        feats = read_npy(self.path("v.features.npy"))
+        pv = read_npy(self.path("v.point_voxel.npy"))
+        self.assertEqual(rec["shape"], [8, 200, 176])
+        self.assertEqual(len(coords), rec["voxels"])
+        self.assertEqual(len(feats), rec["voxels"])
+        self.assertEqual(len(feats[0]), 3 + 1)  # x y z + KITTI's reflectance
+        self.assertEqual(len(pv), 115384)
+        self.assertEqual(sum(1 for i in pv if i >= 0), rec["points_kept"])
+        self.assertEqual(rec["points_kept"] + rec["dropped_out_of_range"] + rec["dropped_over_max_points"]
+                         + rec["dropped_over_max_voxels"], 115384)
+        self.assertEqual(coords, sorted(coords))
+        self.assertTrue(all(c[0] == 0 for c in coords))
+        # the reference: the same voxels, each keeping its first 5 points, the first 3000 voxels by first point
+        with open(KITTI, "rb") as f:
+            raw = f.read()
+        vals = struct.unpack("<%df" % (len(raw) // 4), raw)
+        pts = [tuple(vals[4 * i:4 * i + 3]) for i in range(len(vals) // 4)]
+        groups, outside = voxel_reference(pts, (0.4, 0.4, 0.5), "range", [0, -40, -3, 70.4, 40, 1])
+        self.assertEqual(rec["dropped_out_of_range"], outside)
+        kept = sorted(sorted(groups, key=lambda k: groups[k][0])[:3000])  # first 3000 by first point, sorted
+        self.assertEqual(coords, [[0, *k] for k in kept])
+        pts_voxel = {}
+        for i, v in enumerate(pv):
+            if v >= 0:
+                pts_voxel.setdefault(v, []).append(i)
+        self.assertEqual([pts_voxel[j] for j in range(len(kept))], [groups[k][:5] for k in kept])
+        # features: the mean of the kept points (fp64, rounded once)
+        for v in (0, len(coords) // 2, len(coords) - 1):
+            m = pts_voxel[v]
+            for a in range(3):
+                self.assertEqual(feats[v][a], f32(sum(pts[i][a] for i in m) / len(m)))
+
+    def test_voxel_bad_flags_exit_2_without_output(self):
+        xyz = [("x", "float"), ("y", "float"), ("z", "float")]
+        write_ply(self.path("three.ply"), xyz, [(0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (3.0, 0.0, 0.0)])
+        for bad in (["--voxel-size", "0"], ["--voxel-size=-1"], ["--voxel-size", "abc"], ["--voxel-size", "1,2"],
+                    ["--voxel-size", "inf"], ["--voxel-size", "nan"], []):
+            self.assert_fails(["voxel", "three.ply", *bad, "-o", "out.ply"], 2, "voxel")
+        self.assert_fails(["voxel", "three.ply", "--voxel-size", "1", "--range", "0,0,0,1,1,1", "-o", "out.ply"], 2,
+                          "--range")
+        self.assert_fails(["voxel", "three.ply", "--voxel-size", "1", "--origin", "range", "-o", "out.ply"], 2,
+                          "--range")
+        self.assert_fails(["voxel", "three.ply", "--voxel-size", "1", "--origin", "range", "--range",
+                           "0,0,0,-1,1,1", "-o", "out.ply"], 2, "range")
+        self.assert_fails(["voxel", "three.ply", "--voxel-size", "1", "--min-points", "0", "-o", "out.ply"], 2,
+                          "min_points")
+        # a grid beyond 2^62 cells is the item's failure (exit 1), named
+        write_ply(self.path("far.ply"), xyz, [(-1e10, -1e10, -1e10), (1e10, 1e10, 1e10)])
+        self.assert_fails(["voxel", "far.ply", "--voxel-size", "1e-3", "-o", "out.ply"], 1, "far.ply", "cells")
 
 
 if __name__ == "__main__":

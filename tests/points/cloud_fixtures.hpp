@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -79,6 +80,26 @@ inline std::vector<float> read_binary_ply_xyz(const std::filesystem::path& path)
   in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   std::vector<float> xyz(3 * vertices);
   for (std::size_t i = 0; i < vertices; ++i) std::memcpy(&xyz[3 * i], &bytes[i * record], 3 * sizeof(float));
+  return xyz;
+}
+
+/// An ASCII PLY's first three vertex properties (x y z), as float (the Stanford bunny).
+inline std::vector<float> read_ascii_ply_xyz(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::size_t vertices = 0;
+  while (std::getline(in, line) && line.rfind("end_header", 0) != 0) {
+    std::istringstream words(line);
+    std::string a, b, c;
+    words >> a >> b >> c;
+    if (a == "element" && b == "vertex") vertices = std::stoul(c);
+  }
+  std::vector<float> xyz(3 * vertices);
+  for (std::size_t i = 0; i < vertices && std::getline(in, line); ++i) {
+    const char* at = line.c_str();
+    char* end = nullptr;
+    for (int a = 0; a < 3; ++a, at = end) xyz[3 * i + a] = std::strtof(at, &end);
+  }
   return xyz;
 }
 

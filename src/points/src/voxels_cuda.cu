@@ -1,0 +1,233 @@
+// VoxelEngine, CUDA backend, sort-based: a 64-bit linear key per point, a CUB radix sort of (key, index) (stable,
+// so each run of a key lists its points by input index), run-length encoding into voxels, the keep rules as
+// scans, then one thread per voxel aggregating its points sequentially with voxel_math.hpp — the same loop in the
+// same order as the CPU backend, so both give the same bytes.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <climits>
+#include <cub/cub.cuh>
+
+#include "s3d/core/cuda_check.cuh"
+#include "s3d/core/device_buffer.hpp"
+#include "s3d/core/scoped_device.hpp"
+#include "s3d/core/stream.hpp"
+#include "voxels_impl.hpp"
+
+namespace s3d::points::detail {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocks_for(long long n) {
+  return static_cast<unsigned>(std::max<long long>(1, (n + kThreads - 1) / kThreads));
+}
+
+__global__ void keys_kernel(const float* __restrict__ xyz, const std::int32_t* __restrict__ batch, long long n,
+                            VoxelGrid grid, unsigned long long* __restrict__ keys, std::int32_t* __restrict__ index) {
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  keys[i] = voxel_key(grid, xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2], batch ? batch[i] : 0);
+  index[i] = static_cast<std::int32_t>(i);
+}
+
+/// first[r]: the input index of run r's first point when the run has at least min_points points, else INT_MAX.
+__global__ void first_kernel(long long runs, const std::int32_t* __restrict__ offsets,
+                             const std::int32_t* __restrict__ lengths, const std::int32_t* __restrict__ sorted_index,
+                             int min_points, std::int32_t* __restrict__ first) {
+  const long long r = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (r >= runs) return;
+  first[r] = lengths[r] >= min_points ? sorted_index[offsets[r]] : INT_MAX;
+}
+
+__global__ void kept_kernel(long long runs, const std::int32_t* __restrict__ first, std::int32_t threshold,
+                            std::int32_t* __restrict__ kept) {
+  const long long r = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (r >= runs) return;
+  kept[r] = first[r] <= threshold ? 1 : 0;
+}
+
+struct VoxelOutputs {
+  std::int32_t* coords;
+  std::int32_t* points_per_voxel;
+  std::int32_t* representative;
+  float* xyz;
+  std::int32_t* point_voxel;
+  unsigned long long* dropped;  // [0] over max points, [1] over max voxels / under min points
+};
+
+__global__ void voxel_kernel(long long runs, VoxelGrid grid, const unsigned long long* __restrict__ keys,
+                             const std::int32_t* __restrict__ offsets, const std::int32_t* __restrict__ lengths,
+                             const std::int32_t* __restrict__ sorted_index, const std::int32_t* __restrict__ kept,
+                             const std::int32_t* __restrict__ voxel_id, const float* __restrict__ xyz, int max_points,
+                             int aggregate, VoxelOutputs out) {
+  const long long r = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (r >= runs) return;
+  const int length = lengths[r];
+  const int count = max_points > 0 && length > max_points ? max_points : length;
+  if (length > count) atomicAdd(out.dropped, static_cast<unsigned long long>(length - count));
+  if (!kept[r]) {
+    atomicAdd(out.dropped + 1, static_cast<unsigned long long>(count));
+    return;
+  }
+  const long long v = voxel_id[r];
+  const std::int32_t* members = sorted_index + offsets[r];
+  for (int j = 0; j < count; ++j) out.point_voxel[members[j]] = static_cast<std::int32_t>(v);
+  voxel_coords(grid, keys[r], out.coords + 4 * v);
+  out.points_per_voxel[v] = count;
+  aggregate_voxel(grid, keys[r], members, count, xyz, aggregate, out.xyz + 3 * v, out.representative + v);
+}
+
+class CudaVoxels final : public VoxelEngine::Impl {
+ public:
+  explicit CudaVoxels(const Device& device) : Impl(device) {
+    s3d::detail::require_kernel_image(reinterpret_cast<const void*>(&voxel_kernel));
+  }
+
+  ~CudaVoxels() override {
+    try {
+      stream_.synchronize();  // buffers are released on stream_, after the last kernel that used them
+    } catch (...) {
+    }
+  }
+
+  void run_host(const VoxelRequest& r, Voxels& out) override {
+    ScopedDevice on(device_.index());
+    const long long n = static_cast<long long>(r.points.size);
+    const int items = static_cast<int>(n);
+    int key_bits = 1;
+    while (key_bits < 64 && (1ULL << key_bits) <= r.grid.sentinel) ++key_bits;
+
+    xyz_.copy_from_host_async(r.points.xyz, static_cast<std::size_t>(3 * n), stream_);
+    if (r.batch) batch_.copy_from_host_async(r.batch, static_cast<std::size_t>(n), stream_);
+    keys_.resize(static_cast<std::size_t>(2 * n), stream_);
+    index_.resize(static_cast<std::size_t>(2 * n), stream_);
+    unique_.resize(static_cast<std::size_t>(n), stream_);
+    lengths_.resize(static_cast<std::size_t>(n), stream_);
+    offsets_.resize(static_cast<std::size_t>(n), stream_);
+    first_.resize(static_cast<std::size_t>(2 * n), stream_);
+    kept_.resize(static_cast<std::size_t>(n), stream_);
+    voxel_id_.resize(static_cast<std::size_t>(n), stream_);
+    runs_.resize(1, stream_);
+    dropped_.resize(2, stream_);
+    point_voxel_.resize(static_cast<std::size_t>(n), stream_);
+    unsigned long long* keys = keys_.data();
+    std::int32_t* index = index_.data();
+    std::int32_t* first = first_.data();
+
+    std::size_t bytes = 0, need = 0;
+    S3D_CUDA_CHECK(
+        cub::DeviceRadixSort::SortPairs(nullptr, need, keys, keys + n, index, index + n, items, 0, key_bits, stream_));
+    bytes = std::max(bytes, need);
+    S3D_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(nullptr, need, keys + n, unique_.data(), lengths_.data(),
+                                                      runs_.data(), items, stream_));
+    bytes = std::max(bytes, need);
+    S3D_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, need, lengths_.data(), offsets_.data(), items, stream_));
+    bytes = std::max(bytes, need);
+    S3D_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, need, first, first + n, items, 0, 31, stream_));
+    bytes = std::max(bytes, need);
+    scratch_.resize(std::max<std::size_t>(bytes, 1), stream_);
+
+    keys_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(xyz_.data(), r.batch ? batch_.data() : nullptr, n, r.grid,
+                                                         keys, index);
+    S3D_CUDA_CHECK_LAUNCH();
+    S3D_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(scratch_.data(), bytes, keys, keys + n, index, index + n, items, 0,
+                                                   key_bits, stream_));
+    const std::int32_t* sorted_index = index + n;
+    S3D_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(scratch_.data(), bytes, keys + n, unique_.data(), lengths_.data(),
+                                                      runs_.data(), items, stream_));
+    int encoded = 0;
+    runs_.copy_to_host_async(&encoded, 1, stream_);
+    stream_.synchronize();
+    // The dropped points, if any, form the last run (the sentinel sorts after every voxel).
+    unsigned long long last_key = 0;
+    std::int32_t last_length = 0;
+    copy_element(unique_, encoded - 1, &last_key);
+    copy_element(lengths_, encoded - 1, &last_length);
+    stream_.synchronize();
+    const long long runs = last_key == r.grid.sentinel ? encoded - 1 : encoded;
+    out.dropped_out_of_range = last_key == r.grid.sentinel ? last_length : 0;
+
+    std::int32_t voxels = 0;
+    if (runs > 0) {
+      S3D_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scratch_.data(), bytes, lengths_.data(), offsets_.data(),
+                                                   static_cast<int>(runs), stream_));
+      first_kernel<<<blocks_for(runs), kThreads, 0, stream_>>>(runs, offsets_.data(), lengths_.data(), sorted_index,
+                                                               r.min_points_per_voxel, first);
+      S3D_CUDA_CHECK_LAUNCH();
+      // max_voxels: keep the runs whose first index is among the max_voxels smallest (first indices differ).
+      std::int32_t threshold = INT_MAX - 1;
+      if (r.max_voxels > 0 && runs > r.max_voxels) {
+        S3D_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(scratch_.data(), bytes, first, first + n, static_cast<int>(runs),
+                                                      0, 31, stream_));
+        std::int32_t nth = INT_MAX;
+        copy_element(first_, n + r.max_voxels - 1, &nth);
+        stream_.synchronize();
+        if (nth != INT_MAX) threshold = nth;
+      }
+      kept_kernel<<<blocks_for(runs), kThreads, 0, stream_>>>(runs, first, threshold, kept_.data());
+      S3D_CUDA_CHECK_LAUNCH();
+      S3D_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scratch_.data(), bytes, kept_.data(), voxel_id_.data(),
+                                                   static_cast<int>(runs), stream_));
+      std::int32_t last_id = 0, last_kept = 0;
+      copy_element(voxel_id_, runs - 1, &last_id);
+      copy_element(kept_, runs - 1, &last_kept);
+      stream_.synchronize();
+      voxels = last_id + last_kept;
+    }
+
+    const std::size_t m = static_cast<std::size_t>(voxels);
+    coords_.resize(std::max<std::size_t>(4 * m, 1), stream_);
+    per_voxel_.resize(std::max<std::size_t>(m, 1), stream_);
+    representative_.resize(std::max<std::size_t>(m, 1), stream_);
+    out_xyz_.resize(std::max<std::size_t>(3 * m, 1), stream_);
+    S3D_CUDA_CHECK(
+        cudaMemsetAsync(point_voxel_.data(), 0xff, static_cast<std::size_t>(n) * sizeof(std::int32_t), stream_));
+    dropped_.fill_zero_async(stream_);
+    if (runs > 0) {
+      const VoxelOutputs outputs{coords_.data(),  per_voxel_.data(),   representative_.data(),
+                                 out_xyz_.data(), point_voxel_.data(), dropped_.data()};
+      voxel_kernel<<<blocks_for(runs), kThreads, 0, stream_>>>(
+          runs, r.grid, unique_.data(), offsets_.data(), lengths_.data(), sorted_index, kept_.data(), voxel_id_.data(),
+          xyz_.data(), r.max_points_per_voxel, r.aggregate, outputs);
+      S3D_CUDA_CHECK_LAUNCH();
+    }
+    out.count = voxels;
+    out.coords.resize(4 * m);
+    out.points_per_voxel.resize(m);
+    out.representative.resize(m);
+    out.xyz.resize(3 * m);
+    out.point_voxel.resize(static_cast<std::size_t>(n));
+    unsigned long long dropped[2] = {0, 0};
+    coords_.copy_to_host_async(out.coords.data(), 4 * m, stream_);
+    per_voxel_.copy_to_host_async(out.points_per_voxel.data(), m, stream_);
+    representative_.copy_to_host_async(out.representative.data(), m, stream_);
+    out_xyz_.copy_to_host_async(out.xyz.data(), 3 * m, stream_);
+    point_voxel_.copy_to_host_async(out.point_voxel.data(), static_cast<std::size_t>(n), stream_);
+    dropped_.copy_to_host_async(dropped, 2, stream_);
+    stream_.synchronize();
+    out.dropped_over_max_points = static_cast<std::int64_t>(dropped[0]);
+    out.dropped_over_max_voxels = static_cast<std::int64_t>(dropped[1]);
+  }
+
+ private:
+  template <typename T>
+  void copy_element(const DeviceBuffer<T>& buffer, long long at, T* host) {
+    S3D_CUDA_CHECK(cudaMemcpyAsync(host, buffer.data() + at, sizeof(T), cudaMemcpyDeviceToHost, stream_));
+  }
+
+  Stream stream_;
+  DeviceBuffer<float> xyz_, out_xyz_;
+  DeviceBuffer<std::int32_t> batch_, index_, lengths_, offsets_, first_, kept_, voxel_id_, runs_, point_voxel_;
+  DeviceBuffer<std::int32_t> coords_, per_voxel_, representative_;
+  DeviceBuffer<unsigned long long> keys_, unique_, dropped_;
+  DeviceBuffer<unsigned char> scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<VoxelEngine::Impl> make_cuda_voxels(const Device& device) {
+  return std::make_unique<CudaVoxels>(device);
+}
+
+}  // namespace s3d::points::detail

@@ -1,0 +1,44 @@
+#pragma once
+// Internal: the backend side of VoxelEngine. voxels.cpp validates, plans the grid and dispatches;
+// voxels_cpu.cpp and voxels_cuda.cu implement it. No CUDA types here.
+#include <cstdint>
+#include <memory>
+
+#include "s3d/core/device.hpp"
+#include "s3d/points/voxels.hpp"
+#include "voxel_math.hpp"
+
+namespace s3d::points {
+
+/// One validated voxelisation in host memory: n >= 1 finite points, batch ids (or null) inside the grid.
+struct VoxelRequest {
+  PointsView<const float> points;
+  const std::int32_t* batch = nullptr;
+  detail::VoxelGrid grid{};
+  int max_points_per_voxel = 0;  // 0 = unlimited
+  std::int64_t max_voxels = 0;   // 0 = unlimited
+  int min_points_per_voxel = 1;
+  int aggregate = detail::kAggregateMean;
+};
+
+class VoxelEngine::Impl {
+ public:
+  explicit Impl(const Device& device) : device_(device) {}
+  virtual ~Impl() = default;
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
+  /// Fills count, coords, point_voxel, points_per_voxel, representative, xyz and the three drop counters of
+  /// `out` (shape and origin are the caller's). Synchronous.
+  virtual void run_host(const VoxelRequest& request, Voxels& out) = 0;
+
+  Device device_;
+};
+
+namespace detail {
+std::unique_ptr<VoxelEngine::Impl> make_cpu_voxels(const Device& device);
+/// Defined only when CUDA is built. @throws DeviceUnavailable, CudaError.
+std::unique_ptr<VoxelEngine::Impl> make_cuda_voxels(const Device& device);
+}  // namespace detail
+
+}  // namespace s3d::points
