@@ -13,3 +13,7 @@ if(S3D_WITH_CUDA)
   add_executable(bench_rulebook ${CMAKE_CURRENT_SOURCE_DIR}/rulebook_bench.cpp)
   target_link_libraries(bench_rulebook PRIVATE s3d::points)
 endif()
+
+#   bench_voxels  VoxelEngine::voxelize on a KITTI scan (host memory in and out), median of >= 20 runs.
+add_executable(bench_voxels ${CMAKE_CURRENT_SOURCE_DIR}/voxels_bench.cpp)
+target_link_libraries(bench_voxels PRIVATE s3d::points)
