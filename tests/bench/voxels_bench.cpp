@@ -1,7 +1,8 @@
 // bench_voxels: VoxelEngine::voxelize on a KITTI scan (host memory in and out: the upload of the points and
 // the download of every output are inside the time), host wall clock, warm-up 3, median and minimum of
 // --runs (>= 20). Cases: world grid 0.05 m (all points), and SECOND's settings (range [0, -40, -3, 70.4, 40, 1],
-// voxel 0.05 x 0.05 x 0.1, 5 points per voxel, 16,000 voxels). One JSON line per case.
+// voxel 0.05 x 0.05 x 0.1, 5 points per voxel, 16,000 voxels); on CUDA also the latter device-resident
+// (VoxelEngine::voxelize_device: points already on the GPU, voxels left there). One JSON line per case.
 //   bench_voxels --bin 000000.bin [--device cuda|cpu] [--runs 50]
 #include <algorithm>
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "s3d/core/device_buffer.hpp"
 #include "s3d/points/voxels.hpp"
 
 int main(int argc, char** argv) {
@@ -59,6 +61,23 @@ int main(int argc, char** argv) {
         "{\"case\": \"%s\", \"device\": \"%s\", \"points\": %zu, \"voxels\": %lld, \"runs\": %d, "
         "\"median_ms\": %.4f, \"min_ms\": %.4f}\n",
         name, device.c_str(), points.size, static_cast<long long>(v.count), runs, ms[ms.size() / 2], ms.front());
+  }
+  if (device != "cpu") {  // device-resident: the points uploaded once, the voxels left on the GPU
+    DeviceBuffer<float> on_gpu(xyz.size());
+    on_gpu.copy_from_host_async(xyz.data(), xyz.size(), nullptr);
+    DeviceVoxels v;
+    for (int i = 0; i < 3; ++i) v = engine.voxelize_device({on_gpu.data(), points.size}, second);
+    std::vector<double> ms;
+    for (int i = 0; i < runs; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      v = engine.voxelize_device({on_gpu.data(), points.size}, second);
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf(
+        "{\"case\": \"second_range_device_resident\", \"device\": \"%s\", \"points\": %zu, "
+        "\"voxels\": %lld, \"runs\": %d, \"median_ms\": %.4f, \"min_ms\": %.4f}\n",
+        device.c_str(), points.size, static_cast<long long>(v.count), runs, ms[ms.size() / 2], ms.front());
   }
   return 0;
 }

@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "cloud_fixtures.hpp"
+#include "s3d/core/device_buffer.hpp"
 #include "s3d/core/errors.hpp"
+#include "s3d/core/stream.hpp"
 #include "s3d/points/voxels.hpp"
 #include "test_support.hpp"
 
@@ -303,6 +305,52 @@ TEST_P(VoxelDeviceTest, RealKittiScan) {
   EXPECT_LE(v.count, 16000);
   EXPECT_GT(v.dropped_over_max_points, 0);
   EXPECT_GT(v.dropped_out_of_range, 0);
+}
+
+TEST_P(VoxelDeviceTest, DeviceResidentMatchesHost) {
+  S3D_REQUIRE_DATA(path, "pointclouds/kitti_velodyne/000000.bin");
+  auto xyz = test::read_kitti_bin(path);
+  xyz[3 * 11] = std::numeric_limits<float>::quiet_NaN();  // a non-finite point falls outside the range
+  VoxelizeParams p = params(VoxelOrigin::kRange, VoxelAggregate::kMean);
+  p.voxel_size = {0.05f, 0.05f, 0.1f};
+  p.range = {0.f, -40.f, -3.f, 70.4f, 40.f, 1.f};
+  p.max_points_per_voxel = 5;
+  p.max_voxels = 16000;
+  VoxelEngine engine(GetParam());
+  const PointsView<const float> view{xyz.data(), xyz.size() / 3};
+  if (!GetParam().is_cuda()) {
+    EXPECT_THROW(engine.voxelize_device(view, p), InvalidArgument);
+    return;
+  }
+  std::vector<float> finite = xyz;
+  finite.erase(finite.begin() + 33, finite.begin() + 36);  // the host API rejects NaN: compare without it
+  DeviceBuffer<float> points(xyz.size());
+  points.copy_from_host_async(xyz.data(), xyz.size(), nullptr);
+  for (VoxelAggregate g : kAggregates) {
+    p.aggregate = g;
+    const DeviceVoxels got = engine.voxelize_device({points.data(), xyz.size() / 3}, p);
+    const Voxels want = VoxelEngine(Device::parse("cpu")).voxelize({finite.data(), finite.size() / 3}, nullptr, p);
+    ASSERT_EQ(got.count, want.count);
+    EXPECT_EQ(got.shape, want.shape);
+    EXPECT_EQ(got.dropped_out_of_range, want.dropped_out_of_range + 1);
+    EXPECT_EQ(got.dropped_over_max_points, want.dropped_over_max_points);
+    EXPECT_EQ(got.dropped_over_max_voxels, want.dropped_over_max_voxels);
+    const std::size_t m = static_cast<std::size_t>(got.count);
+    std::vector<std::int32_t> coords(4 * m), per_voxel(m), representative(m);
+    std::vector<float> centres(3 * m);
+    s3d::detail::copy_bytes_async(coords.data(), got.coords, coords.size() * 4, 2, nullptr);
+    s3d::detail::copy_bytes_async(per_voxel.data(), got.points_per_voxel, m * 4, 2, nullptr);
+    s3d::detail::copy_bytes_async(representative.data(), got.representative, m * 4, 2, nullptr);
+    s3d::detail::copy_bytes_async(centres.data(), got.xyz, centres.size() * 4, 2, nullptr);
+    s3d::synchronize(nullptr);
+    EXPECT_EQ(coords, want.coords);
+    EXPECT_EQ(per_voxel, want.points_per_voxel);
+    EXPECT_EQ(centres, want.xyz);
+    for (std::size_t v = 0; v < m; ++v)  // rows after the dropped NaN point moved down by one on the host side
+      ASSERT_EQ(representative[v], want.representative[v] + (want.representative[v] >= 11 ? 1 : 0)) << v;
+  }
+  p.origin = VoxelOrigin::kWorld;
+  EXPECT_THROW(engine.voxelize_device({points.data(), xyz.size() / 3}, p), InvalidArgument);
 }
 
 TEST_P(VoxelDeviceTest, RealBunny) {

@@ -161,6 +161,36 @@ Voxels VoxelEngine::voxelize(PointsView<const float> points, const std::int32_t*
   return out;
 }
 
+DeviceVoxels VoxelEngine::voxelize_device(PointsView<const float> points, const VoxelizeParams& params) {
+  params.validate();
+  S3D_EXPECTS(!impl_->device_.is_cpu(), "VoxelEngine::voxelize_device needs a CUDA engine");
+  S3D_EXPECTS(
+      params.origin == VoxelOrigin::kRange,
+      "VoxelEngine::voxelize_device needs a range grid (the world and min-bound grids need the cloud's bounds)");
+  const std::size_t n = points.size;
+  S3D_EXPECTS(n == 0 || points.xyz != nullptr, "voxelize_device: null coordinates");
+  S3D_EXPECTS(n < (std::size_t{1} << 31), "voxelize_device: more than 2^31 - 1 points");
+  const float unused[3] = {0.f, 0.f, 0.f};
+  const detail::VoxelGrid grid = plan_grid(params, unused, unused, 1);
+  DeviceVoxels out;
+  out.shape = {grid.dims[2], grid.dims[1], grid.dims[0]};
+  out.origin = {grid.corner[0], grid.corner[1], grid.corner[2]};
+  if (n == 0) return out;
+  VoxelRequest request;
+  request.points = points;
+  request.grid = grid;
+  request.max_points_per_voxel = params.max_points_per_voxel;
+  request.max_voxels = params.max_voxels;
+  request.min_points_per_voxel = params.min_points_per_voxel;
+  request.aggregate = params.aggregate == VoxelAggregate::kMean    ? detail::kAggregateMean
+                      : params.aggregate == VoxelAggregate::kFirst ? detail::kAggregateFirst
+                                                                   : detail::kAggregateNearest;
+  DeviceVoxels got = impl_->run_device(request);
+  got.shape = out.shape;
+  got.origin = out.origin;
+  return got;
+}
+
 std::vector<double> aggregate_attribute(const Voxels& voxels, VoxelAggregate aggregate, const double* values,
                                         int channels) {
   S3D_EXPECTS(channels >= 1, "aggregate_attribute: channels must be >= 1, got " + std::to_string(channels));

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "s3d/core/errors.hpp"
 #include "voxels_impl.hpp"
 
 namespace s3d::points {
@@ -13,6 +14,10 @@ namespace {
 class CpuVoxels final : public VoxelEngine::Impl {
  public:
   using Impl::Impl;
+
+  DeviceVoxels run_device(const VoxelRequest&) override {
+    throw InvalidArgument("VoxelEngine::voxelize_device needs a CUDA engine");
+  }
 
   void run_host(const VoxelRequest& r, Voxels& out) override {
     const std::int64_t n = static_cast<std::int64_t>(r.points.size);

@@ -1,7 +1,9 @@
 // VoxelEngine, CUDA backend, sort-based: a 64-bit linear key per point, a CUB radix sort of (key, index) (stable,
 // so each run of a key lists its points by input index), run-length encoding into voxels, the keep rules as
 // scans, then one thread per voxel aggregating its points sequentially with voxel_math.hpp — the same loop in the
-// same order as the CPU backend, so both give the same bytes.
+// same order as the CPU backend, so both give the same bytes. The run and voxel counts stay on the device (every
+// pass after the sort covers n slots, the ones past the last run empty; outputs are sized for n voxels), so a
+// call waits on the host once, at the end.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -31,20 +33,43 @@ __global__ void keys_kernel(const float* __restrict__ xyz, const std::int32_t* _
   index[i] = static_cast<std::int32_t>(i);
 }
 
-/// first[r]: the input index of run r's first point when the run has at least min_points points, else INT_MAX.
-__global__ void first_kernel(long long runs, const std::int32_t* __restrict__ offsets,
+// tally[]: what the device knows and the host reads once at the end.
+enum : int { kTallyRuns = 0, kTallyOutOfRange = 1, kTallyVoxels = 2, kTallyCount = 4 };
+
+/// The dropped points, if any, form the last run (the sentinel sorts after every voxel): count them, zero that
+/// run's length (so the scans skip it) and store the voxel run count.
+__global__ void tail_kernel(const int* __restrict__ encoded, const unsigned long long* __restrict__ unique,
+                            std::int32_t* lengths, unsigned long long sentinel, long long* tally) {
+  const int runs = *encoded;
+  const bool dropped = runs > 0 && unique[runs - 1] == sentinel;
+  tally[kTallyRuns] = dropped ? runs - 1 : runs;
+  tally[kTallyOutOfRange] = dropped ? lengths[runs - 1] : 0;
+  if (dropped) lengths[runs - 1] = 0;
+}
+
+/// first[r]: the input index of run r's first point when the run has at least min_points points, else INT_MAX
+/// (also past the last run).
+__global__ void first_kernel(long long n, const long long* __restrict__ tally, const std::int32_t* __restrict__ offsets,
                              const std::int32_t* __restrict__ lengths, const std::int32_t* __restrict__ sorted_index,
                              int min_points, std::int32_t* __restrict__ first) {
   const long long r = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-  if (r >= runs) return;
-  first[r] = lengths[r] >= min_points ? sorted_index[offsets[r]] : INT_MAX;
+  if (r >= n) return;
+  first[r] = r < tally[kTallyRuns] && lengths[r] >= min_points ? sorted_index[offsets[r]] : INT_MAX;
 }
 
-__global__ void kept_kernel(long long runs, const std::int32_t* __restrict__ first, std::int32_t threshold,
-                            std::int32_t* __restrict__ kept) {
+/// kept[r]: run r is a voxel (first index at most the max_voxels-th smallest, `nth`; null = no limit).
+__global__ void kept_kernel(long long n, const long long* __restrict__ tally, const std::int32_t* __restrict__ first,
+                            const std::int32_t* __restrict__ nth, std::int32_t* __restrict__ kept) {
   const long long r = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-  if (r >= runs) return;
-  kept[r] = first[r] <= threshold ? 1 : 0;
+  if (r >= n) return;
+  const std::int32_t threshold = nth != nullptr && *nth != INT_MAX ? *nth : INT_MAX - 1;
+  kept[r] = r < tally[kTallyRuns] && first[r] <= threshold ? 1 : 0;
+}
+
+__global__ void voxel_count_kernel(const std::int32_t* __restrict__ voxel_id, const std::int32_t* __restrict__ kept,
+                                   long long* tally) {
+  const long long runs = tally[kTallyRuns];
+  tally[kTallyVoxels] = runs > 0 ? voxel_id[runs - 1] + kept[runs - 1] : 0;
 }
 
 struct VoxelOutputs {
@@ -56,13 +81,13 @@ struct VoxelOutputs {
   unsigned long long* dropped;  // [0] over max points, [1] over max voxels / under min points
 };
 
-__global__ void voxel_kernel(long long runs, VoxelGrid grid, const unsigned long long* __restrict__ keys,
-                             const std::int32_t* __restrict__ offsets, const std::int32_t* __restrict__ lengths,
-                             const std::int32_t* __restrict__ sorted_index, const std::int32_t* __restrict__ kept,
-                             const std::int32_t* __restrict__ voxel_id, const float* __restrict__ xyz, int max_points,
-                             int aggregate, VoxelOutputs out) {
+__global__ void voxel_kernel(const long long* __restrict__ tally, VoxelGrid grid,
+                             const unsigned long long* __restrict__ keys, const std::int32_t* __restrict__ offsets,
+                             const std::int32_t* __restrict__ lengths, const std::int32_t* __restrict__ sorted_index,
+                             const std::int32_t* __restrict__ kept, const std::int32_t* __restrict__ voxel_id,
+                             const float* __restrict__ xyz, int max_points, int aggregate, VoxelOutputs out) {
   const long long r = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-  if (r >= runs) return;
+  if (r >= tally[kTallyRuns]) return;
   const int length = lengths[r];
   const int count = max_points > 0 && length > max_points ? max_points : length;
   if (length > count) atomicAdd(out.dropped, static_cast<unsigned long long>(length - count));
@@ -94,12 +119,41 @@ class CudaVoxels final : public VoxelEngine::Impl {
   void run_host(const VoxelRequest& r, Voxels& out) override {
     ScopedDevice on(device_.index());
     const long long n = static_cast<long long>(r.points.size);
+    xyz_.copy_from_host_async(r.points.xyz, static_cast<std::size_t>(3 * n), stream_);
+    if (r.batch) batch_.copy_from_host_async(r.batch, static_cast<std::size_t>(n), stream_);
+    const DeviceVoxels d = run(r, xyz_.data(), r.batch ? batch_.data() : nullptr);
+    const std::size_t m = static_cast<std::size_t>(d.count);
+    out.count = d.count;
+    out.coords.resize(4 * m);
+    out.points_per_voxel.resize(m);
+    out.representative.resize(m);
+    out.xyz.resize(3 * m);
+    out.point_voxel.resize(static_cast<std::size_t>(n));
+    coords_.copy_to_host_async(out.coords.data(), 4 * m, stream_);
+    per_voxel_.copy_to_host_async(out.points_per_voxel.data(), m, stream_);
+    representative_.copy_to_host_async(out.representative.data(), m, stream_);
+    out_xyz_.copy_to_host_async(out.xyz.data(), 3 * m, stream_);
+    point_voxel_.copy_to_host_async(out.point_voxel.data(), static_cast<std::size_t>(n), stream_);
+    stream_.synchronize();
+    out.dropped_out_of_range = d.dropped_out_of_range;
+    out.dropped_over_max_points = d.dropped_over_max_points;
+    out.dropped_over_max_voxels = d.dropped_over_max_voxels;
+  }
+
+  DeviceVoxels run_device(const VoxelRequest& r) override {
+    ScopedDevice on(device_.index());
+    return run(r, r.points.xyz, nullptr);
+  }
+
+ private:
+  /// Voxelises device-memory points into the engine's buffers; the counts come back to the host.
+  DeviceVoxels run(const VoxelRequest& r, const float* xyz, const std::int32_t* batch) {
+    DeviceVoxels out;
+    const long long n = static_cast<long long>(r.points.size);
     const int items = static_cast<int>(n);
     int key_bits = 1;
     while (key_bits < 64 && (1ULL << key_bits) <= r.grid.sentinel) ++key_bits;
 
-    xyz_.copy_from_host_async(r.points.xyz, static_cast<std::size_t>(3 * n), stream_);
-    if (r.batch) batch_.copy_from_host_async(r.batch, static_cast<std::size_t>(n), stream_);
     keys_.resize(static_cast<std::size_t>(2 * n), stream_);
     index_.resize(static_cast<std::size_t>(2 * n), stream_);
     unique_.resize(static_cast<std::size_t>(n), stream_);
@@ -109,6 +163,7 @@ class CudaVoxels final : public VoxelEngine::Impl {
     kept_.resize(static_cast<std::size_t>(n), stream_);
     voxel_id_.resize(static_cast<std::size_t>(n), stream_);
     runs_.resize(1, stream_);
+    tally_.resize(kTallyCount, stream_);
     dropped_.resize(2, stream_);
     point_voxel_.resize(static_cast<std::size_t>(n), stream_);
     unsigned long long* keys = keys_.data();
@@ -128,92 +183,66 @@ class CudaVoxels final : public VoxelEngine::Impl {
     bytes = std::max(bytes, need);
     scratch_.resize(std::max<std::size_t>(bytes, 1), stream_);
 
-    keys_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(xyz_.data(), r.batch ? batch_.data() : nullptr, n, r.grid,
-                                                         keys, index);
+    S3D_CUDA_CHECK(cudaMemsetAsync(lengths_.data(), 0, static_cast<std::size_t>(n) * sizeof(std::int32_t), stream_));
+    keys_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(xyz, batch, n, r.grid, keys, index);
     S3D_CUDA_CHECK_LAUNCH();
     S3D_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(scratch_.data(), bytes, keys, keys + n, index, index + n, items, 0,
                                                    key_bits, stream_));
     const std::int32_t* sorted_index = index + n;
     S3D_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(scratch_.data(), bytes, keys + n, unique_.data(), lengths_.data(),
                                                       runs_.data(), items, stream_));
-    int encoded = 0;
-    runs_.copy_to_host_async(&encoded, 1, stream_);
-    stream_.synchronize();
-    // The dropped points, if any, form the last run (the sentinel sorts after every voxel).
-    unsigned long long last_key = 0;
-    std::int32_t last_length = 0;
-    copy_element(unique_, encoded - 1, &last_key);
-    copy_element(lengths_, encoded - 1, &last_length);
-    stream_.synchronize();
-    const long long runs = last_key == r.grid.sentinel ? encoded - 1 : encoded;
-    out.dropped_out_of_range = last_key == r.grid.sentinel ? last_length : 0;
-
-    std::int32_t voxels = 0;
-    if (runs > 0) {
-      S3D_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scratch_.data(), bytes, lengths_.data(), offsets_.data(),
-                                                   static_cast<int>(runs), stream_));
-      first_kernel<<<blocks_for(runs), kThreads, 0, stream_>>>(runs, offsets_.data(), lengths_.data(), sorted_index,
-                                                               r.min_points_per_voxel, first);
-      S3D_CUDA_CHECK_LAUNCH();
-      // max_voxels: keep the runs whose first index is among the max_voxels smallest (first indices differ).
-      std::int32_t threshold = INT_MAX - 1;
-      if (r.max_voxels > 0 && runs > r.max_voxels) {
-        S3D_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(scratch_.data(), bytes, first, first + n, static_cast<int>(runs),
-                                                      0, 31, stream_));
-        std::int32_t nth = INT_MAX;
-        copy_element(first_, n + r.max_voxels - 1, &nth);
-        stream_.synchronize();
-        if (nth != INT_MAX) threshold = nth;
-      }
-      kept_kernel<<<blocks_for(runs), kThreads, 0, stream_>>>(runs, first, threshold, kept_.data());
-      S3D_CUDA_CHECK_LAUNCH();
-      S3D_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scratch_.data(), bytes, kept_.data(), voxel_id_.data(),
-                                                   static_cast<int>(runs), stream_));
-      std::int32_t last_id = 0, last_kept = 0;
-      copy_element(voxel_id_, runs - 1, &last_id);
-      copy_element(kept_, runs - 1, &last_kept);
-      stream_.synchronize();
-      voxels = last_id + last_kept;
+    long long* tally = tally_.data();
+    tail_kernel<<<1, 1, 0, stream_>>>(runs_.data(), unique_.data(), lengths_.data(), r.grid.sentinel, tally);
+    S3D_CUDA_CHECK_LAUNCH();
+    // Every later pass covers n slots (the run count stays on the device); slots past the last run are empty.
+    S3D_CUDA_CHECK(
+        cub::DeviceScan::ExclusiveSum(scratch_.data(), bytes, lengths_.data(), offsets_.data(), items, stream_));
+    first_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, tally, offsets_.data(), lengths_.data(), sorted_index,
+                                                          r.min_points_per_voxel, first);
+    S3D_CUDA_CHECK_LAUNCH();
+    // max_voxels: keep the runs whose first index is among the max_voxels smallest (first indices differ).
+    const std::int32_t* nth = nullptr;
+    if (r.max_voxels > 0 && r.max_voxels < n) {
+      S3D_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(scratch_.data(), bytes, first, first + n, items, 0, 31, stream_));
+      nth = first + n + r.max_voxels - 1;
     }
+    kept_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, tally, first, nth, kept_.data());
+    S3D_CUDA_CHECK_LAUNCH();
+    S3D_CUDA_CHECK(
+        cub::DeviceScan::ExclusiveSum(scratch_.data(), bytes, kept_.data(), voxel_id_.data(), items, stream_));
+    voxel_count_kernel<<<1, 1, 0, stream_>>>(voxel_id_.data(), kept_.data(), tally);
+    S3D_CUDA_CHECK_LAUNCH();
 
-    const std::size_t m = static_cast<std::size_t>(voxels);
-    coords_.resize(std::max<std::size_t>(4 * m, 1), stream_);
-    per_voxel_.resize(std::max<std::size_t>(m, 1), stream_);
-    representative_.resize(std::max<std::size_t>(m, 1), stream_);
-    out_xyz_.resize(std::max<std::size_t>(3 * m, 1), stream_);
+    // Outputs sized for the most voxels there can be, so that nothing waits for the count.
+    const std::size_t m_most = static_cast<std::size_t>(n);
+    coords_.resize(4 * m_most, stream_);
+    per_voxel_.resize(m_most, stream_);
+    representative_.resize(m_most, stream_);
+    out_xyz_.resize(3 * m_most, stream_);
     S3D_CUDA_CHECK(
         cudaMemsetAsync(point_voxel_.data(), 0xff, static_cast<std::size_t>(n) * sizeof(std::int32_t), stream_));
     dropped_.fill_zero_async(stream_);
-    if (runs > 0) {
-      const VoxelOutputs outputs{coords_.data(),  per_voxel_.data(),   representative_.data(),
-                                 out_xyz_.data(), point_voxel_.data(), dropped_.data()};
-      voxel_kernel<<<blocks_for(runs), kThreads, 0, stream_>>>(
-          runs, r.grid, unique_.data(), offsets_.data(), lengths_.data(), sorted_index, kept_.data(), voxel_id_.data(),
-          xyz_.data(), r.max_points_per_voxel, r.aggregate, outputs);
-      S3D_CUDA_CHECK_LAUNCH();
-    }
-    out.count = voxels;
-    out.coords.resize(4 * m);
-    out.points_per_voxel.resize(m);
-    out.representative.resize(m);
-    out.xyz.resize(3 * m);
-    out.point_voxel.resize(static_cast<std::size_t>(n));
+    const VoxelOutputs outputs{coords_.data(),  per_voxel_.data(),   representative_.data(),
+                               out_xyz_.data(), point_voxel_.data(), dropped_.data()};
+    voxel_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(tally, r.grid, unique_.data(), offsets_.data(),
+                                                          lengths_.data(), sorted_index, kept_.data(), voxel_id_.data(),
+                                                          xyz, r.max_points_per_voxel, r.aggregate, outputs);
+    S3D_CUDA_CHECK_LAUNCH();
+    long long counts[kTallyCount] = {0, 0, 0, 0};
+    tally_.copy_to_host_async(counts, kTallyCount, stream_);
     unsigned long long dropped[2] = {0, 0};
-    coords_.copy_to_host_async(out.coords.data(), 4 * m, stream_);
-    per_voxel_.copy_to_host_async(out.points_per_voxel.data(), m, stream_);
-    representative_.copy_to_host_async(out.representative.data(), m, stream_);
-    out_xyz_.copy_to_host_async(out.xyz.data(), 3 * m, stream_);
-    point_voxel_.copy_to_host_async(out.point_voxel.data(), static_cast<std::size_t>(n), stream_);
     dropped_.copy_to_host_async(dropped, 2, stream_);
     stream_.synchronize();
+    out.count = counts[kTallyVoxels];
+    out.dropped_out_of_range = counts[kTallyOutOfRange];
     out.dropped_over_max_points = static_cast<std::int64_t>(dropped[0]);
     out.dropped_over_max_voxels = static_cast<std::int64_t>(dropped[1]);
-  }
-
- private:
-  template <typename T>
-  void copy_element(const DeviceBuffer<T>& buffer, long long at, T* host) {
-    S3D_CUDA_CHECK(cudaMemcpyAsync(host, buffer.data() + at, sizeof(T), cudaMemcpyDeviceToHost, stream_));
+    out.coords = coords_.data();
+    out.point_voxel = point_voxel_.data();
+    out.points_per_voxel = per_voxel_.data();
+    out.representative = representative_.data();
+    out.xyz = out_xyz_.data();
+    return out;
   }
 
   Stream stream_;
@@ -221,6 +250,7 @@ class CudaVoxels final : public VoxelEngine::Impl {
   DeviceBuffer<std::int32_t> batch_, index_, lengths_, offsets_, first_, kept_, voxel_id_, runs_, point_voxel_;
   DeviceBuffer<std::int32_t> coords_, per_voxel_, representative_;
   DeviceBuffer<unsigned long long> keys_, unique_, dropped_;
+  DeviceBuffer<long long> tally_;
   DeviceBuffer<unsigned char> scratch_;
 };
 

@@ -31,6 +31,8 @@ class VoxelEngine::Impl {
   /// Fills count, coords, point_voxel, points_per_voxel, representative, xyz and the three drop counters of
   /// `out` (shape and origin are the caller's). Synchronous.
   virtual void run_host(const VoxelRequest& request, Voxels& out) = 0;
+  /// The same on device-memory points; the outputs stay in the engine's buffers. CUDA only.
+  virtual DeviceVoxels run_device(const VoxelRequest& request) = 0;
 
   Device device_;
 };

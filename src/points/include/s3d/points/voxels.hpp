@@ -56,6 +56,21 @@ struct Voxels {
   std::int64_t dropped_over_max_voxels = 0;    ///< points of voxels beyond max_voxels or under min_points
 };
 
+/// Voxels left in a CUDA engine's device buffers (valid until the engine's next call); counts on the host.
+struct DeviceVoxels {
+  std::int64_t count = 0;
+  std::array<std::int64_t, 3> shape{};  ///< z, y, x
+  std::array<double, 3> origin{};
+  const std::int32_t* coords = nullptr;            ///< [M, 4] (batch, z, y, x), sorted by linear index
+  const std::int32_t* point_voxel = nullptr;       ///< [N]
+  const std::int32_t* points_per_voxel = nullptr;  ///< [M]
+  const std::int32_t* representative = nullptr;    ///< [M]
+  const float* xyz = nullptr;                      ///< [M, 3]
+  std::int64_t dropped_out_of_range = 0;           ///< including non-finite points
+  std::int64_t dropped_over_max_points = 0;
+  std::int64_t dropped_over_max_voxels = 0;
+};
+
 /// A voxelisation engine bound to one device; keeps its buffers across calls. Not thread-safe.
 class VoxelEngine {
  public:
@@ -69,6 +84,11 @@ class VoxelEngine {
   /// @throws InvalidArgument (params), DataError (a non-finite point, a grid of more than 2^62 cells or more
   /// than 2^31 - 1 cells per axis), CudaError, OutOfMemory.
   Voxels voxelize(PointsView<const float> points, const std::int32_t* batch, const VoxelizeParams& params);
+
+  /// CUDA engines only: `points` in device memory, one cloud (batch 0), a kRange grid (the range gives the
+  /// grid without reading the points' bounds). A non-finite point falls outside the range. Same voxels, in the
+  /// same order, as voxelize. Synchronous. @throws InvalidArgument (CPU engine, another origin), CudaError.
+  DeviceVoxels voxelize_device(PointsView<const float> points, const VoxelizeParams& params);
 
   const Device& device() const;
 
