@@ -10,57 +10,28 @@ cloud to have no duplicate points (checked).
 Run by CTest (tests/python_tests.cmake) with S3D_POINTS_FPS_DUMP (tests/points/points_fps_dump.cpp) and
 S3D_DATA_DIR set. Skipped when open3d cannot be imported, a failure under CI=true.
 """
-import os
 import subprocess
-import sys
 import unittest
 
-SYSTEM_PYTHON = "/usr/bin/python3"
-
-
-def open3d_importable(python):
-    try:
-        return subprocess.run([python, "-c", "import open3d"], capture_output=True, timeout=120).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
+from open3d_case import Open3dCase, o3d, use_an_interpreter_with_open3d
 
 if __name__ == "__main__":
-    # Debian's python3-open3d lives in the system interpreter's dist-packages; CMake may have found another
-    # python3 (pyenv, a venv) that cannot see it. Re-run this file under the system one when that can import it.
-    try:
-        import open3d  # noqa: F401
-    except ImportError:
-        if (os.path.realpath(sys.executable) != os.path.realpath(SYSTEM_PYTHON)
-                and os.access(SYSTEM_PYTHON, os.X_OK) and open3d_importable(SYSTEM_PYTHON)):
-            os.execv(SYSTEM_PYTHON, [SYSTEM_PYTHON] + sys.argv)
+    use_an_interpreter_with_open3d()
 
 try:
     import numpy as np
-    import open3d as o3d
-except ImportError as e:
-    o3d = None
-    IMPORT_ERROR = str(e)
+except ImportError:
+    np = None
 
 BUNNY = "pointclouds/stanford_bunny/bun_zipper.ply"
 
 
-class Open3dFpsTest(unittest.TestCase):
+class Open3dFpsTest(Open3dCase):
+    DUMP_ENV = "S3D_POINTS_FPS_DUMP"
+
     def setUp(self):
-        # Built only with S3D_BUILD_IO (it reads the PLY with s3d::io): a configuration without it has no helper.
-        self.dump = os.environ.get("S3D_POINTS_FPS_DUMP")
-        if not self.dump:
-            self.skipTest("points_fps_dump is not built in this configuration (S3D_BUILD_IO=OFF)")
-        if o3d is None:
-            if os.environ.get("CI") == "true":
-                self.fail("open3d is required under CI (python3-open3d, scripts/setup.sh): " + IMPORT_ERROR)
-            self.skipTest("open3d not importable (apt-get install python3-open3d): " + IMPORT_ERROR)
-        self.assertTrue(os.access(self.dump, os.X_OK), "S3D_POINTS_FPS_DUMP must name points_fps_dump")
-        self.path = os.path.join(os.environ.get("S3D_DATA_DIR", "../shared/data"), BUNNY)
-        if not os.path.exists(self.path):
-            if os.environ.get("CI") == "true":
-                self.fail("real data missing under CI: " + self.path)
-            self.skipTest("real data not found: " + self.path)
+        super().setUp()
+        self.path = self.data_path(BUNNY)
 
     def ours(self, m):
         out = subprocess.run([self.dump, self.path, str(m), "0"], capture_output=True, text=True, timeout=120)

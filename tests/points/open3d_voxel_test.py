@@ -11,62 +11,29 @@ centroids must be equal after rounding Open3D's doubles to fp32, as sets (Open3D
 Run by CTest (tests/python_tests.cmake) with S3D_POINTS_VOXEL_DUMP (tests/points/points_voxel_dump.cpp) and
 S3D_DATA_DIR set. Skipped when open3d cannot be imported, a failure under CI=true.
 """
-import os
 import subprocess
 import sys
 import unittest
 
-SYSTEM_PYTHON = "/usr/bin/python3"
-
-
-def open3d_importable(python):
-    try:
-        return subprocess.run([python, "-c", "import open3d"], capture_output=True, timeout=120).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
+from open3d_case import Open3dCase, o3d, use_an_interpreter_with_open3d
 
 if __name__ == "__main__":
-    # Debian's python3-open3d lives in the system interpreter's dist-packages (see open3d_fps_test.py).
-    try:
-        import open3d  # noqa: F401
-    except ImportError:
-        if (os.path.realpath(sys.executable) != os.path.realpath(SYSTEM_PYTHON)
-                and os.access(SYSTEM_PYTHON, os.X_OK) and open3d_importable(SYSTEM_PYTHON)):
-            os.execv(SYSTEM_PYTHON, [SYSTEM_PYTHON] + sys.argv)
+    use_an_interpreter_with_open3d()
 
 try:
     import numpy as np
-    import open3d as o3d
-except ImportError as e:
-    o3d = None
-    IMPORT_ERROR = str(e)
+except ImportError:
+    np = None
 
 BUNNY = "pointclouds/stanford_bunny/bun_zipper.ply"
 KITTI = "pointclouds/kitti_velodyne/000000.bin"
 
 
-class Open3dVoxelTest(unittest.TestCase):
-    def setUp(self):
-        self.dump = os.environ.get("S3D_POINTS_VOXEL_DUMP")
-        if not self.dump:
-            self.skipTest("points_voxel_dump is not built in this configuration (S3D_BUILD_IO=OFF)")
-        if o3d is None:
-            if os.environ.get("CI") == "true":
-                self.fail("open3d is required under CI (python3-open3d, scripts/setup.sh): " + IMPORT_ERROR)
-            self.skipTest("open3d not importable (apt-get install python3-open3d): " + IMPORT_ERROR)
-        self.assertTrue(os.access(self.dump, os.X_OK), "S3D_POINTS_VOXEL_DUMP must name points_voxel_dump")
-
-    def path(self, rel):
-        path = os.path.join(os.environ.get("S3D_DATA_DIR", "../shared/data"), rel)
-        if not os.path.exists(path):
-            if os.environ.get("CI") == "true":
-                self.fail("real data missing under CI: " + path)
-            self.skipTest("real data not found: " + path)
-        return path
+class Open3dVoxelTest(Open3dCase):
+    DUMP_ENV = "S3D_POINTS_VOXEL_DUMP"
 
     def check(self, rel, voxel, expected_points):
-        out = subprocess.run([self.dump, self.path(rel), repr(voxel), "min-bound"], capture_output=True, text=True,
+        out = subprocess.run([self.dump, self.data_path(rel), repr(voxel), "min-bound"], capture_output=True, text=True,
                              timeout=300)
         self.assertEqual(out.returncode, 0, out.stderr)
         lines = out.stdout.splitlines()

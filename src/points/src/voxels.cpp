@@ -31,6 +31,21 @@ long long cells_along(double cells, int axis) {
   return static_cast<long long>(cells);
 }
 
+VoxelRequest request_of(PointsView<const float> points, const std::int32_t* batch, const detail::VoxelGrid& grid,
+                        const VoxelizeParams& params) {
+  VoxelRequest request;
+  request.points = points;
+  request.batch = batch;
+  request.grid = grid;
+  request.max_points_per_voxel = params.max_points_per_voxel;
+  request.max_voxels = params.max_voxels;
+  request.min_points_per_voxel = params.min_points_per_voxel;
+  request.aggregate = params.aggregate == VoxelAggregate::kMean    ? detail::kAggregateMean
+                      : params.aggregate == VoxelAggregate::kFirst ? detail::kAggregateFirst
+                                                                   : detail::kAggregateNearest;
+  return request;
+}
+
 /// The grid of `params` over a cloud with bounds [lo, hi] and `batches` batch ids.
 detail::VoxelGrid plan_grid(const VoxelizeParams& params, const float lo[3], const float hi[3], long long batches) {
   detail::VoxelGrid g{};
@@ -147,17 +162,7 @@ Voxels VoxelEngine::voxelize(PointsView<const float> points, const std::int32_t*
   out.shape = {grid.dims[2], grid.dims[1], grid.dims[0]};
   out.origin = {grid.corner[0], grid.corner[1], grid.corner[2]};
   if (n == 0) return out;
-  VoxelRequest request;
-  request.points = points;
-  request.batch = batch;
-  request.grid = grid;
-  request.max_points_per_voxel = params.max_points_per_voxel;
-  request.max_voxels = params.max_voxels;
-  request.min_points_per_voxel = params.min_points_per_voxel;
-  request.aggregate = params.aggregate == VoxelAggregate::kMean    ? detail::kAggregateMean
-                      : params.aggregate == VoxelAggregate::kFirst ? detail::kAggregateFirst
-                                                                   : detail::kAggregateNearest;
-  impl_->run_host(request, out);
+  impl_->run_host(request_of(points, batch, grid, params), out);
   return out;
 }
 
@@ -176,16 +181,7 @@ DeviceVoxels VoxelEngine::voxelize_device(PointsView<const float> points, const 
   out.shape = {grid.dims[2], grid.dims[1], grid.dims[0]};
   out.origin = {grid.corner[0], grid.corner[1], grid.corner[2]};
   if (n == 0) return out;
-  VoxelRequest request;
-  request.points = points;
-  request.grid = grid;
-  request.max_points_per_voxel = params.max_points_per_voxel;
-  request.max_voxels = params.max_voxels;
-  request.min_points_per_voxel = params.min_points_per_voxel;
-  request.aggregate = params.aggregate == VoxelAggregate::kMean    ? detail::kAggregateMean
-                      : params.aggregate == VoxelAggregate::kFirst ? detail::kAggregateFirst
-                                                                   : detail::kAggregateNearest;
-  DeviceVoxels got = impl_->run_device(request);
+  DeviceVoxels got = impl_->run_device(request_of(points, nullptr, grid, params));
   got.shape = out.shape;
   got.origin = out.origin;
   return got;
