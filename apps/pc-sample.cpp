@@ -212,6 +212,12 @@ int main(int argc, char** argv) {
     const auto& s = tool.settings();
     if (s.outputs.empty() && s.output_dir.empty())
       throw s3d::InvalidArgument("no output: give -o PATH|TEMPLATE, -o - (stdout) or --output-dir DIR");
+    if (mode == Mode::kRulebook)
+      for (const auto& o : s.outputs) {
+        const std::string fmt = o == "-" && s.format.empty() ? "npz" : s3d::cli::format_of(o, s);
+        if (fmt != "npz" && fmt != "npy")
+          throw s3d::InvalidArgument("-o " + o + ": a rulebook is written as .npz (every array) or .npy (pairs)");
+      }
     s3d::pc_sample::prepare_run(run, device);
   });
   tool.outputs_of([&](const s3d::cli::Item& item, s3d::cli::ItemContext& ctx) {

@@ -70,12 +70,14 @@ std::vector<std::int32_t> read_coords_npy(const std::string& path, const std::st
   if (!in) throw IoError(name + ": cannot open");
   const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (data.size() < 10 || data.compare(0, 6, "\x93NUMPY") != 0)
-    throw DataError(name + ": not an .npy file (voxel coordinates are an int32 [M, 4] .npy; a cloud needs "
-                           "--voxel-size)");
+    throw DataError(name +
+                    ": not an .npy file (voxel coordinates are an int32 [M, 4] .npy; a cloud needs "
+                    "--voxel-size)");
   const int major = static_cast<unsigned char>(data[6]);
   std::size_t header_len = 0, start = 0;
   if (major == 1) {
-    header_len = static_cast<unsigned char>(data[8]) | static_cast<std::size_t>(static_cast<unsigned char>(data[9])) << 8;
+    header_len = static_cast<unsigned char>(data[8]) | static_cast<std::size_t>(static_cast<unsigned char>(data[9]))
+                                                           << 8;
     start = 10;
   } else if (major == 2 || major == 3) {
     if (data.size() < 12) throw DataError(name + ": truncated .npy header");
@@ -172,16 +174,16 @@ std::string zip_bytes(const std::vector<std::pair<std::string, std::string>>& fi
     const std::uint32_t crc = crc32(data), size = static_cast<std::uint32_t>(data.size());
     const std::uint32_t offset = static_cast<std::uint32_t>(body.size());
     auto common = [&](std::string& out) {
-      put16(out, 20);      // version needed: 2.0
-      put16(out, 0);       // flags
-      put16(out, 0);       // stored
-      put16(out, 0);       // time 00:00
-      put16(out, 0x21);    // date 1980-01-01
+      put16(out, 20);    // version needed: 2.0
+      put16(out, 0);     // flags
+      put16(out, 0);     // stored
+      put16(out, 0);     // time 00:00
+      put16(out, 0x21);  // date 1980-01-01
       put32(out, crc);
-      put32(out, size);    // compressed
-      put32(out, size);    // uncompressed
+      put32(out, size);  // compressed
+      put32(out, size);  // uncompressed
       put16(out, static_cast<std::uint32_t>(name.size()));
-      put16(out, 0);       // extra
+      put16(out, 0);  // extra
     };
     put32(body, 0x04034b50);
     common(body);
@@ -190,10 +192,10 @@ std::string zip_bytes(const std::vector<std::pair<std::string, std::string>>& fi
     put32(directory, 0x02014b50);
     put16(directory, 20);  // made by
     common(directory);
-    put16(directory, 0);   // comment
-    put16(directory, 0);   // disk
-    put16(directory, 0);   // internal attributes
-    put32(directory, 0);   // external attributes
+    put16(directory, 0);  // comment
+    put16(directory, 0);  // disk
+    put16(directory, 0);  // internal attributes
+    put32(directory, 0);  // external attributes
     put32(directory, offset);
     directory += name;
   }
