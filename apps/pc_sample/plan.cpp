@@ -282,6 +282,7 @@ Plan make_plan(Mode mode, const Flags& f) {
       p.rulebook_from_cloud = !f.rb_voxel_size.empty();
       if (p.rulebook_from_cloud) {
         S3D_EXPECTS(f.rb_shape.empty(), "--shape: the voxel grid of --voxel-size gives the shape");
+        S3D_EXPECTS(f.rb_batch_size == 0, "--batch-size: a voxelised cloud is one batch (batch id 0)");
         const std::vector<float> size = parse_floats("--voxel-size", f.rb_voxel_size, 3);
         for (float v : size) S3D_EXPECTS(v > 0.f, "--voxel-size must be > 0, got '" + f.rb_voxel_size + "'");
         p.voxel.voxel_size = {size[0], size[1], size[2]};

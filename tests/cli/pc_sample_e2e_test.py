@@ -864,7 +864,8 @@ class PcSampleTest(unittest.TestCase):
                     ["--shape", "4,4,4", "--stride", "0"], ["--shape", "4,4,4", "--padding", "-1"],
                     ["--shape", "4,4,4", "--dilation", "0"], ["--shape", "4,4,4", "--kernel", "1,2"],
                     ["--shape", "4,4,4", "--stride", "2", "--subm"], ["--shape", "4,4,4", "--voxel-size", "1"],
-                    ["--voxel-size", "0"], ["--shape", "4,4,4", "--layers", "net.json", "--kernel", "3"]):
+                    ["--voxel-size", "0"], ["--voxel-size", "1", "--batch-size", "2"],
+                    ["--shape", "4,4,4", "--layers", "net.json", "--kernel", "3"]):
             self.assert_fails(["rulebook", "c.npy", *bad, "-o", "out.npz"], 2)
         for layers in ("[", "[]", '[{"kernel": 3, "strides": 2}]', '[{"kernel": 0}]', '[{"inverse": "x"}]',
                        '[{"name": "a"}, {"name": "a"}]', '[{"name": "a"}, {"inverse": "a", "kernel": 3}]',
