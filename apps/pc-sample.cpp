@@ -167,11 +167,15 @@ int main(int argc, char** argv) {
       ->add_option("--voxel-size", f.rb_voxel_size,
                    "the input is a cloud: voxelise it (world origin, floor(p / v)); the shape is its voxel grid's")
       ->type_name("V|X,Y,Z");
-  rulebook->add_option("--kernel", f.rb_kernel, "kernel size K or KZ,KY,KX")->capture_default_str();
-  rulebook->add_option("--stride", f.rb_stride, "stride S or SZ,SY,SX")->capture_default_str();
+  rulebook->add_option("--kernel", f.rb_kernel, "kernel size K or KZ,KY,KX")
+      ->capture_default_str()
+      ->type_name("K|KZ,KY,KX");
+  rulebook->add_option("--stride", f.rb_stride, "stride S or SZ,SY,SX")->capture_default_str()->type_name("S|SZ,SY,SX");
   rulebook->add_option("--padding", f.rb_padding, "padding P or PZ,PY,PX (default 0; --subm: (K / 2) * D)")
-      ->type_name("P");
-  rulebook->add_option("--dilation", f.rb_dilation, "dilation D or DZ,DY,DX")->capture_default_str();
+      ->type_name("P|PZ,PY,PX");
+  rulebook->add_option("--dilation", f.rb_dilation, "dilation D or DZ,DY,DX")
+      ->capture_default_str()
+      ->type_name("D|DZ,DY,DX");
   rulebook->add_flag("--subm", f.rb_subm, "submanifold: the outputs are the inputs, in input order (stride 1)");
   rulebook->add_flag("--inverse", f.rb_inverse,
                      "the transposed convolution of the spec's forward rulebook (its outputs are the inputs)");
