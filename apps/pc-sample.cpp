@@ -1,4 +1,5 @@
-// pc-sample: farthest point sampling, ball query, kNN, three-NN interpolation and voxel grids of point-cloud files
+// pc-sample: farthest point sampling, ball query, kNN, three-NN interpolation, voxel grids and sparse-convolution
+// rulebooks of point-cloud files
 // (docs/PC-SAMPLE.md). Option parsing per subcommand and one handler: the frame's workers read each cloud
 // and put it in local coordinates (pc_sample/job), the handler runs the run's one engine (s3d::points, on
 // the chosen device) in input order, and the workers write the sampled cloud, indices or arrays
@@ -51,8 +52,8 @@ void add_neighbour_outputs(CLI::App& sub, std::string& queries, std::string& emi
 
 int main(int argc, char** argv) {
   s3d::cli::Tool tool("pc-sample",
-                      "Exact farthest point sampling, ball query, kNN, three-NN interpolation and voxel-grid "
-                      "downsampling of point clouds "
+                      "Exact farthest point sampling, ball query, kNN, three-NN interpolation, voxel-grid "
+                      "downsampling and sparse-convolution rulebooks of point clouds "
                       "(PLY, PCD, KITTI .bin, .npy), on GPU or CPU",
                       s3d::cli::ItemSpec{1, {"input"}});
   s3d::pc_sample::Flags f;
@@ -154,6 +155,39 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"cloud", "voxels"}));
 
+  CLI::App* rulebook = app.add_subcommand(
+      "rulebook", "sparse-convolution rulebooks (spconv's indice pairs) of voxel coordinates, one layer or a chain");
+  rulebook
+      ->add_option("--shape", f.rb_shape,
+                   "the spatial shape of .npy coordinates (int32 [M,4] batch, z, y, x); required for them")
+      ->type_name("Z,Y,X");
+  rulebook->add_option("--batch-size", f.rb_batch_size, "batch ids lie in [0, B) (default: the largest id + 1)")
+      ->type_name("B");
+  rulebook
+      ->add_option("--voxel-size", f.rb_voxel_size,
+                   "the input is a cloud: voxelise it (world origin, floor(p / v)); the shape is its voxel grid's")
+      ->type_name("V|X,Y,Z");
+  rulebook->add_option("--kernel", f.rb_kernel, "kernel size K or KZ,KY,KX")
+      ->capture_default_str()
+      ->type_name("K|KZ,KY,KX");
+  rulebook->add_option("--stride", f.rb_stride, "stride S or SZ,SY,SX")->capture_default_str()->type_name("S|SZ,SY,SX");
+  rulebook->add_option("--padding", f.rb_padding, "padding P or PZ,PY,PX (default 0; --subm: (K / 2) * D)")
+      ->type_name("P|PZ,PY,PX");
+  rulebook->add_option("--dilation", f.rb_dilation, "dilation D or DZ,DY,DX")
+      ->capture_default_str()
+      ->type_name("D|DZ,DY,DX");
+  rulebook->add_flag("--subm", f.rb_subm, "submanifold: the outputs are the inputs, in input order (stride 1)");
+  rulebook->add_flag("--inverse", f.rb_inverse,
+                     "the transposed convolution of the spec's forward rulebook (its outputs are the inputs)");
+  CLI::Option* layers =
+      rulebook
+          ->add_option("--layers", f.rb_layers,
+                       "a JSON list of layers [{\"kernel\", \"stride\", \"padding\", \"dilation\", \"subm\", "
+                       "\"inverse\", \"name\"}], chained; arrays prefixed NAME/ (default layerN)")
+          ->type_name("FILE.json");
+  for (const char* name : {"--kernel", "--stride", "--padding", "--dilation", "--subm", "--inverse"})
+    layers->excludes(rulebook->get_option(name));
+
   tool.add_example("pc-sample fps -n 4096 scan.ply -o scan_4096.ply",
                    "4096 farthest points, every attribute kept, in selection order");
   tool.add_example("pc-sample knn -k 16 --exclude-self 000000.bin -o nbr.npy",
@@ -165,20 +199,29 @@ int main(int argc, char** argv) {
 
   tool.add_example("pc-sample voxel --voxel-size 0.1 000000.bin -o down.ply",
                    "voxel-grid downsampling as PCL's VoxelGrid (centroids; every attribute averaged)");
+  tool.add_example("pc-sample rulebook voxels.npy --shape 41,1600,1408 --kernel 3 --stride 2 --padding 1 -o rb.npz",
+                   "spconv indice pairs [2, K, N] with counts, CSR pairs and the output coordinates");
 
   s3d::pc_sample::Run run;
   tool.expand_arguments(folder_items);
   tool.on_start([&](const s3d::Device& device) {
-    const Mode mode = fps->parsed()     ? Mode::kFps
-                      : ball->parsed()  ? Mode::kBall
-                      : knn->parsed()   ? Mode::kKnn
-                      : voxel->parsed() ? Mode::kVoxel
-                                        : Mode::kInterp;
+    const Mode mode = fps->parsed()        ? Mode::kFps
+                      : ball->parsed()     ? Mode::kBall
+                      : knn->parsed()      ? Mode::kKnn
+                      : voxel->parsed()    ? Mode::kVoxel
+                      : rulebook->parsed() ? Mode::kRulebook
+                                           : Mode::kInterp;
     run.plan = s3d::pc_sample::make_plan(mode, f);
     tool.handle_groups_of(static_cast<std::size_t>(run.plan.batch));
     const auto& s = tool.settings();
     if (s.outputs.empty() && s.output_dir.empty())
       throw s3d::InvalidArgument("no output: give -o PATH|TEMPLATE, -o - (stdout) or --output-dir DIR");
+    if (mode == Mode::kRulebook)
+      for (const auto& o : s.outputs) {
+        const std::string fmt = o == "-" && s.format.empty() ? "npz" : s3d::cli::format_of(o, s);
+        if (fmt != "npz" && fmt != "npy")
+          throw s3d::InvalidArgument("-o " + o + ": a rulebook is written as .npz (every array) or .npy (pairs)");
+      }
     s3d::pc_sample::prepare_run(run, device);
   });
   tool.outputs_of([&](const s3d::cli::Item& item, s3d::cli::ItemContext& ctx) {

@@ -8,4 +8,5 @@ s3d_add_tool(pc-sample
           pc_sample/job.cpp          # stages: load, compute on the run's engine
           pc_sample/results.cpp      # stage: write the outputs and the record
           pc_sample/outputs.cpp      # file encodings: cloud, indices, .npy arrays
+          pc_sample/rulebooks.cpp    # rulebook: .npy coordinates in, chained layers, .npz out
   LIBS s3d::points s3d::io)

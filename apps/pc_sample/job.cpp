@@ -1,6 +1,8 @@
 #include "job.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 
 #include "s3d/core/errors.hpp"
@@ -33,7 +35,10 @@ void prepare_run(Run& run, const Device& device) {
     run.fps = std::make_unique<points::FpsEngine>(device);
   else if (p.mode == Mode::kVoxel)
     run.voxels = std::make_unique<points::VoxelEngine>(device);
-  else
+  else if (p.mode == Mode::kRulebook) {
+    run.rulebooks = std::make_unique<points::RulebookEngine>(device);
+    if (p.rulebook_from_cloud) run.voxels = std::make_unique<points::VoxelEngine>(device);
+  } else
     run.neighbors = std::make_unique<points::NeighborEngine>(device);
   const std::string& other = p.mode == Mode::kInterp ? p.from : p.queries;
   if (other.empty()) return;
@@ -54,11 +59,22 @@ Job load_job(const cli::Item& item, cli::ItemContext& ctx, const Run& run) {
   job.outputs = planned_outputs(item, ctx, run.plan);
   const std::string& input = item.inputs.front();
   const std::string path = ctx.readable_path(input);
+  if (run.plan.mode == Mode::kRulebook && !run.plan.rulebook_from_cloud) {
+    job.in.name = input == "-" ? "<stdin>" : input;
+    job.coords.coords = read_coords_npy(path, job.in.name);
+    job.coords.shape = run.plan.shape;
+    std::int32_t most = 0;
+    for (std::size_t r = 0; r < job.coords.coords.size(); r += 4) most = std::max(most, job.coords.coords[r]);
+    job.coords.batch_size = run.plan.rulebook_batch_size > 0 ? run.plan.rulebook_batch_size : most + 1;
+    if (most == INT32_MAX) throw DataError(job.in.name + ": batch id 2^31 - 1 leaves no batch size");
+    job.seconds_read = seconds_since(t0);
+    return job;
+  }
   job.in = read_input_cloud(path, input == "-" ? "<stdin>" : input, run.plan.input_format, run.plan.drop_invalid);
   // The local origin is the input's bounding-box centre; the second cloud uses the same one, so both share
   // one frame.
   // Voxel grids are anchored in the file's frame (world, range) and would move with a local origin.
-  if (run.plan.mode != Mode::kVoxel) job.origin = bbox_centre(job.in.cloud);
+  if (run.plan.mode != Mode::kVoxel && run.plan.mode != Mode::kRulebook) job.origin = bbox_centre(job.in.cloud);
   job.local = local_positions(job.in.cloud, job.origin);
   if (run.other) job.other_local = local_positions(run.other->cloud, job.origin);
   job.seconds_read = seconds_since(t0);
@@ -182,6 +198,20 @@ Result compute(const cli::Item& item, Run& run, Job job) {
       break;
     case Mode::kVoxel:
       r.voxels = run.voxels->voxelize(view_of(job.local), nullptr, p.voxel);
+      break;
+    case Mode::kRulebook:
+      if (p.rulebook_from_cloud) {
+        r.voxels = run.voxels->voxelize(view_of(job.local), nullptr, p.voxel);
+        for (int a = 0; a < 3; ++a) {
+          if (r.voxels.shape[a] > INT32_MAX)
+            throw DataError(name + ": the voxel grid has " + std::to_string(r.voxels.shape[a]) +
+                            " cells along an axis (rulebooks take at most 2^31 - 1)");
+          job.coords.shape[a] = static_cast<std::int32_t>(r.voxels.shape[a]);
+        }
+        job.coords.batch_size = 1;
+        job.coords.coords = r.voxels.coords;
+      }
+      r.layers = run_layers(*run.rulebooks, p, job.coords, name);
       break;
   }
   r.seconds_compute = seconds_since(t0);

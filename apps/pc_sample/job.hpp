@@ -13,9 +13,11 @@
 
 #include "cloud_input.hpp"
 #include "plan.hpp"
+#include "rulebooks.hpp"
 #include "s3d/cli/tool.hpp"
 #include "s3d/points/fps.hpp"
 #include "s3d/points/neighbors.hpp"
+#include "s3d/points/rulebook.hpp"
 #include "s3d/points/voxels.hpp"
 
 namespace s3d::pc_sample {
@@ -35,6 +37,7 @@ struct Run {
   std::unique_ptr<points::FpsEngine> fps;
   std::unique_ptr<points::NeighborEngine> neighbors;
   std::unique_ptr<points::VoxelEngine> voxels;
+  std::unique_ptr<points::RulebookEngine> rulebooks;
   std::optional<InputCloud> other;
   std::vector<std::string> interp_columns;  ///< interp: the sparse columns interpolated (explicit list only)
   /// fps --batch: selections computed with an earlier item's launch, by item index, until their handle.
@@ -48,6 +51,7 @@ struct Job {
   std::vector<float> local;        ///< the input's positions relative to `origin` (voxel: origin 0, the file's)
   std::vector<float> other_local;  ///< the queries / sparse cloud relative to the same origin
   std::vector<std::string> outputs;
+  points::SparseCoords coords;  ///< rulebook: the input voxels (read from .npy, or voxelised in compute)
   double seconds_read = 0.0;
 };
 
@@ -59,6 +63,7 @@ struct Result {
   points::Neighbors neighbors;
   points::Interpolation weights;
   points::Voxels voxels;
+  std::vector<LayerResult> layers;  ///< rulebook
   double seconds_compute = 0.0;
   int batch = 1;  ///< fps: clouds in the launch that computed this one
 };

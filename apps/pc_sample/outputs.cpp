@@ -29,8 +29,9 @@ std::string npy_bytes(const void* data, const char* dtype, const std::vector<std
   out += static_cast<char>(header.size() & 0xff);
   out += static_cast<char>(header.size() >> 8);
   out += header;
-  // int32 and float32 only, both 4 bytes; s3d builds for little-endian hosts (as '<' says).
-  if (count > 0) out.append(static_cast<const char*>(data), static_cast<std::size_t>(count) * 4);
+  // "<i4", "<f4", "<i8": the item size is the dtype's digit; s3d builds for little-endian hosts (as '<' says).
+  const std::size_t item = static_cast<std::size_t>(dtype[2] - '0');
+  if (count > 0) out.append(static_cast<const char*>(data), static_cast<std::size_t>(count) * item);
   return out;
 }
 

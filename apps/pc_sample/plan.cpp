@@ -3,7 +3,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
 
 #include "../common/tool_files.hpp"
 #include "s3d/core/errors.hpp"
@@ -55,6 +60,109 @@ std::vector<float> parse_floats(const std::string& flag, const std::string& text
   S3D_EXPECTS(out.size() == count,
               flag + ": expected " + std::string(count == 3 ? "V or X,Y,Z" : "6 numbers") + ", got '" + text + "'");
   return out;
+}
+
+/// --kernel 3 or 3,3,3 (z, y, x): one int for all axes or three.
+std::array<int, 3> parse_axes(const std::string& flag, const std::string& text) {
+  std::vector<int> out;
+  for (const auto& item : split_list(text)) {
+    std::size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    S3D_EXPECTS(used == item.size() && v >= INT32_MIN && v <= INT32_MAX, flag + ": '" + item + "' is not an integer");
+    out.push_back(static_cast<int>(v));
+  }
+  if (out.size() == 1) out.assign(3, out[0]);
+  S3D_EXPECTS(out.size() == 3, flag + ": expected N or Z,Y,X, got '" + text + "'");
+  return {out[0], out[1], out[2]};
+}
+
+/// A JSON layer field: an int for every axis or [z, y, x].
+std::array<int, 3> json_axes(const std::string& where, const nlohmann::json& v) {
+  std::vector<int> out;
+  if (v.is_number_integer()) out.assign(3, v.get<int>());
+  if (v.is_array())
+    for (const auto& e : v) {
+      S3D_EXPECTS(e.is_number_integer(), where + ": expected an integer or [z, y, x] integers");
+      out.push_back(e.get<int>());
+    }
+  S3D_EXPECTS(out.size() == 3, where + ": expected an integer or [z, y, x] integers");
+  return {out[0], out[1], out[2]};
+}
+
+/// The spec checked; subm's padding made explicit ((k / 2) * d).
+void finish_spec(points::ConvSpec& spec) {
+  if (spec.subm)
+    for (int a = 0; a < 3; ++a) {
+      if (spec.padding[a] == 0) spec.padding[a] = (spec.kernel[a] / 2) * spec.dilation[a];
+    }
+  spec.validate();
+}
+
+/// --layers FILE.json: [{"kernel", "stride", "padding", "dilation", "subm", "inverse", "name"}, ...].
+std::vector<RulebookLayer> read_layers(const std::string& path) {
+  std::ifstream in(path);
+  S3D_EXPECTS(in.good(), "--layers " + path + ": cannot open");
+  nlohmann::json doc;
+  try {
+    in >> doc;
+  } catch (const std::exception& e) {
+    throw InvalidArgument("--layers " + path + ": not JSON: " + e.what());
+  }
+  S3D_EXPECTS(doc.is_array() && !doc.empty(), "--layers " + path + ": expected a non-empty JSON list of layers");
+  std::vector<RulebookLayer> layers;
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < doc.size(); ++i) {
+    const nlohmann::json& l = doc[i];
+    const std::string where = "--layers " + path + ": layer " + std::to_string(i);
+    S3D_EXPECTS(l.is_object(), where + ": expected an object");
+    for (auto it = l.begin(); it != l.end(); ++it) {
+      static const std::set<std::string> known{"kernel", "stride", "padding", "dilation", "subm", "inverse", "name"};
+      S3D_EXPECTS(known.count(it.key()) == 1, where + ": unknown field '" + it.key() + "'");
+    }
+    RulebookLayer layer;
+    layer.name = "layer" + std::to_string(i);
+    if (l.contains("name")) {
+      S3D_EXPECTS(l["name"].is_string(), where + ": name must be a string");
+      layer.name = l["name"].get<std::string>();
+      S3D_EXPECTS(!layer.name.empty() && layer.name.find('/') == std::string::npos,
+                  where + ": name must be non-empty, without '/'");
+    }
+    S3D_EXPECTS(names.insert(layer.name).second, where + ": name '" + layer.name + "' repeats an earlier layer's");
+    if (l.contains("inverse") && l["inverse"].is_string()) {
+      layer.inverse_of = l["inverse"].get<std::string>();
+      S3D_EXPECTS(names.count(layer.inverse_of) == 1 && layer.inverse_of != layer.name,
+                  where + ": inverse '" + layer.inverse_of + "' names no earlier layer");
+      for (const char* key : {"kernel", "stride", "padding", "dilation", "subm"})
+        S3D_EXPECTS(!l.contains(key),
+                    where + ": an inverse of layer '" + layer.inverse_of + "' takes its geometry (no " + key + ")");
+      layers.push_back(layer);
+      continue;
+    }
+    if (l.contains("inverse")) {
+      S3D_EXPECTS(l["inverse"].is_boolean(), where + ": inverse must be true, false or an earlier layer's name");
+      layer.inverse = l["inverse"].get<bool>();
+    }
+    if (l.contains("subm")) {
+      S3D_EXPECTS(l["subm"].is_boolean(), where + ": subm must be true or false");
+      layer.spec.subm = l["subm"].get<bool>();
+    }
+    layer.spec.kernel = json_axes(where + ": kernel", l.value("kernel", nlohmann::json(3)));
+    layer.spec.stride = json_axes(where + ": stride", l.value("stride", nlohmann::json(1)));
+    layer.spec.padding = json_axes(where + ": padding", l.value("padding", nlohmann::json(0)));
+    layer.spec.dilation = json_axes(where + ": dilation", l.value("dilation", nlohmann::json(1)));
+    try {
+      finish_spec(layer.spec);
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument(where + ": " + e.what());
+    }
+    layers.push_back(layer);
+  }
+  return layers;
 }
 
 /// The extension an input's cloud output gets when only --output-dir names it.
@@ -170,6 +278,45 @@ Plan make_plan(Mode mode, const Flags& f) {
       p.emit_voxels = f.voxel_emit == "voxels";
       break;
     }
+    case Mode::kRulebook: {
+      p.rulebook_from_cloud = !f.rb_voxel_size.empty();
+      if (p.rulebook_from_cloud) {
+        S3D_EXPECTS(f.rb_shape.empty(), "--shape: the voxel grid of --voxel-size gives the shape");
+        S3D_EXPECTS(f.rb_batch_size == 0, "--batch-size: a voxelised cloud is one batch (batch id 0)");
+        const std::vector<float> size = parse_floats("--voxel-size", f.rb_voxel_size, 3);
+        for (float v : size) S3D_EXPECTS(v > 0.f, "--voxel-size must be > 0, got '" + f.rb_voxel_size + "'");
+        p.voxel.voxel_size = {size[0], size[1], size[2]};
+        p.voxel.origin = points::VoxelOrigin::kWorld;
+        p.voxel.validate();
+      } else {
+        S3D_EXPECTS(!f.rb_shape.empty(),
+                    "rulebook: --shape Z,Y,X is required for .npy coordinates "
+                    "(or give a cloud and --voxel-size V)");
+        const std::array<int, 3> shape = parse_axes("--shape", f.rb_shape);
+        S3D_EXPECTS(split_list(f.rb_shape).size() == 3, "--shape: expected Z,Y,X, got '" + f.rb_shape + "'");
+        for (int a = 0; a < 3; ++a) {
+          S3D_EXPECTS(shape[a] >= 1, "--shape: sizes must be >= 1, got '" + f.rb_shape + "'");
+          p.shape[a] = shape[a];
+        }
+      }
+      S3D_EXPECTS(f.rb_batch_size >= 0, "--batch-size must be >= 1 (0 = the largest batch id + 1)");
+      p.rulebook_batch_size = f.rb_batch_size;
+      if (!f.rb_layers.empty()) {
+        p.layers = read_layers(f.rb_layers);
+        p.chained = true;
+        break;
+      }
+      RulebookLayer layer;
+      layer.spec.kernel = parse_axes("--kernel", f.rb_kernel);
+      layer.spec.stride = parse_axes("--stride", f.rb_stride);
+      layer.spec.padding = parse_axes("--padding", f.rb_padding.empty() ? "0" : f.rb_padding);
+      layer.spec.dilation = parse_axes("--dilation", f.rb_dilation);
+      layer.spec.subm = f.rb_subm;
+      layer.inverse = f.rb_inverse;
+      finish_spec(layer.spec);
+      p.layers.push_back(layer);
+      break;
+    }
   }
   return p;
 }
@@ -200,6 +347,8 @@ std::vector<std::string> planned_outputs(const cli::Item& item, cli::ItemContext
       S3D_EXPECTS(main != "-", "--emit voxels writes three arrays: give -o NAME.npy, not -o -");
       return {main, derived_npy(main, "features"), derived_npy(main, "point_voxel")};
     }
+    case Mode::kRulebook:
+      return {ctx.output_path(0, ".rulebook.npz")};
     case Mode::kBall:
     case Mode::kKnn: {
       const std::string main = ctx.output_path(0, plan.mode == Mode::kBall ? ".ball.npy" : ".knn.npy");

@@ -1,6 +1,7 @@
 #pragma once
 // pc-sample's flags (per subcommand) turned into library parameters once, before any input is read, and the
 // output paths an item gets (docs/PC-SAMPLE.md, "Outputs").
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -8,11 +9,12 @@
 #include "s3d/cli/tool.hpp"
 #include "s3d/io/point_cloud_io.hpp"
 #include "s3d/points/neighbors.hpp"
+#include "s3d/points/rulebook.hpp"
 #include "s3d/points/voxels.hpp"
 
 namespace s3d::pc_sample {
 
-enum class Mode { kFps, kBall, kKnn, kInterp, kVoxel };
+enum class Mode { kFps, kBall, kKnn, kInterp, kVoxel, kRulebook };
 
 /// The flags as given (each subcommand binds its own).
 struct Flags {
@@ -56,6 +58,25 @@ struct Flags {
   int min_points = 1;
   std::string voxel_aggregate = "mean";
   std::string voxel_emit = "cloud";
+  // rulebook
+  std::string rb_shape;       // Z,Y,X (.npy coordinates)
+  int rb_batch_size = 0;      // 0 = max batch id + 1
+  std::string rb_voxel_size;  // V or X,Y,Z: the input is a cloud
+  std::string rb_kernel = "3";
+  std::string rb_stride = "1";
+  std::string rb_padding;  // empty: 0, or (k / 2) * d with --subm
+  std::string rb_dilation = "1";
+  bool rb_subm = false;
+  bool rb_inverse = false;
+  std::string rb_layers;  // FILE.json
+};
+
+/// One sparse convolution of `pc-sample rulebook` (docs/PC-SAMPLE.md, "Rulebooks").
+struct RulebookLayer {
+  std::string name;        ///< the .npz prefix (`NAME/`); empty for a single layer
+  points::ConvSpec spec;   ///< subm: padding set to (k / 2) * d
+  bool inverse = false;    ///< the transposed convolution of `spec`'s forward rulebook on the layer's input
+  std::string inverse_of;  ///< or: the transposed convolution of this earlier layer's rulebook
 };
 
 /// The neighbour arrays ball/knn write.
@@ -91,6 +112,12 @@ struct Plan {
   // voxel
   points::VoxelizeParams voxel;
   bool emit_voxels = false;  // coordinates, features and the point -> voxel map instead of the cloud
+  // rulebook
+  std::vector<RulebookLayer> layers;
+  bool chained = false;                 // --layers: arrays prefixed by the layer's name
+  bool rulebook_from_cloud = false;     // --voxel-size: voxelise the cloud (voxel holds the parameters)
+  std::array<std::int32_t, 3> shape{};  // .npy coordinates: --shape
+  int rulebook_batch_size = 0;          // 0 = max batch id + 1
 };
 
 /// @throws InvalidArgument naming the flag (exit 2).
@@ -98,7 +125,7 @@ Plan make_plan(Mode mode, const Flags& f);
 
 /// The output paths of one item, the main one first (the one `-o` names); derived names follow the
 /// main path: `OUT.npy` -> `OUT.dist.npy`, `OUT.counts.npy` (ball, knn), `OUT.weights.npy` (interp weights),
-/// `OUT.features.npy`, `OUT.point_voxel.npy` (voxel --emit voxels).
+/// `OUT.features.npy`, `OUT.point_voxel.npy` (voxel --emit voxels). rulebook: one `.npz` (or `.npy`).
 /// Only the arrays asked for are listed (indices at the main path).
 std::vector<std::string> planned_outputs(const cli::Item& item, cli::ItemContext& ctx, const Plan& plan);
 

@@ -98,6 +98,29 @@ nlohmann::json write_result(cli::ItemContext& ctx, const cli::CommonSettings& se
   const InputCloud& in = job.in;
   const auto t0 = std::chrono::steady_clock::now();
   nlohmann::json rec;
+  if (p.mode == Mode::kRulebook) {
+    cli::StageTimer timer(ctx, "write");
+    const std::string& main = job.outputs.front();
+    const std::string fmt = main == "-" && settings.format.empty() ? "npz" : cli::format_of(main, settings);
+    S3D_EXPECTS(fmt == "npz" || fmt == "npy", main + ": a rulebook is written as .npz (every array) or .npy (pairs)");
+    if (p.rulebook_from_cloud) {
+      rec["format"] = in.cloud.meta.format;
+      rec["points"] = in.cloud.size() + in.dropped_invalid;
+      rec["dropped_invalid"] = in.dropped_invalid;
+      rec["grid_origin"] = r.voxels.origin;
+    }
+    rec["voxels"] = job.coords.count();
+    rec["shape"] = job.coords.shape;
+    rec["batch_size"] = job.coords.batch_size;
+    rec["device"] = run.rulebooks->device().to_string();
+    rec["layers"] = rulebook_record(r.layers);
+    write_bytes(ctx, main, rulebook_file(r.layers, p.chained, fmt == "npy"));
+    timer.stop();
+    rec["seconds_read"] = job.seconds_read;
+    rec["seconds_compute"] = r.seconds_compute;
+    rec["seconds_write"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return rec;
+  }
   rec["format"] = in.cloud.meta.format;
   rec["points"] = in.cloud.size() + in.dropped_invalid;
   rec["dropped_invalid"] = in.dropped_invalid;
@@ -223,6 +246,8 @@ nlohmann::json write_result(cli::ItemContext& ctx, const cli::CommonSettings& se
       rec.update(elements_json(stats));
       break;
     }
+    case Mode::kRulebook:
+      break;  // above
   }
   timer.stop();
   rec["seconds_read"] = job.seconds_read;

@@ -191,6 +191,84 @@ def voxel_reference(points, size, origin="world", rng=None):
     return groups, outside
 
 
+def npy_bytes(rows, dtype="<i4", shape=None):
+    """An .npy (version 1.0, C order) of `rows` (a list of equal-length lists, or a flat list with `shape`)."""
+    flat = [v for r in rows for v in r] if shape is None else list(rows)
+    shape = shape if shape is not None else (len(rows), len(rows[0]) if rows else 0)
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (
+        dtype, ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else ""))
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    code = {"<i4": "i", "<f4": "f", "<i8": "q"}[dtype]
+    return (b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode()
+            + struct.pack("<%d%s" % (len(flat), code), *flat))
+
+
+def parse_npy(data):
+    """(shape, flat values) of an .npy's bytes (<i4, <i8, <f4)."""
+    assert data[:6] == b"\x93NUMPY"
+    hlen = struct.unpack("<H", data[8:10])[0]
+    header = eval(data[10:10 + hlen].decode())  # a Python dict literal by the format's definition
+    code, size = {"<i4": ("i", 4), "<i8": ("q", 8), "<f4": ("f", 4)}[header["descr"]]
+    assert not header["fortran_order"]
+    count = 1
+    for s in header["shape"]:
+        count *= s
+    body = data[10 + hlen:]
+    assert len(body) == size * count, (len(body), count)
+    return tuple(header["shape"]), list(struct.unpack("<%d%s" % (count, code), body))
+
+
+def read_npz(path):
+    """name -> (shape, flat values) of every array of an .npz (zipfile checks each member's CRC)."""
+    import zipfile
+    with zipfile.ZipFile(path) as z:
+        return {n[:-4]: parse_npy(z.read(n)) for n in z.namelist()}
+
+
+def rulebook_reference(coords, shape, kernel, stride=1, padding=0, dilation=1, subm=False):
+    """Outputs, output shape and per-offset (out, in) pairs by enumeration (docs/PC-SAMPLE.md, Rulebooks)."""
+    k, s, p, d = ([v] * 3 if isinstance(v, int) else list(v) for v in (kernel, stride, padding, dilation))
+    if subm:
+        s, p = [1, 1, 1], [(k[a] // 2) * d[a] for a in range(3)]
+    taps = [(kz, ky, kx) for kz in range(k[0]) for ky in range(k[1]) for kx in range(k[2])]
+    index = {tuple(c): i for i, c in enumerate(coords)}
+    if subm:
+        outs, out_shape = [list(c) for c in coords], list(shape)
+        pairs = []
+        for t in taps:
+            lst = []
+            for o, c in enumerate(outs):
+                q = (c[0],) + tuple(c[1 + a] - p[a] + t[a] * d[a] for a in range(3))
+                if q in index:
+                    lst.append((o, index[q]))
+            pairs.append(sorted(lst))
+        return outs, out_shape, pairs
+    out_shape = [(shape[a] + 2 * p[a] - d[a] * (k[a] - 1) - 1) // s[a] + 1 for a in range(3)]
+    hits = []  # (tap, out cell, input row)
+    for i, c in enumerate(coords):
+        for ti, t in enumerate(taps):
+            q = [c[1 + a] + p[a] - t[a] * d[a] for a in range(3)]
+            if all(q[a] >= 0 and q[a] % s[a] == 0 and q[a] // s[a] < out_shape[a] for a in range(3)):
+                hits.append((ti, (c[0],) + tuple(q[a] // s[a] for a in range(3)), i))
+    outs = sorted({h[1] for h in hits})  # (batch, z, y, x) in range: lexicographic = linear order
+    oidx = {o: j for j, o in enumerate(outs)}
+    pairs = [[] for _ in taps]
+    for ti, o, i in hits:
+        pairs[ti].append((oidx[o], i))
+    return [list(o) for o in outs], out_shape, [sorted(x) for x in pairs]
+
+
+def random_voxels(seed, count, shape, batches=2):
+    import random
+    rng = random.Random(seed)
+    cells = set()
+    while len(cells) < count:
+        cells.add((rng.randrange(batches), rng.randrange(shape[0]), rng.randrange(shape[1]), rng.randrange(shape[2])))
+    coords = [list(c) for c in cells]
+    rng.shuffle(coords)  # the input order is not the linear order
+    return coords
+
+
 class PcSampleTest(unittest.TestCase):
     def setUp(self):
         if not EXE:
@@ -607,6 +685,196 @@ class PcSampleTest(unittest.TestCase):
         # a grid beyond 2^62 cells is the item's failure (exit 1), named
         write_ply(self.path("far.ply"), xyz, [(-1e10, -1e10, -1e10), (1e10, 1e10, 1e10)])
         self.assert_fails(["voxel", "far.ply", "--voxel-size", "1e-3", "-o", "out.ply"], 1, "far.ply", "cells")
+
+    # rulebook -----------------------------------------------------------------------------------------
+    def assert_layer(self, arrays, prefix, inputs, outs, out_shape, pairs, rec=None):
+        """One layer's .npz arrays (and record) equal the reference, in the defined order."""
+        get = lambda n: arrays[prefix + n]
+        k = len(pairs)
+        counts = [len(x) for x in pairs]
+        self.assertEqual(get("counts"), ((k,), counts))
+        offsets = [0]
+        for c in counts:
+            offsets.append(offsets[-1] + c)
+        self.assertEqual(get("offsets"), ((k + 1,), offsets))
+        flat = [pr for x in pairs for pr in x]
+        self.assertEqual(get("out_index"), ((len(flat),), [o for o, _ in flat]))
+        self.assertEqual(get("in_index"), ((len(flat),), [i for _, i in flat]))
+        self.assertEqual(get("out_coords"), ((len(outs), 4), [v for o in outs for v in o]))
+        self.assertEqual(get("out_shape"), ((3,), out_shape))
+        # spconv's indice_pairs [2, K, N_max], N_max = the layer's input count, -1 padded
+        shape, values = get("pairs")
+        self.assertEqual(shape, (2, k, inputs))
+        for t in range(k):
+            row_in = values[t * inputs:(t + 1) * inputs]
+            row_out = values[(k + t) * inputs:(k + t + 1) * inputs]
+            self.assertEqual(row_in, [i for _, i in pairs[t]] + [-1] * (inputs - len(pairs[t])))
+            self.assertEqual(row_out, [o for o, _ in pairs[t]] + [-1] * (inputs - len(pairs[t])))
+        if rec is not None:
+            self.assertEqual((rec["inputs"], rec["outputs"], rec["out_shape"]), (inputs, len(outs), out_shape))
+            self.assertEqual(rec["pairs_per_offset"], counts)
+            self.assertEqual(rec["pairs"], len(flat))
+            self.assertGreaterEqual(rec["milliseconds"], 0.0)
+
+    def write_coords(self, name, coords):
+        with open(self.path(name), "wb") as f:
+            f.write(npy_bytes(coords))
+
+    def test_rulebook_equals_reference(self):
+        """Regular, strided, anisotropic and submanifold rulebooks against the enumeration."""
+        shape = [5, 6, 7]
+        coords = random_voxels(1, 70, shape)
+        self.write_coords("c.npy", coords)
+        cases = [
+            (["--kernel", "3", "--stride", "2", "--padding", "1"], dict(kernel=3, stride=2, padding=1), "regular"),
+            (["--kernel", "3"], dict(kernel=3), "regular"),
+            (["--kernel", "3,1,2", "--stride", "2,1,3", "--padding", "1,0,1", "--dilation", "1,1,2"],
+             dict(kernel=(3, 1, 2), stride=(2, 1, 3), padding=(1, 0, 1), dilation=(1, 1, 2)), "regular"),
+            (["--kernel", "3", "--subm"], dict(kernel=3, subm=True), "subm"),
+            (["--kernel", "5,3,3", "--dilation", "1,2,1", "--subm"],
+             dict(kernel=(5, 3, 3), dilation=(1, 2, 1), subm=True), "subm"),
+        ]
+        for n, (args, spec, kind) in enumerate(cases):
+            out = "rb%d.npz" % n
+            rec = self.records(self.run_tool("rulebook", "c.npy", "--shape", "5,6,7", *args, "-o", out, "--json"))[0]
+            self.assertEqual((rec["voxels"], rec["shape"], rec["batch_size"]), (70, shape, 2))
+            self.assertEqual(len(rec["layers"]), 1)
+            self.assertEqual(rec["layers"][0]["kind"], kind)
+            outs, out_shape, pairs = rulebook_reference(coords, shape, **spec)
+            arrays = read_npz(self.path(out))
+            self.assertEqual(sorted(arrays), sorted(["pairs", "counts", "offsets", "in_index", "out_index",
+                                                     "out_coords", "out_shape"]))
+            self.assert_layer(arrays, "", 70, outs, out_shape, pairs, rec["layers"][0])
+            if kind == "subm":
+                self.assertEqual(outs, coords)  # outputs are the inputs, in input order
+        # -o NAME.npy: the pairs array alone, the same bytes as the .npz member
+        self.run_tool("rulebook", "c.npy", "--shape", "5,6,7", "--kernel", "3", "--stride", "2", "--padding", "1",
+                      "-o", "pairs.npy")
+        with open(self.path("pairs.npy"), "rb") as f:
+            self.assertEqual(parse_npy(f.read()), read_npz(self.path("rb0.npz"))["pairs"])
+        # --batch-size larger than the ids: the same rulebook
+        self.run_tool("rulebook", "c.npy", "--shape", "5,6,7", "--batch-size", "4", "--kernel", "3", "--stride", "2",
+                      "--padding", "1", "-o", "b4.npz")
+        self.assertEqual(read_npz(self.path("b4.npz")), read_npz(self.path("rb0.npz")))
+        try:
+            import numpy as np
+        except ImportError:
+            return
+        with np.load(self.path("rb0.npz")) as z:
+            self.assertEqual(z["pairs"].dtype, np.int32)
+            self.assertEqual(z["offsets"].dtype, np.int64)
+            self.assertEqual(list(z["pairs"].shape), [2, 27, 70])
+
+    def test_rulebook_inverse(self):
+        shape = [6, 6, 6]
+        coords = random_voxels(2, 50, shape)
+        self.write_coords("c.npy", coords)
+        rec = self.records(self.run_tool("rulebook", "c.npy", "--shape", "6,6,6", "--kernel", "3", "--stride", "2",
+                                         "--padding", "1", "--inverse", "-o", "inv.npz", "--json"))[0]
+        f_outs, f_shape, f_pairs = rulebook_reference(coords, shape, 3, 2, 1)
+        pairs = [sorted((i, o) for o, i in x) for x in f_pairs]
+        self.assertEqual(rec["layers"][0]["kind"], "inverse")
+        self.assert_layer(read_npz(self.path("inv.npz")), "", len(f_outs), coords, shape, pairs, rec["layers"][0])
+
+    def test_rulebook_layers_chain(self):
+        """--layers: regular layers feed their outputs on, subm keeps them, an inverse undoes a named layer."""
+        shape = [9, 10, 11]
+        coords = random_voxels(3, 120, shape, batches=3)
+        self.write_coords("c.npy", coords)
+        layers = [{"kernel": 3, "subm": True, "name": "subm1"},
+                  {"kernel": 3, "stride": 2, "padding": 1, "name": "down1"},
+                  {"kernel": [3, 1, 1], "stride": [2, 1, 1]},
+                  {"kernel": 3, "subm": True, "dilation": 2, "name": "subm2"},
+                  {"inverse": "layer2", "name": "up2"},
+                  {"inverse": "down1"}]
+        with open(self.path("net.json"), "w") as f:
+            json.dump(layers, f)
+        rec = self.records(self.run_tool("rulebook", "c.npy", "--shape", "9,10,11", "--layers", "net.json", "-o",
+                                         "net.npz", "--json"))[0]
+        arrays = read_npz(self.path("net.npz"))
+        names = ["subm1", "down1", "layer2", "subm2", "up2", "layer5"]
+        self.assertEqual([l["name"] for l in rec["layers"]], names)
+        self.assertEqual(sorted({n.split("/")[0] for n in arrays}), sorted(names))
+        cur, cur_shape, stack = coords, shape, {}
+        for spec, name, lrec in zip(layers, names, rec["layers"]):
+            if "inverse" in spec:
+                f_in, f_in_shape, f_outs, f_pairs = stack[spec["inverse"]]
+                self.assertEqual(cur, f_outs)
+                outs, out_shape = f_in, f_in_shape
+                pairs = [sorted((i, o) for o, i in x) for x in f_pairs]
+                self.assertEqual(lrec["kind"], "inverse")
+            else:
+                args = {k: (tuple(v) if isinstance(v, list) else v) for k, v in spec.items() if k != "name"}
+                outs, out_shape, pairs = rulebook_reference(cur, cur_shape, **args)
+                self.assertEqual(lrec["kind"], "subm" if spec.get("subm") else "regular")
+            self.assert_layer(arrays, name + "/", len(cur), outs, out_shape, pairs, lrec)
+            stack[name] = (cur, cur_shape, outs, pairs)
+            cur, cur_shape = outs, out_shape
+        self.assertEqual(cur, coords)
+
+    def test_rulebook_of_a_voxelised_cloud(self):
+        """A cloud plus --voxel-size: the voxels of `voxel --emit voxels`, their grid's shape."""
+        vrec = self.records(self.run_tool("voxel", "--voxel-size", "0.005", "--emit", "voxels", BUNNY_SMALL, "-o",
+                                          "v.npy", "--json"))[0]
+        coords = read_npy(self.path("v.npy"))
+        rec = self.records(self.run_tool("rulebook", BUNNY_SMALL, "--voxel-size", "0.005", "--kernel", "3",
+                                         "--stride", "2", "-o", "rb.npz", "--json"))[0]
+        self.assertEqual((rec["voxels"], rec["shape"]), (len(coords), vrec["shape"]))
+        outs, out_shape, pairs = rulebook_reference(coords, vrec["shape"], 3, 2)
+        self.assert_layer(read_npz(self.path("rb.npz")), "", len(coords), outs, out_shape, pairs, rec["layers"][0])
+
+    def test_rulebook_bad_input_exit_1_without_output(self):
+        self.write_coords("c.npy", [[0, 1, 1, 1], [0, 2, 2, 2], [1, 0, 0, 0]])
+        self.assert_fails(["rulebook", "c.npy", "--shape", "3,3,2", "-o", "out.npz"], 1, "c.npy", "outside")
+        self.write_coords("dup.npy", [[0, 1, 1, 1], [0, 2, 2, 2], [0, 1, 1, 1]])
+        self.assert_fails(["rulebook", "dup.npy", "--shape", "4,4,4", "-o", "out.npz"], 1, "dup.npy", "repeats")
+        self.write_coords("neg.npy", [[0, 1, 1, 1], [-1, 2, 2, 2]])
+        self.assert_fails(["rulebook", "neg.npy", "--shape", "4,4,4", "-o", "out.npz"], 1, "neg.npy", "batch")
+        self.write_coords("negz.npy", [[0, -1, 1, 1]])
+        self.assert_fails(["rulebook", "negz.npy", "--shape", "4,4,4", "-o", "out.npz"], 1, "negz.npy", "outside")
+        self.assert_fails(["rulebook", "c.npy", "--shape", "4,4,4", "--batch-size", "1", "-o", "out.npz"], 1,
+                          "c.npy", "batch")
+        with open(self.path("f32.npy"), "wb") as f:
+            f.write(npy_bytes([[0.0, 1.0, 1.0, 1.0]], "<f4"))
+        self.assert_fails(["rulebook", "f32.npy", "--shape", "4,4,4", "-o", "out.npz"], 1, "f32.npy", "int32")
+        self.write_coords("three.npy", [[0, 1, 1], [0, 2, 2]])
+        self.assert_fails(["rulebook", "three.npy", "--shape", "4,4,4", "-o", "out.npz"], 1, "three.npy", "[M, 4]")
+        with open(self.path("flat.npy"), "wb") as f:
+            f.write(npy_bytes([0, 1, 1, 1], shape=(4,)))
+        self.assert_fails(["rulebook", "flat.npy", "--shape", "4,4,4", "-o", "out.npz"], 1, "flat.npy", "[M, 4]")
+        with open(self.path("c.npy"), "rb") as f:
+            whole = f.read()
+        with open(self.path("cut.npy"), "wb") as f:
+            f.write(whole[:-3])
+        self.assert_fails(["rulebook", "cut.npy", "--shape", "4,4,4", "-o", "out.npz"], 1, "cut.npy", "truncated")
+        self.assert_fails(["rulebook", BUNNY_SMALL, "--shape", "4,4,4", "-o", "out.npz"], 1, "not an .npy")
+        big = "2147483647,2147483647,2147483647"
+        self.assert_fails(["rulebook", "c.npy", "--shape", big, "-o", "out.npz"], 1, "c.npy", "overflows")
+        # a chained inverse whose input is not its layer's output
+        with open(self.path("net.json"), "w") as f:
+            json.dump([{"kernel": 3, "stride": 2, "padding": 1, "name": "d"}, {"kernel": 2}, {"inverse": "d"}], f)
+        self.write_coords("grid.npy", [[0, z, y, x] for z in range(6) for y in range(6) for x in range(6)])
+        self.assert_fails(["rulebook", "grid.npy", "--shape", "6,6,6", "--layers", "net.json", "-o", "out.npz"], 1,
+                          "grid.npy", "layer layer2", "not layer d's output")
+
+    def test_rulebook_bad_flags_exit_2_without_output(self):
+        self.write_coords("c.npy", [[0, 1, 1, 1], [0, 2, 2, 2]])
+        for bad in (["--shape", "0,4,4"], ["--shape", "4,-4,4"], ["--shape", "4,4"], ["--shape", "a,b,c"], [],
+                    ["--shape", "4,4,4", "--kernel", "0"], ["--shape", "4,4,4", "--kernel", "2", "--subm"],
+                    ["--shape", "4,4,4", "--stride", "0"], ["--shape", "4,4,4", "--padding", "-1"],
+                    ["--shape", "4,4,4", "--dilation", "0"], ["--shape", "4,4,4", "--kernel", "1,2"],
+                    ["--shape", "4,4,4", "--stride", "2", "--subm"], ["--shape", "4,4,4", "--voxel-size", "1"],
+                    ["--voxel-size", "0"], ["--voxel-size", "1", "--batch-size", "2"],
+                    ["--shape", "4,4,4", "--layers", "net.json", "--kernel", "3"]):
+            self.assert_fails(["rulebook", "c.npy", *bad, "-o", "out.npz"], 2)
+        for layers in ("[", "[]", '[{"kernel": 3, "strides": 2}]', '[{"kernel": 0}]', '[{"inverse": "x"}]',
+                       '[{"name": "a"}, {"name": "a"}]', '[{"name": "a"}, {"inverse": "a", "kernel": 3}]',
+                       '[{"name": "a/b"}]', '[{"kernel": [3, 3]}]'):
+            with open(self.path("net.json"), "w") as f:
+                f.write(layers)
+            self.assert_fails(["rulebook", "c.npy", "--shape", "4,4,4", "--layers", "net.json", "-o", "out.npz"], 2,
+                              "--layers")
+        self.assert_fails(["rulebook", "c.npy", "--shape", "4,4,4", "-o", "out.txt"], 2, ".npz")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,261 @@
+#include "rulebooks.hpp"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <sstream>
+
+#include "outputs.hpp"
+#include "s3d/core/errors.hpp"
+
+namespace s3d::pc_sample {
+namespace {
+
+/// The value of `key` in an .npy header dict ('descr': '<i4', 'fortran_order': False, 'shape': (3, 4)).
+std::string header_value(const std::string& header, const std::string& key) {
+  const std::size_t at = header.find("'" + key + "'");
+  if (at == std::string::npos) return "";
+  std::size_t v = header.find(':', at);
+  if (v == std::string::npos) return "";
+  ++v;
+  while (v < header.size() && header[v] == ' ') ++v;
+  if (v >= header.size()) return "";
+  if (header[v] == '(') return header.substr(v, header.find(')', v) - v + 1);
+  if (header[v] == '\'') return header.substr(v + 1, header.find('\'', v + 1) - v - 1);
+  const std::size_t end = header.find_first_of(",}", v);
+  return header.substr(v, end - v);
+}
+
+std::uint32_t crc32(const std::string& data) {
+  static const std::array<std::uint32_t, 256> table = [] {
+    std::array<std::uint32_t, 256> t{};
+    for (std::uint32_t i = 0; i < 256; ++i) {
+      std::uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  std::uint32_t c = 0xFFFFFFFFu;
+  for (unsigned char b : data) c = table[(c ^ b) & 0xFF] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+void put16(std::string& out, std::uint32_t v) {
+  out += static_cast<char>(v & 0xFF);
+  out += static_cast<char>((v >> 8) & 0xFF);
+}
+void put32(std::string& out, std::uint32_t v) {
+  put16(out, v & 0xFFFF);
+  put16(out, v >> 16);
+}
+
+constexpr std::uint64_t kZipLimit = 0xFFFFFFFFull;
+
+std::string kind_of(const RulebookLayer& layer) {
+  if (layer.inverse || !layer.inverse_of.empty()) return "inverse";
+  return layer.spec.subm ? "subm" : "regular";
+}
+
+std::vector<std::int64_t> shape3(const std::array<std::int32_t, 3>& s) { return {s[0], s[1], s[2]}; }
+
+}  // namespace
+
+std::vector<std::int32_t> read_coords_npy(const std::string& path, const std::string& name) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError(name + ": cannot open");
+  const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (data.size() < 10 || data.compare(0, 6, "\x93NUMPY") != 0)
+    throw DataError(name +
+                    ": not an .npy file (voxel coordinates are an int32 [M, 4] .npy; a cloud needs "
+                    "--voxel-size)");
+  const int major = static_cast<unsigned char>(data[6]);
+  std::size_t header_len = 0, start = 0;
+  if (major == 1) {
+    header_len = static_cast<unsigned char>(data[8]) | static_cast<std::size_t>(static_cast<unsigned char>(data[9]))
+                                                           << 8;
+    start = 10;
+  } else if (major == 2 || major == 3) {
+    if (data.size() < 12) throw DataError(name + ": truncated .npy header");
+    for (int i = 3; i >= 0; --i) header_len = header_len << 8 | static_cast<unsigned char>(data[8 + i]);
+    start = 12;
+  } else {
+    throw DataError(name + ": .npy format version " + std::to_string(major) + " is not supported");
+  }
+  if (data.size() < start + header_len) throw DataError(name + ": truncated .npy header");
+  const std::string header = data.substr(start, header_len);
+  const std::string descr = header_value(header, "descr");
+  if (descr != "<i4" && descr != "=i4")
+    throw DataError(name + ": voxel coordinates must be int32 ('<i4'), got dtype '" + descr + "'");
+  const bool fortran = header_value(header, "fortran_order") == "True";
+  std::vector<long long> shape;
+  {
+    std::string t = header_value(header, "shape");
+    for (char& ch : t)
+      if (ch == '(' || ch == ')' || ch == ',') ch = ' ';
+    std::istringstream s(t);
+    long long v = 0;
+    while (s >> v) shape.push_back(v);
+  }
+  if (shape.size() != 2 || shape[1] != 4 || shape[0] < 0)
+    throw DataError(name + ": voxel coordinates must have shape [M, 4] (batch, z, y, x), got " +
+                    header_value(header, "shape"));
+  const std::size_t m = static_cast<std::size_t>(shape[0]);
+  if (m == 0) throw DataError(name + ": no voxel coordinates (shape [0, 4])");
+  const std::size_t body = start + header_len;
+  if (m > (data.size() - body) / 16) throw DataError(name + ": truncated .npy data (" + std::to_string(m) + " rows)");
+  std::vector<std::int32_t> coords(m * 4);
+  std::memcpy(coords.data(), data.data() + body, m * 16);  // little-endian host
+  if (fortran) {
+    std::vector<std::int32_t> c(m * 4);
+    for (std::size_t r = 0; r < m; ++r)
+      for (std::size_t a = 0; a < 4; ++a) c[r * 4 + a] = coords[a * m + r];
+    coords.swap(c);
+  }
+  for (std::size_t r = 0; r < m; ++r)
+    if (coords[4 * r] < 0)
+      throw DataError(name + ": row " + std::to_string(r) + ": negative batch id " + std::to_string(coords[4 * r]));
+  return coords;
+}
+
+std::vector<LayerResult> run_layers(points::RulebookEngine& engine, const Plan& plan, const points::SparseCoords& in,
+                                    const std::string& name) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<LayerResult> out;
+  std::vector<points::SparseCoords> inputs;  // each layer's input (inverse_of needs its forward's)
+  std::map<std::string, std::size_t> by_name;
+  points::SparseCoords cur = in;
+  for (std::size_t i = 0; i < plan.layers.size(); ++i) {
+    const RulebookLayer& layer = plan.layers[i];
+    const std::string where = plan.chained ? name + ": layer " + layer.name + ": " : name + ": ";
+    LayerResult r;
+    r.name = layer.name;
+    r.kind = kind_of(layer);
+    r.spec = layer.spec;
+    try {
+      const auto t0 = Clock::now();
+      if (!layer.inverse_of.empty()) {
+        const std::size_t f = by_name.at(layer.inverse_of);
+        const points::Rulebook& forward = out[f].rb;
+        if (forward.out.coords != cur.coords || forward.out.shape != cur.shape)
+          throw DataError("the input is not layer " + layer.inverse_of + "'s output (an inverse layer undoes a " +
+                          "layer whose outputs reach it unchanged, through submanifold layers only)");
+        r.spec = out[f].spec;
+        r.rb = engine.inverse(forward, inputs[f]);
+      } else if (layer.inverse) {
+        const points::Rulebook forward = engine.build(cur, layer.spec);
+        r.rb = engine.inverse(forward, cur);
+      } else {
+        r.rb = engine.build(cur, layer.spec);
+      }
+      r.milliseconds = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    } catch (const InvalidArgument& e) {
+      throw DataError(where + e.what());
+    } catch (const DataError& e) {
+      throw DataError(where + e.what());
+    }
+    inputs.push_back(cur);
+    cur = r.rb.out;
+    by_name[layer.name] = i;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::string zip_bytes(const std::vector<std::pair<std::string, std::string>>& files) {
+  std::string body, directory;
+  for (const auto& [name, data] : files) {
+    if (data.size() > kZipLimit || body.size() > kZipLimit)
+      throw DataError(name + ": the .npz would exceed 4 GiB (write -o NAME.npy, or fewer layers)");
+    const std::uint32_t crc = crc32(data), size = static_cast<std::uint32_t>(data.size());
+    const std::uint32_t offset = static_cast<std::uint32_t>(body.size());
+    auto common = [&](std::string& out) {
+      put16(out, 20);    // version needed: 2.0
+      put16(out, 0);     // flags
+      put16(out, 0);     // stored
+      put16(out, 0);     // time 00:00
+      put16(out, 0x21);  // date 1980-01-01
+      put32(out, crc);
+      put32(out, size);  // compressed
+      put32(out, size);  // uncompressed
+      put16(out, static_cast<std::uint32_t>(name.size()));
+      put16(out, 0);  // extra
+    };
+    put32(body, 0x04034b50);
+    common(body);
+    body += name;
+    body += data;
+    put32(directory, 0x02014b50);
+    put16(directory, 20);  // made by
+    common(directory);
+    put16(directory, 0);  // comment
+    put16(directory, 0);  // disk
+    put16(directory, 0);  // internal attributes
+    put32(directory, 0);  // external attributes
+    put32(directory, offset);
+    directory += name;
+  }
+  if (body.size() + directory.size() > kZipLimit)
+    throw DataError("the .npz would exceed 4 GiB (write -o NAME.npy, or fewer layers)");
+  std::string end;
+  put32(end, 0x06054b50);
+  put16(end, 0);
+  put16(end, 0);
+  put16(end, static_cast<std::uint32_t>(files.size()));
+  put16(end, static_cast<std::uint32_t>(files.size()));
+  put32(end, static_cast<std::uint32_t>(directory.size()));
+  put32(end, static_cast<std::uint32_t>(body.size()));
+  put16(end, 0);
+  return body + directory + end;
+}
+
+std::string rulebook_file(const std::vector<LayerResult>& layers, bool chained, bool npy) {
+  auto pairs_npy = [](const LayerResult& l) {
+    const points::Rulebook& rb = l.rb;
+    const std::vector<std::int32_t> pairs = rb.spconv_pairs(rb.inputs);
+    return npy_bytes(pairs.data(), "<i4", {2, rb.kernel_volume, rb.inputs});
+  };
+  if (npy) return pairs_npy(layers.front());
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const LayerResult& l : layers) {
+    const points::Rulebook& rb = l.rb;
+    const std::string prefix = chained ? l.name + "/" : "";
+    const std::int64_t p = rb.pairs();
+    files.emplace_back(prefix + "pairs.npy", pairs_npy(l));
+    files.emplace_back(prefix + "counts.npy", npy_bytes(rb.counts.data(), "<i4", {rb.kernel_volume}));
+    files.emplace_back(prefix + "offsets.npy", npy_bytes(rb.offsets.data(), "<i8", {rb.kernel_volume + 1}));
+    files.emplace_back(prefix + "in_index.npy", npy_bytes(rb.in_index.data(), "<i4", {p}));
+    files.emplace_back(prefix + "out_index.npy", npy_bytes(rb.out_index.data(), "<i4", {p}));
+    files.emplace_back(prefix + "out_coords.npy", npy_bytes(rb.out.coords.data(), "<i4", {rb.out.count(), 4}));
+    files.emplace_back(prefix + "out_shape.npy", npy_bytes(rb.out.shape.data(), "<i4", {3}));
+  }
+  return zip_bytes(files);
+}
+
+nlohmann::json rulebook_record(const std::vector<LayerResult>& layers) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const LayerResult& l : layers) {
+    const points::ConvSpec& s = l.spec;
+    nlohmann::json j;
+    j["name"] = l.name;
+    j["kind"] = l.kind;
+    j["kernel"] = s.kernel;
+    j["stride"] = s.subm ? std::array<int, 3>{1, 1, 1} : s.stride;
+    j["padding"] = s.padding;
+    j["dilation"] = s.dilation;
+    j["inputs"] = l.rb.inputs;
+    j["outputs"] = l.rb.out.count();
+    j["out_shape"] = shape3(l.rb.out.shape);
+    j["pairs_per_offset"] = l.rb.counts;
+    j["pairs"] = l.rb.pairs();
+    j["milliseconds"] = l.milliseconds;
+    list.push_back(j);
+  }
+  return list;
+}
+
+}  // namespace s3d::pc_sample

@@ -1,0 +1,46 @@
+#pragma once
+// pc-sample rulebook: voxel coordinates read from an int32 .npy, the plan's layers run on the run's
+// RulebookEngine (chained: a regular layer's outputs are the next layer's inputs), and the arrays as one
+// .npz (a stored zip of .npy files) or the pairs as one .npy (docs/PC-SAMPLE.md, "Rulebooks").
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "plan.hpp"
+#include "s3d/points/rulebook.hpp"
+
+namespace s3d::pc_sample {
+
+/// Reads `path`, an int32 .npy of shape [M, 4] (batch, z, y, x), M >= 1, batch ids >= 0.
+/// @throws DataError naming `name` (not an .npy, another dtype or shape, truncated, a negative batch id).
+std::vector<std::int32_t> read_coords_npy(const std::string& path, const std::string& name);
+
+/// One layer's rulebook and what the record says of it.
+struct LayerResult {
+  std::string name;
+  std::string kind;  ///< subm, regular, inverse
+  points::ConvSpec spec;
+  points::Rulebook rb;
+  double milliseconds = 0.0;  ///< steady clock around build (and inverse)
+};
+
+/// Runs the plan's layers from `in`. @throws DataError naming `name` (the library's DataError and
+/// InvalidArgument on the data: coordinates outside the shape, duplicates, an overflowing grid).
+std::vector<LayerResult> run_layers(points::RulebookEngine& engine, const Plan& plan, const points::SparseCoords& in,
+                                    const std::string& name);
+
+/// A stored (uncompressed) zip of `files` (name, bytes), as numpy.savez writes without compression.
+/// @throws DataError when a member or the archive exceeds 4 GiB (no zip64).
+std::string zip_bytes(const std::vector<std::pair<std::string, std::string>>& files);
+
+/// The output file: `npy` the first layer's pairs [2, K, N_max] only, else the .npz of every layer's arrays
+/// (`chained`: prefixed `NAME/`).
+std::string rulebook_file(const std::vector<LayerResult>& layers, bool chained, bool npy);
+
+/// The record's `layers` list.
+nlohmann::json rulebook_record(const std::vector<LayerResult>& layers);
+
+}  // namespace s3d::pc_sample
