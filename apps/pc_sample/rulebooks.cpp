@@ -11,24 +11,10 @@
 
 #include "outputs.hpp"
 #include "s3d/core/errors.hpp"
+#include "s3d/io/npy.hpp"
 
 namespace s3d::pc_sample {
 namespace {
-
-/// The value of `key` in an .npy header dict ('descr': '<i4', 'fortran_order': False, 'shape': (3, 4)).
-std::string header_value(const std::string& header, const std::string& key) {
-  const std::size_t at = header.find("'" + key + "'");
-  if (at == std::string::npos) return "";
-  std::size_t v = header.find(':', at);
-  if (v == std::string::npos) return "";
-  ++v;
-  while (v < header.size() && header[v] == ' ') ++v;
-  if (v >= header.size()) return "";
-  if (header[v] == '(') return header.substr(v, header.find(')', v) - v + 1);
-  if (header[v] == '\'') return header.substr(v + 1, header.find('\'', v + 1) - v - 1);
-  const std::size_t end = header.find_first_of(",}", v);
-  return header.substr(v, end - v);
-}
 
 std::uint32_t crc32(const std::string& data) {
   static const std::array<std::uint32_t, 256> table = [] {
@@ -66,60 +52,29 @@ std::vector<std::int64_t> shape3(const std::array<std::int32_t, 3>& s) { return 
 }  // namespace
 
 std::vector<std::int32_t> read_coords_npy(const std::string& path, const std::string& name) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(name + ": cannot open");
-  const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (data.size() < 10 || data.compare(0, 6, "\x93NUMPY") != 0)
-    throw DataError(name +
-                    ": not an .npy file (voxel coordinates are an int32 [M, 4] .npy; a cloud needs "
-                    "--voxel-size)");
-  const int major = static_cast<unsigned char>(data[6]);
-  std::size_t header_len = 0, start = 0;
-  if (major == 1) {
-    header_len = static_cast<unsigned char>(data[8]) | static_cast<std::size_t>(static_cast<unsigned char>(data[9]))
-                                                           << 8;
-    start = 10;
-  } else if (major == 2 || major == 3) {
-    if (data.size() < 12) throw DataError(name + ": truncated .npy header");
-    for (int i = 3; i >= 0; --i) header_len = header_len << 8 | static_cast<unsigned char>(data[8 + i]);
-    start = 12;
-  } else {
-    throw DataError(name + ": .npy format version " + std::to_string(major) + " is not supported");
+  io::NpyInt32Array array;
+  try {
+    array = io::read_npy_int32(path);
+  } catch (const IoError& e) {
+    // Name the item as the user wrote it and say what a cloud needs instead.
+    const std::string what = e.what();
+    if (what.find("not an .npy") != std::string::npos)
+      throw DataError(name +
+                      ": not an .npy file (voxel coordinates are an int32 [M, 4] .npy; a cloud needs "
+                      "--voxel-size)");
+    throw;
   }
-  if (data.size() < start + header_len) throw DataError(name + ": truncated .npy header");
-  const std::string header = data.substr(start, header_len);
-  const std::string descr = header_value(header, "descr");
-  if (descr != "<i4" && descr != "=i4")
-    throw DataError(name + ": voxel coordinates must be int32 ('<i4'), got dtype '" + descr + "'");
-  const bool fortran = header_value(header, "fortran_order") == "True";
-  std::vector<long long> shape;
-  {
-    std::string t = header_value(header, "shape");
-    for (char& ch : t)
-      if (ch == '(' || ch == ')' || ch == ',') ch = ' ';
-    std::istringstream s(t);
-    long long v = 0;
-    while (s >> v) shape.push_back(v);
-  }
-  if (shape.size() != 2 || shape[1] != 4 || shape[0] < 0)
-    throw DataError(name + ": voxel coordinates must have shape [M, 4] (batch, z, y, x), got " +
-                    header_value(header, "shape"));
-  const std::size_t m = static_cast<std::size_t>(shape[0]);
+  std::string shape;
+  for (const std::uint64_t d : array.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+  if (array.shape.size() != 2 || array.shape[1] != 4)
+    throw DataError(name + ": voxel coordinates must have shape [M, 4] (batch, z, y, x), got (" + shape + ")");
+  const std::size_t m = static_cast<std::size_t>(array.shape[0]);
   if (m == 0) throw DataError(name + ": no voxel coordinates (shape [0, 4])");
-  const std::size_t body = start + header_len;
-  if (m > (data.size() - body) / 16) throw DataError(name + ": truncated .npy data (" + std::to_string(m) + " rows)");
-  std::vector<std::int32_t> coords(m * 4);
-  std::memcpy(coords.data(), data.data() + body, m * 16);  // little-endian host
-  if (fortran) {
-    std::vector<std::int32_t> c(m * 4);
-    for (std::size_t r = 0; r < m; ++r)
-      for (std::size_t a = 0; a < 4; ++a) c[r * 4 + a] = coords[a * m + r];
-    coords.swap(c);
-  }
   for (std::size_t r = 0; r < m; ++r)
-    if (coords[4 * r] < 0)
-      throw DataError(name + ": row " + std::to_string(r) + ": negative batch id " + std::to_string(coords[4 * r]));
-  return coords;
+    if (array.values[4 * r] < 0)
+      throw DataError(name + ": row " + std::to_string(r) + ": negative batch id " +
+                      std::to_string(array.values[4 * r]));
+  return std::move(array.values);
 }
 
 std::vector<LayerResult> run_layers(points::RulebookEngine& engine, const Plan& plan, const points::SparseCoords& in,

@@ -109,6 +109,43 @@ ScalarType column_type(const NpyHeader& h) {
 
 }  // namespace
 
+NpyInt32Array read_npy_int32(const std::string& path) {
+  const std::string bytes = detail::read_file_bytes(path);
+  const NpyHeader h = parse_header(bytes, path);
+  if (h.kind != 'i' || h.item_size != 4)
+    throw DataError(path + ": an int32 array ('<i4') is expected, got dtype '" + std::string(1, h.byte_order) + h.kind +
+                    std::to_string(h.item_size) + "'");
+  if (h.fortran && h.shape.size() > 2)
+    throw DataError(path + ": a Fortran-order array of " + std::to_string(h.shape.size()) + " dimensions");
+  const std::size_t remaining = (bytes.size() - h.data_offset) / 4;
+  std::uint64_t count = 1;
+  for (const std::uint64_t d : h.shape) {
+    if (d != 0 && count > remaining / d)
+      throw IoError(path + ": the shape needs more than the " + std::to_string(bytes.size() - h.data_offset) +
+                    " data bytes (truncated?)");
+    count *= d;
+  }
+  NpyInt32Array out;
+  out.shape = h.shape;
+  out.values.resize(static_cast<std::size_t>(count));
+  if (count > 0) std::memcpy(out.values.data(), bytes.data() + h.data_offset, static_cast<std::size_t>(count) * 4);
+  if ((h.byte_order == '>') == detail::host_is_little_endian())
+    for (std::int32_t& v : out.values) {
+      std::uint32_t u = 0;
+      std::memcpy(&u, &v, 4);
+      u = (u >> 24) | ((u >> 8) & 0xff00u) | ((u << 8) & 0xff0000u) | (u << 24);
+      std::memcpy(&v, &u, 4);
+    }
+  if (h.fortran && h.shape.size() == 2) {
+    const std::size_t rows = static_cast<std::size_t>(h.shape[0]), cols = static_cast<std::size_t>(h.shape[1]);
+    std::vector<std::int32_t> c(out.values.size());
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t k = 0; k < cols; ++k) c[r * cols + k] = out.values[k * rows + r];
+    out.values.swap(c);
+  }
+  return out;
+}
+
 PointCloud read_npy(const std::string& path) {
   std::string bytes = detail::read_file_bytes(path);
   const NpyHeader h = parse_header(bytes, path);

@@ -7,7 +7,9 @@
 // becomes the attribute `col<k>` (npy has no column names). Structured dtypes are not supported.
 //
 // Writing: float32, C order, shape (N, 3 + the attributes' components), version 1.0.
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "s3d/core/point_cloud.hpp"
 
@@ -16,6 +18,17 @@ namespace s3d::io {
 /// Reads `path`. @throws IoError (cannot open, bad magic/header, truncated), DataError (unsupported dtype
 /// or shape).
 PointCloud read_npy(const std::string& path);
+
+/// An int32 array read whole, its values in C order.
+struct NpyInt32Array {
+  std::vector<std::uint64_t> shape;
+  std::vector<std::int32_t> values;
+};
+
+/// Reads an int32 `.npy` (`<i4`, `>i4`, `=i4`, any version above; Fortran order only up to 2 dimensions) into
+/// C order and host byte order (voxel coordinates, index arrays). @throws IoError (cannot open, bad magic or
+/// header, truncated data), DataError (another dtype, a Fortran array of more than 2 dimensions).
+NpyInt32Array read_npy_int32(const std::string& path);
 
 /// Writes `cloud` to exactly `path` as float32 (N, 3 + columns): positions, then every fixed attribute's
 /// components in the cloud's order. Elements are not written. @throws IoError, InvalidArgument (lists).
