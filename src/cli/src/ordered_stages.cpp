@@ -35,8 +35,20 @@ std::size_t run_ordered_stages(std::size_t count, std::size_t window, WorkerPool
       if (!stopped && cb.stop_requested()) stopped = true;
       if (!stopped && handled < launched) {
         const std::size_t k = handled++;
+        // The next wait_ahead items must be launched before they can be waited for: when the window is full of
+        // items handled but not yet emitted, emit the oldest (its finish was submitted before k was handled).
+        const std::size_t need = std::min(count, k + 1 + wait_ahead);
+        while (launched < need) {
+          if (launched - emitted < window) {
+            const std::size_t j = launched++;
+            loaded[j] = pool.submit([&cb, j] { cb.load(j); });
+          } else {
+            finished[emitted].get();
+            cb.emit(emitted++);
+          }
+        }
         loaded[k].get();
-        for (std::size_t j = k + 1; j <= k + wait_ahead && j < launched; ++j) loaded[j].wait();
+        for (std::size_t j = k + 1; j < need; ++j) loaded[j].wait();
         std::size_t loaded_ahead = 0;
         while (k + 1 + loaded_ahead < launched && ready(loaded[k + 1 + loaded_ahead])) ++loaded_ahead;
         if (!cb.handle(k, loaded_ahead)) stopped = true;
