@@ -114,6 +114,8 @@ int main(int argc, char** argv) {
       if (o == "-") throw s3d::InvalidArgument("-o -: icp-fuse writes a folder per sequence, not to stdout");
     if (s.outputs.size() > 1) throw s3d::InvalidArgument("-o: give one output folder (or template)");
   });
+  tool.aggregate(s3d::cli::sum_of({"frames", "frames_done", "unreadable"}, "totals"));
+  tool.aggregate(s3d::icp_fuse::add_eval_summary);
   tool.outputs_of([&](const s3d::cli::Item& item, s3d::cli::ItemContext& ctx) {
     return s3d::icp_fuse::planned_outputs(s3d::icp_fuse::output_folder(item, ctx, tool.settings()), plan);
   });

@@ -96,7 +96,6 @@ int main(int argc, char** argv) {
 
   s3d::nms_filter::Plan plan;
   std::unique_ptr<s3d::detection::NmsEngine> engine;
-  s3d::nms_filter::Totals totals;
 
   tool.on_start([&](const s3d::Device& device) {
     f.min_score_given = min_score_opt->count() > 0;
@@ -110,7 +109,7 @@ int main(int argc, char** argv) {
     return s3d::nms_filter::planned_outputs(item, ctx, plan);
   });
 
-  tool.on_summary([&](nlohmann::json& summary) { totals.to_json(summary); });
+  tool.aggregate(s3d::cli::sum_of({"boxes_in", "boxes_kept", "dropped_invalid", "groups"}));
 
   // Load (worker threads): the output decided, then the box file read and grouped.
   s3d::cli::Stages<BoxJob, KeptBoxes> stages;
@@ -137,8 +136,6 @@ int main(int argc, char** argv) {
       s3d::nms_filter::write_kept(ctx, kept, plan.emit_indices);
     }
     const BoxJob& job = kept.job;
-    totals.add(job.table.records_in, kept.result.keep.size(), job.table.dropped_invalid,
-               static_cast<std::size_t>(job.group_count));
     nlohmann::json record;
     record["format"] = s3d::io::to_string(job.table.format);
     record["boxes_in"] = job.table.records_in;

@@ -224,6 +224,10 @@ int main(int argc, char** argv) {
       }
     s3d::pc_sample::prepare_run(run, device);
   });
+  tool.aggregate(
+      s3d::cli::sum_of({"points", "dropped_invalid", "samples", "queries", "empty_balls", "voxels", "points_kept",
+                        "dropped_out_of_range", "dropped_over_max_points", "dropped_over_max_voxels"},
+                       "totals"));
   tool.outputs_of([&](const s3d::cli::Item& item, s3d::cli::ItemContext& ctx) {
     return s3d::pc_sample::planned_outputs(item, ctx, run.plan);
   });

@@ -80,10 +80,8 @@ class App {
     add_options();
     tool_.on_start([this](const Device& d) { start(d); });
     tool_.outputs_of([this](const cli::Item& item, cli::ItemContext& ctx) { return outputs(item, ctx); });
-    tool_.on_summary([this](json& s) {
-      if (totals_.items() > 0) s["eval"] = totals_.to_json();
-      show_stages_run(s["settings"]);
-    });
+    tool_.on_summary([this](json& s) { show_stages_run(s["settings"]); });
+    tool_.aggregate(add_eval_summary);
     // A dataset folder among the positional inputs stands for its pairs (s3d/io/stereo_datasets.hpp).
     tool_.expand_arguments([this](const std::string& arg) -> std::optional<std::vector<json>> {
       std::error_code ec;
@@ -369,7 +367,6 @@ class App {
       json j = io::to_json(ev);
       j["gt"] = in.gt_path;
       rec["eval"] = j;
-      totals_.add(ev);
       // Without --json the numbers would be invisible: one human line on stderr (not with -q).
       const auto& st = tool_.settings();
       if (!st.json && st.report_path.empty() && st.verbosity >= 0) {
@@ -403,7 +400,6 @@ class App {
   Options opt_;
   PairSources sources_;
   EncodeSettings encode_;
-  EvalTotals totals_;
   CLI::Option* gt_scale_opt_ = nullptr;
   std::unique_ptr<PairMatcher> matcher_;  // declared last: destroyed (its pipeline drained) first
 };

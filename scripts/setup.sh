@@ -12,6 +12,7 @@ PACKAGES=(
   libomp-dev help2man python3 clang-format
   clang libclang-rt-14-dev  # the `fuzz` preset: clang++ 14 and its libFuzzer runtime (libclang_rt.fuzzer-x86_64.a)
   python3-open3d            # tests/points/open3d_fps_test.py: the FPS set equals Open3D's
+  slurm-wlm munge parallel  # tests/cluster: a real single-node Slurm (scripts/slurm-local.sh) and GNU parallel
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -392,6 +394,29 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
     }
   }
   return rec;
+}
+
+void add_eval_summary(const std::vector<nlohmann::json>& ok_items, nlohmann::json& summary) {
+  std::size_t sequences = 0;
+  std::uint64_t pairs = 0;
+  double squared_sum = 0.0, rmse_sum = 0.0;
+  for (const auto& item : ok_items) {
+    const auto eval = item.find("eval");
+    if (eval == item.end() || !eval->is_object()) continue;
+    const auto ate = eval->find("ate_m");
+    if (ate == eval->end() || !ate->is_object()) continue;
+    const double rmse = ate->value("rmse", 0.0);
+    const std::uint64_t n = ate->value("pairs", std::uint64_t{0});
+    ++sequences;
+    pairs += n;
+    squared_sum += rmse * rmse * static_cast<double>(n);
+    rmse_sum += rmse;
+  }
+  if (sequences == 0) return;
+  summary["eval"] = {{"sequences", sequences},
+                     {"pairs", pairs},
+                     {"ate_rmse_m", pairs ? std::sqrt(squared_sum / static_cast<double>(pairs)) : 0.0},
+                     {"ate_rmse_mean_m", rmse_sum / static_cast<double>(sequences)}};
 }
 
 }  // namespace s3d::icp_fuse

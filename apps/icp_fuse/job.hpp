@@ -62,4 +62,10 @@ Fused fuse_sequence(const cli::Item& item, Sequence& seq, cli::ItemContext& ctx,
 nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext& ctx, const Plan& plan,
                            const cli::CommonSettings& settings);
 
+/// The summary's "eval" over the evaluated sequences: "sequences", "pairs", "ate_rmse_m" pooled over every
+/// aligned pose of the batch (sqrt of the summed squared errors over the summed pairs; each sequence aligned on
+/// its own), and "ate_rmse_mean_m" (the mean of the sequences' RMSEs). From the records, so `icp-fuse
+/// report` gives the same over a batch's shards.
+void add_eval_summary(const std::vector<nlohmann::json>& ok_items, nlohmann::json& summary);
+
 }  // namespace s3d::icp_fuse

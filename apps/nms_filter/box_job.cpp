@@ -21,22 +21,6 @@ void write_text(cli::ItemContext& ctx, const std::string& path, const std::strin
 
 }  // namespace
 
-void Totals::add(std::size_t in, std::size_t kept, std::size_t dropped, std::size_t groups) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  boxes_in_ += in;
-  boxes_kept_ += kept;
-  dropped_invalid_ += dropped;
-  groups_ += groups;
-}
-
-void Totals::to_json(nlohmann::json& summary) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  summary["boxes_in"] = boxes_in_;
-  summary["boxes_kept"] = boxes_kept_;
-  summary["dropped_invalid"] = dropped_invalid_;
-  summary["groups"] = groups_;
-}
-
 /// Decides the output (before reading, so that a wrong output fails fast), then reads and groups the boxes.
 BoxJob load_job(const cli::Item& item, cli::ItemContext& ctx, const Plan& plan, bool per_class) {
   BoxJob job;

@@ -16,17 +16,6 @@
 
 namespace s3d::nms_filter {
 
-/// Batch totals for the summary; added to by the writers (several threads).
-class Totals {
- public:
-  void add(std::size_t in, std::size_t kept, std::size_t dropped, std::size_t groups);
-  void to_json(nlohmann::json& summary) const;
-
- private:
-  mutable std::mutex mutex_;
-  std::size_t boxes_in_ = 0, boxes_kept_ = 0, dropped_invalid_ = 0, groups_ = 0;
-};
-
 using Clock = std::chrono::steady_clock;
 inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 

@@ -3,6 +3,7 @@ include(${PROJECT_SOURCE_DIR}/cmake/S3dTool.cmake)
 s3d_add_tool(s3d-frame-demo SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/frame/frame_demo.cpp NO_INSTALL)
 
 s3d_add_test(cli_frame_unit SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/frame_unit_test.cpp LIBS s3d::cli LABELS "cli")
+s3d_add_test(cli_merge_reports SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/merge_reports_test.cpp LIBS s3d::cli LABELS "cli")
 
 # End-to-end: frame_e2e_test.py drives s3d-frame-demo (registered by tests/python_tests.cmake, one CTest per
 # test method, cli_frame_e2e.<method>); these are the paths it reads.

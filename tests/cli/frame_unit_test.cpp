@@ -89,6 +89,67 @@ TEST(Shard, AutoReadsSlurmThenKubernetes) {
   // No scheduler: the whole batch.
   s = parse_shard("auto", env_of({}));
   EXPECT_EQ(s.count, 1);
+  EXPECT_EQ(s.source, "auto-none");
+}
+
+// The variables as Slurm 22.05 sets them (observed on a real single-node Slurm, docs/CLUSTER.md).
+TEST(Shard, AutoReadsSlurmStepsAndArraysTogether) {
+  // An `srun -n 3` step: task 2 of 3.
+  Shard s = parse_shard("auto", env_of({{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "3"}, {"SLURM_STEP_NUM_TASKS", "3"}}));
+  EXPECT_EQ(s.index, 2);
+  EXPECT_EQ(s.count, 3);
+  EXPECT_EQ(s.source, "slurm-step");
+  // The batch script of an `--ntasks=3` job is not a step (no SLURM_STEP_NUM_TASKS): the whole batch, never a
+  // silent third of it.
+  s = parse_shard("auto", env_of({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "3"}}));
+  EXPECT_EQ(s.count, 1);
+  // A one-task step adds nothing.
+  s = parse_shard("auto", env_of({{"SLURM_PROCID", "0"}, {"SLURM_STEP_NUM_TASKS", "1"}}));
+  EXPECT_EQ(s.count, 1);
+  // `srun -n 2` inside array task 3 of 4: shard 3 * 2 + 1 of 8.
+  s = parse_shard("auto", env_of({{"SLURM_ARRAY_TASK_ID", "3"},
+                                  {"SLURM_ARRAY_TASK_COUNT", "4"},
+                                  {"SLURM_ARRAY_TASK_MIN", "0"},
+                                  {"SLURM_PROCID", "1"},
+                                  {"SLURM_STEP_NUM_TASKS", "2"}}));
+  EXPECT_EQ(s.index, 7);
+  EXPECT_EQ(s.count, 8);
+  EXPECT_EQ(s.source, "slurm-array+step");
+  EXPECT_THROW(parse_shard("auto", env_of({{"SLURM_STEP_NUM_TASKS", "2"}})), InvalidArgument);
+  EXPECT_THROW(parse_shard("auto", env_of({{"SLURM_STEP_NUM_TASKS", "2"}, {"SLURM_PROCID", "2"}})), InvalidArgument);
+}
+
+TEST(Shard, AutoStatedCountKeepsAResubmittedArrayTasksShard) {
+  // `sbatch --array=3` re-submits one task: its own array has one task (MIN 3, COUNT 1). Without a stated
+  // count that is the whole batch; with --shard-count 4 (or S3D_SHARD_COUNT) it is shard 3 of 4 again.
+  const std::map<std::string, std::string> alone{
+      {"SLURM_ARRAY_TASK_ID", "3"}, {"SLURM_ARRAY_TASK_COUNT", "1"}, {"SLURM_ARRAY_TASK_MIN", "3"}};
+  Shard s = parse_shard("auto", env_of(alone));
+  EXPECT_EQ(s.count, 1);
+  s = parse_shard("auto", env_of(alone), 4);
+  EXPECT_EQ(s.index, 3);
+  EXPECT_EQ(s.count, 4);
+  EXPECT_EQ(s.source, "slurm-array");
+  auto with_env = alone;
+  with_env["S3D_SHARD_COUNT"] = "4";
+  s = parse_shard("auto", env_of(with_env));
+  EXPECT_EQ(s.index, 3);
+  EXPECT_EQ(s.count, 4);
+  EXPECT_THROW(parse_shard("auto", env_of(alone), 3), InvalidArgument);  // task 3 of an array of 3
+}
+
+TEST(Shard, AutoReadsGnuParallel) {
+  // PARALLEL_SEQ counts jobs from 1.
+  Shard s = parse_shard("auto", env_of({{"PARALLEL_SEQ", "1"}}), 2);
+  EXPECT_EQ(s.index, 0);
+  EXPECT_EQ(s.count, 2);
+  EXPECT_EQ(s.source, "gnu-parallel");
+  s = parse_shard("auto", env_of({{"PARALLEL_SEQ", "2"}, {"S3D_SHARD_COUNT", "2"}}));
+  EXPECT_EQ(s.index, 1);
+  EXPECT_THROW(parse_shard("auto", env_of({{"PARALLEL_SEQ", "3"}}), 2), InvalidArgument);
+  EXPECT_THROW(parse_shard("auto", env_of({{"PARALLEL_SEQ", "1"}})), InvalidArgument);  // no count
+  EXPECT_THROW(parse_shard("auto", env_of({{"PARALLEL_SEQ", "0"}}), 2), InvalidArgument);
+  EXPECT_EQ(parse_shard("1/2", env_of({{"PARALLEL_SEQ", "1"}})).source, "flag");  // i/n wins over the environment
 }
 
 TEST(Shard, PartitionsExactly) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -72,6 +73,7 @@ using detail::SkipItem;
 int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
   using Clock = std::chrono::steady_clock;
   const auto batch_start = Clock::now();
+  if (argc >= 2 && std::string(argv[1]) == "report") return run_report(argc - 1, argv + 1);
   detail::install_signal_handlers();
   add_common_options();
 
@@ -99,7 +101,7 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
   std::vector<Item> items;
   std::optional<detail::Records> records;
   try {
-    const Shard shard = parse_shard(s.shard, s.shard_count);
+    shard = parse_shard(s.shard, s.shard_count);
     const Device requested = Device::parse(s.device);
     std::vector<Item> all = collect_items();
     total_items = all.size();
@@ -145,6 +147,7 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
   };
   std::vector<ItemRun> runs(items.size());
   std::map<std::string, double> stage_totals;
+  std::vector<nlohmann::json> ok_records;  // for the tool's aggregates, in index order
   double handle_seconds = 0.0;
   bool stop = false;  // --fail-fast or a transient error: handle no more items
 
@@ -270,6 +273,7 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
     if (status == "skipped") ++skipped;
     if (status == "failed") ++failed;
     records->write(run.record);
+    if (status == "ok" && !aggregate_fns.empty()) ok_records.push_back(std::move(run.record));
     run.record = nlohmann::json();
     progress->update(++done, item.name());
     if (run.failure && run.failure->outcome == Outcome::kTransient) exit_code = kExitTransient;
@@ -304,6 +308,8 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
   summary["version"] = S3D_VERSION;
   summary["git"] = S3D_GIT_SHA;
   summary["device"] = device.to_string();
+  summary["shard"] = {{"index", shard.index}, {"count", shard.count}, {"source", shard.source}};
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) summary["cuda_visible_devices"] = visible;
   summary["items"] = items.size();
   summary["total_items"] = total_items;
   summary["ok"] = ok;
@@ -320,6 +326,7 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
   summary["settings"] = effective_settings();
   try {
     for (auto& fn : summary_fns) fn(summary);
+    for (auto& fn : aggregate_fns) fn(ok_records, summary);
   } catch (...) {
     const Failure f = classify(std::current_exception());
     print_error("error: summary: " + f.message);

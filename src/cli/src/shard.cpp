@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
+#include <utility>
 
 #include "s3d/core/errors.hpp"
 
@@ -20,12 +21,64 @@ long parse_int(const std::string& text, const std::string& what) {
   return v;
 }
 
-Shard checked(long index, long count, const std::string& origin) {
+Shard checked(long index, long count, const std::string& origin, std::string source) {
   if (count < 1) throw InvalidArgument(origin + ": the shard count must be >= 1, got " + std::to_string(count));
   if (index < 0 || index >= count)
     throw InvalidArgument(origin + ": shard index " + std::to_string(index) + " is outside 0.." +
                           std::to_string(count - 1));
-  return Shard{static_cast<int>(index), static_cast<int>(count)};
+  return Shard{static_cast<int>(index), static_cast<int>(count), std::move(source)};
+}
+
+// A variable that is set and not empty, or nullptr.
+const char* env_value(const GetEnv& getenv, const char* name) {
+  const char* v = getenv(name);
+  return v && *v ? v : nullptr;
+}
+
+// --shard-count, else S3D_SHARD_COUNT, else 0 (not stated).
+int stated_count(const GetEnv& getenv, int shard_count) {
+  if (shard_count > 0) return shard_count;
+  const char* env_count = env_value(getenv, "S3D_SHARD_COUNT");
+  return env_count ? static_cast<int>(parse_int(env_count, "S3D_SHARD_COUNT")) : 0;
+}
+
+// The count of a scheduler that gives only an index.
+long count_for(int stated, const std::string& index_variable) {
+  if (stated > 0) return stated;
+  throw InvalidArgument("--shard auto: " + index_variable +
+                        " is set but the shard count is not: give --shard-count N or set S3D_SHARD_COUNT");
+}
+
+Shard from_slurm(const GetEnv& getenv, int shard_count) {
+  long array_index = 0, array_count = 1;
+  const char* array_id = env_value(getenv, "SLURM_ARRAY_TASK_ID");
+  if (array_id && shard_count > 0) {
+    // The array's size stated: a task re-submitted alone (`sbatch --array=3`) is still shard 3 of N.
+    array_index = parse_int(array_id, "SLURM_ARRAY_TASK_ID");
+    array_count = shard_count;
+    checked(array_index, array_count, "--shard auto (Slurm array, --shard-count " + std::to_string(shard_count) + ")",
+            "");
+  } else if (array_id) {
+    const char* slurm_count = env_value(getenv, "SLURM_ARRAY_TASK_COUNT");
+    if (!slurm_count)
+      throw InvalidArgument("--shard auto: SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not");
+    const char* slurm_min = env_value(getenv, "SLURM_ARRAY_TASK_MIN");
+    const long min = slurm_min ? parse_int(slurm_min, "SLURM_ARRAY_TASK_MIN") : 0;
+    array_index = parse_int(array_id, "SLURM_ARRAY_TASK_ID") - min;
+    array_count = parse_int(slurm_count, "SLURM_ARRAY_TASK_COUNT");
+    checked(array_index, array_count, "--shard auto (Slurm array)", "");
+  }
+  long task = 0, tasks = 1;
+  const char* step_tasks = env_value(getenv, "SLURM_STEP_NUM_TASKS");
+  if (step_tasks) {
+    const char* procid = env_value(getenv, "SLURM_PROCID");
+    if (!procid) throw InvalidArgument("--shard auto: SLURM_STEP_NUM_TASKS is set but SLURM_PROCID is not");
+    task = parse_int(procid, "SLURM_PROCID");
+    tasks = parse_int(step_tasks, "SLURM_STEP_NUM_TASKS");
+    checked(task, tasks, "--shard auto (Slurm step)", "");
+  }
+  const std::string source = array_id ? (tasks > 1 ? "slurm-array+step" : "slurm-array") : "slurm-step";
+  return checked(array_index * tasks + task, array_count * tasks, "--shard auto (Slurm)", source);
 }
 
 }  // namespace
@@ -33,35 +86,23 @@ Shard checked(long index, long count, const std::string& origin) {
 Shard parse_shard(const std::string& text, const GetEnv& getenv, int shard_count) {
   if (text.empty()) return Shard{};
   if (text == "auto") {
-    const char* slurm_id = getenv("SLURM_ARRAY_TASK_ID");
-    if (slurm_id && *slurm_id) {
-      const char* slurm_count = getenv("SLURM_ARRAY_TASK_COUNT");
-      if (!slurm_count || !*slurm_count)
-        throw InvalidArgument("--shard auto: SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not");
-      const char* slurm_min = getenv("SLURM_ARRAY_TASK_MIN");
-      const long min = slurm_min && *slurm_min ? parse_int(slurm_min, "SLURM_ARRAY_TASK_MIN") : 0;
-      return checked(parse_int(slurm_id, "SLURM_ARRAY_TASK_ID") - min, parse_int(slurm_count, "SLURM_ARRAY_TASK_COUNT"),
-                     "--shard auto (Slurm)");
-    }
-    const char* k8s_index = getenv("JOB_COMPLETION_INDEX");
-    if (k8s_index && *k8s_index) {
-      long count = shard_count;
-      if (count <= 0) {
-        const char* env_count = getenv("S3D_SHARD_COUNT");
-        if (!env_count || !*env_count)
-          throw InvalidArgument(
-              "--shard auto: JOB_COMPLETION_INDEX is set but the shard count is not: give --shard-count N "
-              "or set S3D_SHARD_COUNT");
-        count = parse_int(env_count, "S3D_SHARD_COUNT");
-      }
-      return checked(parse_int(k8s_index, "JOB_COMPLETION_INDEX"), count, "--shard auto (JOB_COMPLETION_INDEX)");
-    }
-    return Shard{};
+    const int stated = stated_count(getenv, shard_count);
+    // A one-task step (`srun -n 1`, or the batch script's own step) adds nothing; an array alone counts.
+    const char* step_tasks = env_value(getenv, "SLURM_STEP_NUM_TASKS");
+    if (env_value(getenv, "SLURM_ARRAY_TASK_ID") || (step_tasks && std::string(step_tasks) != "1"))
+      return from_slurm(getenv, stated);
+    if (const char* k8s_index = env_value(getenv, "JOB_COMPLETION_INDEX"))
+      return checked(parse_int(k8s_index, "JOB_COMPLETION_INDEX"), count_for(stated, "JOB_COMPLETION_INDEX"),
+                     "--shard auto (JOB_COMPLETION_INDEX)", "kubernetes");
+    if (const char* seq = env_value(getenv, "PARALLEL_SEQ"))
+      return checked(parse_int(seq, "PARALLEL_SEQ") - 1, count_for(stated, "PARALLEL_SEQ"),
+                     "--shard auto (GNU parallel: PARALLEL_SEQ - 1)", "gnu-parallel");
+    return Shard{0, 1, "auto-none"};
   }
   const auto slash = text.find('/');
   if (slash == std::string::npos) throw InvalidArgument("--shard: expected i/n (e.g. 0/8) or auto, got '" + text + "'");
   return checked(parse_int(text.substr(0, slash), "--shard index"), parse_int(text.substr(slash + 1), "--shard count"),
-                 "--shard " + text);
+                 "--shard " + text, "flag");
 }
 
 Shard parse_shard(const std::string& text, int shard_count) {

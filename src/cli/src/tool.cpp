@@ -232,10 +232,14 @@ void Tool::Impl::add_common_options() {
   app.add_flag("--skip-existing", st.skip_existing, "skip items whose outputs exist (resume a batch)")
       ->excludes(overwrite)
       ->group(io_group);
-  app.add_option("--shard", st.shard, "process items k with k mod n == i (i/n), or `auto` (Slurm array, k8s index)")
+  app.add_option("--shard", st.shard,
+                 "process items k with k mod n == i (i/n), or `auto`: from Slurm (array task, srun task), a Kubernetes "
+                 "Indexed Job or GNU parallel (docs/CLUSTER.md)")
       ->type_name("i/n|auto")
       ->group(io_group);
-  app.add_option("--shard-count", st.shard_count, "shard count for `--shard auto` with JOB_COMPLETION_INDEX")
+  app.add_option("--shard-count", st.shard_count,
+                 "the shard count for `--shard auto` (needed under Kubernetes and GNU parallel; for a Slurm array, its "
+                 "size, so that a task re-submitted alone keeps its shard)")
       ->type_name("N")
       ->check(CLI::PositiveNumber)
       ->group(io_group);
@@ -323,6 +327,8 @@ std::string Tool::Impl::footer() const {
      << "  75   transient, retry elsewhere: no GPU for --device cuda, out of GPU memory, CUDA context lost\n"
      << "  130  interrupted (SIGINT)\n"
      << "  143  terminated (SIGTERM)\n";
+  os << "\nMerging the --report files of a batch's shards (docs/CLUSTER.md):\n  " << name
+     << " report shard-*.jsonl -o merged.jsonl\n";
   if (!examples.empty()) {
     os << "\nExamples:\n";
     for (const auto& [command, what] : examples) os << "  " << command << "\n      " << what << "\n";
@@ -603,6 +609,8 @@ void Tool::format_help(std::string description) { impl_->format_description = st
 void Tool::on_start(std::function<void(const Device&)> fn) { impl_->start_fns.push_back(std::move(fn)); }
 
 void Tool::on_summary(std::function<void(nlohmann::json& summary)> fn) { impl_->summary_fns.push_back(std::move(fn)); }
+
+void Tool::aggregate(Aggregate fn) { impl_->aggregate_fns.push_back(std::move(fn)); }
 
 void Tool::outputs_of(OutputsOf fn) { impl_->outputs_fn = std::move(fn); }
 

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "progress.hpp"
+#include "s3d/cli/merge_reports.hpp"
+#include "s3d/cli/shard.hpp"
 #include "s3d/cli/tool.hpp"
 
 namespace s3d::cli {
@@ -52,6 +54,7 @@ struct Tool::Impl {
   CommonSettings s;
   std::vector<std::function<void(const Device&)>> start_fns;
   std::vector<std::function<void(nlohmann::json&)>> summary_fns;
+  std::vector<Aggregate> aggregate_fns;
   OutputsOf outputs_fn;
   ExpandArgument expand_fn;
   std::size_t group_size = 1;  // handle_groups_of(): the handler may take this many items per call
@@ -61,7 +64,8 @@ struct Tool::Impl {
   int verbose_count = 0;
   Device device;
   std::size_t total_items = 0;  // before --shard
-  std::string stdin_copy;       // temp file holding stdin, once
+  Shard shard;
+  std::string stdin_copy;  // temp file holding stdin, once
   bool stdin_used = false;
   std::exception_ptr stdin_failure;  // the copy failed (empty, unreadable): every later ask fails the same way
   std::mutex stdin_mutex;            // loads of several items may ask for stdin at once
@@ -99,6 +103,8 @@ struct Tool::Impl {
   std::string copy_stdin_once();
   void remove_temps();
   int run(int argc, char** argv, const detail::ErasedStages& stages);
+  /// `TOOL report ...` (argv[0] is "report").
+  int run_report(int argc, char** argv);
 
   class Context;
 };

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "s3d/cli/merge_reports.hpp"
 #include "s3d/core/device.hpp"
 
 namespace s3d::cli {
@@ -224,8 +225,12 @@ class Tool {
   /// Called after parsing, before any input is read: validate tool options (throw InvalidArgument ->
   /// exit 2) and set up engines. Gets the resolved device.
   void on_start(std::function<void(const Device&)> fn);
-  /// Adds fields to the final summary record (e.g. accuracy over the batch).
+  /// Adds fields to the final summary record (settings, facts of the run).
   void on_summary(std::function<void(nlohmann::json& summary)> fn);
+  /// Adds dataset-level fields computed from the successful items' records (accuracy over the batch,
+  /// totals): used for the run's summary and by `TOOL report` for the merge of shards (merge_reports.hpp),
+  /// so a batch's merged report equals one process's summary. Keep every input it needs in the records.
+  void aggregate(Aggregate fn);
   void outputs_of(OutputsOf fn);
   /// Lets positional arguments stand for several items (see ExpandArgument).
   void expand_arguments(ExpandArgument fn);
