@@ -18,9 +18,8 @@ using nlohmann::json;
 class MergeReports : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("s3d-merge-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() / ("s3d-merge-" + std::to_string(::getpid()) + "-" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
@@ -73,8 +72,8 @@ TEST_F(MergeReports, AResubmittedShardKeepsTheFirstAttemptsResults) {
   // (its output existed), redid the failed item 3 and did item 5.
   const std::string first =
       write("s1-a.jsonl", {item(1, "ok", 10.0), item(3, "failed")}, R"({"type":"item","index":5,"inp)");
-  const std::string second = write("s1-b.jsonl", {item(1, "skipped"), item(3, "ok", 30.0), item(5, "ok", 50.0),
-                                                  summary(6, 1, 2)});
+  const std::string second =
+      write("s1-b.jsonl", {item(1, "skipped"), item(3, "ok", 30.0), item(5, "ok", 50.0), summary(6, 1, 2)});
   const std::string other = write("s0.jsonl", {item(0, "ok"), item(2, "ok"), item(4, "ok"), summary(6, 0, 2)});
   for (const auto& order : {std::vector<std::string>{first, second, other}, {other, second, first}}) {
     const MergedReport m = merge_reports(order, "demo", {sum_of({"value"})});
@@ -114,7 +113,8 @@ TEST_F(MergeReports, ReportsOfAnotherBatchOrToolAreRefused) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(message({a, other_size}).find("b.jsonl:2: a batch of 5 items"), std::string::npos) << message({a, other_size});
+  EXPECT_NE(message({a, other_size}).find("b.jsonl:2: a batch of 5 items"), std::string::npos)
+      << message({a, other_size});
   EXPECT_NE(message({a, other_tool}).find("a report of 'nms-filter'"), std::string::npos);
   EXPECT_NE(message({a, other_input}).find("item 0 is 'elsewhere'"), std::string::npos);
   EXPECT_NE(message({not_json}).find("e.jsonl:2: not a JSON record"), std::string::npos);

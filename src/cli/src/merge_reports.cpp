@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <utility>
 #include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
+#include <utility>
 
 #include "s3d/core/errors.hpp"
 
@@ -28,8 +28,8 @@ struct Kept {
 
 // The settings that differ between the shards of one batch by design.
 bool per_run_setting(const std::string& key) {
-  static const char* const kKeys[] = {"shard", "shard-count", "report", "json", "skip-existing", "overwrite",
-                                      "threads", "prefetch", "progress", "device", "verbose", "quiet"};
+  static const char* const kKeys[] = {"shard",   "shard-count", "report",   "json",   "skip-existing", "overwrite",
+                                      "threads", "prefetch",    "progress", "device", "verbose",       "quiet"};
   return std::find(std::begin(kKeys), std::end(kKeys), key) != std::end(kKeys);
 }
 
@@ -50,7 +50,8 @@ std::size_t index_of(const nlohmann::json& record, const std::string& where) {
 }  // namespace
 
 Aggregate sum_of(std::vector<std::string> keys, std::string into) {
-  return [keys = std::move(keys), into = std::move(into)](const std::vector<nlohmann::json>& items, nlohmann::json& summary) {
+  return [keys = std::move(keys), into = std::move(into)](const std::vector<nlohmann::json>& items,
+                                                          nlohmann::json& summary) {
     nlohmann::json sums = nlohmann::json::object();
     for (const std::string& key : keys) {
       std::uint64_t whole = 0;
@@ -118,8 +119,7 @@ MergedReport merge_reports(const std::vector<std::string>& paths, const std::str
           throw DataError(where + ": a summary without \"total_items\"");
         if (total_items && *total_items != total->get<std::size_t>())
           throw DataError(where + ": a batch of " + std::to_string(total->get<std::size_t>()) + " items, but " +
-                          total_from + " has " + std::to_string(*total_items) +
-                          ": these reports are not of one batch");
+                          total_from + " has " + std::to_string(*total_items) + ": these reports are not of one batch");
         total_items = total->get<std::size_t>();
         total_from = where;
         const nlohmann::json these = batch_settings(record);
@@ -131,8 +131,8 @@ MergedReport merge_reports(const std::vector<std::string>& paths, const std::str
         seconds_sum += secs;
         seconds_max = std::max(seconds_max, secs);
         nlohmann::json brief = nlohmann::json::object();
-        for (const char* key : {"shard", "device", "items", "ok", "failed", "skipped", "not_run", "exit_code",
-                                "interrupted", "seconds"})
+        for (const char* key :
+             {"shard", "device", "items", "ok", "failed", "skipped", "not_run", "exit_code", "interrupted", "seconds"})
           if (record.contains(key)) brief[key] = record[key];
         entry["summary"] = brief;
       } else if (type == "item") {
@@ -177,7 +177,8 @@ MergedReport merge_reports(const std::vector<std::string>& paths, const std::str
           if (s->is_number()) stage_seconds[s.key()] += s->get<double>();
     } else if (status == "failed") {
       ++failed;
-      failures.push_back({{"index", index}, {"input", k.record.value("input", "")}, {"error", k.record.value("error", "")}});
+      failures.push_back(
+          {{"index", index}, {"input", k.record.value("input", "")}, {"error", k.record.value("error", "")}});
     } else {
       ++skipped;
     }

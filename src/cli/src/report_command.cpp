@@ -14,15 +14,17 @@
 namespace s3d::cli {
 
 int Tool::Impl::run_report(int argc, char** argv) {
-  CLI::App cmd("merges the --report files (JSON Lines) of one batch's shards and re-runs into one report: every "
-               "item once (ok over failed over skipped), the items no report holds, and the batch's summary",
-               name + " report");
+  CLI::App cmd(
+      "merges the --report files (JSON Lines) of one batch's shards and re-runs into one report: every "
+      "item once (ok over failed over skipped), the items no report holds, and the batch's summary",
+      name + " report");
   std::vector<std::string> paths;
   std::string output = "-";
   bool summary_only = false;
   cmd.add_option("reports", paths, "the --report files (one per shard or attempt; order decides ties)")->required();
-  cmd.add_option("-o,--output", output, "the merged report (JSON Lines: item records by index, then the summary); "
-                                        "- = stdout")
+  cmd.add_option("-o,--output", output,
+                 "the merged report (JSON Lines: item records by index, then the summary); "
+                 "- = stdout")
       ->capture_default_str();
   cmd.add_flag("--summary-only", summary_only, "write only the summary record");
   cmd.footer(
@@ -42,7 +44,8 @@ int Tool::Impl::run_report(int argc, char** argv) {
     const MergedReport merged = merge_reports(paths, name, aggregate_fns);
     std::string text;
     if (!summary_only)
-      for (const auto& item : merged.items) text += item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+      for (const auto& item : merged.items)
+        text += item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     text += merged.summary.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     if (output == "-") {
       std::cout << text << std::flush;
