@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Throughput of one GPU node (docs/PERFORMANCE.md, "One node, one or more GPUs"): sgm-depth over N KITTI-size
-# pairs (PNG -> PFM) and pc-sample fps over N clouds of 120k points (KITTI .bin -> .bin, 4096 samples), from
+# pairs (PNG -> PFM) and pc-sample fps over N clouds of 115k points (the KITTI scan) (KITTI .bin -> .bin, 4096 samples), from
 # local disk, as (a) one process on GPU 0 and, on a node with G >= 2 GPUs, (b) G processes, one per GPU
 # (`--shard i/G --device cuda:i`, the host's cores split between them). For each run: wall clock, items/s,
 # each GPU's busy fraction (nvidia-smi, sampled every 100 ms while the run runs) and the stage split from the
