@@ -5,12 +5,12 @@
 # (`--shard i/G --device cuda:i`, the host's cores split between them). For each run: wall clock, items/s,
 # each GPU's busy fraction (nvidia-smi, sampled every 100 ms while the run runs) and the stage split from the
 # summaries; the shards' reports are merged with `TOOL report`, which must find every item ok.
-#   Here:   bash scripts/pack-gpu-node.sh            (-> .carry/node)
-#   There:  bash scripts/gpu-node-throughput.sh [N]  (device tool, carry [".carry/node"]; logs in $OUT)
+#   Here:   bash scripts/pack-gpu-cli.sh             (-> .carry/cli)
+#   There:  bash scripts/gpu-node-throughput.sh [N]  (device tool, carry [".carry/cli"]; logs in $OUT)
 # Environment: RUNS (default 3) runs per configuration; TOOLS (default "sgm fps").
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-carry="$root/.carry/node"
+carry="$root/.carry/cli"
 n="${1:-500}" runs="${RUNS:-3}" tools="${TOOLS:-sgm fps}"
 out="${OUT:-$PWD/gpu-node-out}"
 W=$(mktemp -d /tmp/s3d-node.XXXXXX)
