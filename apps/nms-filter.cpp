@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
     return s3d::nms_filter::planned_outputs(item, ctx, plan);
   });
 
-  tool.aggregate(s3d::cli::sum_of({"boxes_in", "boxes_kept", "dropped_invalid", "groups"}));
+  tool.aggregate(s3d::cli::sum_of({"boxes_in", "boxes_kept", "dropped_invalid", "groups"}, "", true));
 
   // Load (worker threads): the output decided, then the box file read and grouped.
   s3d::cli::Stages<BoxJob, KeptBoxes> stages;

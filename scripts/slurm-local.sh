@@ -234,7 +234,7 @@ SelectTypeParameters=CR_CPU
 ReturnToService=2
 # Fast turnaround: finished jobs leave squeue quickly, scancel is quick.
 MinJobAge=5
-KillWait=2
+KillWait=30
 InactiveLimit=0
 MessageTimeout=10
 SlurmctldTimeout=30

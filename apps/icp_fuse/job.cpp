@@ -405,8 +405,13 @@ void add_eval_summary(const std::vector<nlohmann::json>& ok_items, nlohmann::jso
     if (eval == item.end() || !eval->is_object()) continue;
     const auto ate = eval->find("ate_m");
     if (ate == eval->end() || !ate->is_object()) continue;
-    const double rmse = ate->value("rmse", 0.0);
-    const std::uint64_t n = ate->value("pairs", std::uint64_t{0});
+    const auto rmse_field = ate->find("rmse");
+    const auto pairs_field = ate->find("pairs");
+    if (rmse_field == ate->end() || !rmse_field->is_number() || pairs_field == ate->end() ||
+        !pairs_field->is_number_integer())
+      continue;  // not computed (a NaN is written as null)
+    const double rmse = rmse_field->get<double>();
+    const std::uint64_t n = pairs_field->get<std::uint64_t>();
     ++sequences;
     pairs += n;
     squared_sum += rmse * rmse * static_cast<double>(n);

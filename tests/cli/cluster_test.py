@@ -144,14 +144,13 @@ class Slurm(ClusterCase):
     def setUp(self):
         super().setUp()
         self.slurm_dir = tempfile.mkdtemp(prefix="s3d-slurm-")  # short: munge and slurmd sockets live there
-        proc = subprocess.run(["bash", os.path.join(SOURCE, "scripts", "slurm-local.sh"), "start", self.slurm_dir],
-                              capture_output=True, text=True, timeout=120)
-        if proc.returncode == 77:
-            shutil.rmtree(self.slurm_dir, ignore_errors=True)
-            need(False, "Slurm is not installed (scripts/setup.sh installs slurm-wlm and munge): " + proc.stderr.strip())
+        script = os.path.join(SOURCE, "scripts", "slurm-local.sh")
+        # Cleanups first (run last to first): a start that fails or times out still stops what it started.
         self.addCleanup(shutil.rmtree, self.slurm_dir, True)
-        self.addCleanup(subprocess.run, ["bash", os.path.join(SOURCE, "scripts", "slurm-local.sh"), "stop",
-                                         self.slurm_dir], capture_output=True, timeout=120)
+        self.addCleanup(subprocess.run, ["bash", script, "stop", self.slurm_dir], capture_output=True, timeout=120)
+        proc = subprocess.run(["bash", script, "start", self.slurm_dir], capture_output=True, text=True, timeout=180)
+        if proc.returncode == 77:
+            need(False, "Slurm is not installed (scripts/setup.sh installs slurm-wlm and munge): " + proc.stderr.strip())
         self.assertEqual(proc.returncode, 0, "single-node Slurm did not start: " + proc.stderr)
         self.env = dict(ENV)
         for line in proc.stdout.splitlines():  # `export VAR=value`
@@ -184,7 +183,10 @@ class Slurm(ClusterCase):
     def wait_gone(self, job, seconds=180):
         deadline = time.time() + seconds
         while time.time() < deadline:
-            if not self.slurm("squeue", "-h", "-j", job, "-o", "%i").strip():
+            # A purged job makes squeue fail ("Invalid job id"): gone as well.
+            proc = subprocess.run(["squeue", "-h", "-j", job, "-o", "%i"], env=self.env, capture_output=True, text=True,
+                                  timeout=60)
+            if proc.returncode != 0 or not proc.stdout.strip():
                 return
             time.sleep(0.2)
         self.fail("job %s still queued after %d s" % (job, seconds))

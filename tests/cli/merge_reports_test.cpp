@@ -87,6 +87,22 @@ TEST_F(MergeReports, AResubmittedShardKeepsTheFirstAttemptsResults) {
   }
 }
 
+// A run aggregates its records as the tool made them (signed int64 counts); the merge, as parsed from the
+// report (unsigned): the sums must come out as the same JSON.
+TEST(SumOf, IntegersSumAsIntegersWhateverTheirSignedness) {
+  const std::vector<json> made{json{{"n", std::int64_t{2}}, {"x", 0.5}}, json{{"n", std::int64_t{40}}, {"x", 1}}};
+  std::vector<json> parsed;
+  for (const auto& r : made) parsed.push_back(json::parse(r.dump()));
+  json a = json::object(), b = json::object();
+  sum_of({"n", "x", "absent"})(made, a);
+  sum_of({"n", "x", "absent"})(parsed, b);
+  EXPECT_EQ(a.dump(), b.dump());
+  EXPECT_EQ(a.dump(), R"({"n":42,"x":1.5})");
+  json c = json::object();
+  sum_of({"n", "absent"}, "totals", true)({}, c);  // `always`: zeros for a batch without ok items
+  EXPECT_EQ(c.dump(), R"({"totals":{"absent":0,"n":0}})");
+}
+
 TEST_F(MergeReports, ItemsInNoReportAreMissing) {
   const std::string a = write("a.jsonl", {item(0, "ok"), item(3, "ok"), summary(5, 0, 3)});
   const MergedReport m = merge_reports({a}, "demo", {});

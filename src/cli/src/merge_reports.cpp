@@ -49,25 +49,25 @@ std::size_t index_of(const nlohmann::json& record, const std::string& where) {
 
 }  // namespace
 
-Aggregate sum_of(std::vector<std::string> keys, std::string into) {
-  return [keys = std::move(keys), into = std::move(into)](const std::vector<nlohmann::json>& items,
-                                                          nlohmann::json& summary) {
+Aggregate sum_of(std::vector<std::string> keys, std::string into, bool always) {
+  return [keys = std::move(keys), into = std::move(into), always](const std::vector<nlohmann::json>& items,
+                                                                  nlohmann::json& summary) {
     nlohmann::json sums = nlohmann::json::object();
     for (const std::string& key : keys) {
-      std::uint64_t whole = 0;
+      std::int64_t whole = 0;
       double real = 0.0;
       bool any = false, integral = true;
       for (const auto& item : items) {
         const auto v = item.find(key);
         if (v == item.end() || !v->is_number()) continue;
         any = true;
-        if (v->is_number_unsigned())
-          whole += v->get<std::uint64_t>();
+        if (v->is_number_integer())
+          whole += v->get<std::int64_t>();
         else
           integral = false;
         real += v->get<double>();
       }
-      if (any) sums[key] = integral ? nlohmann::json(whole) : nlohmann::json(real);
+      if (any || always) sums[key] = integral ? nlohmann::json(whole) : nlohmann::json(real);
     }
     if (into.empty())
       for (auto it = sums.begin(); it != sums.end(); ++it) summary[it.key()] = it.value();

@@ -22,6 +22,8 @@ long parse_int(const std::string& text, const std::string& what) {
 }
 
 Shard checked(long index, long count, const std::string& origin, std::string source) {
+  if (count > std::numeric_limits<int>::max())
+    throw InvalidArgument(origin + ": the shard count " + std::to_string(count) + " is too large");
   if (count < 1) throw InvalidArgument(origin + ": the shard count must be >= 1, got " + std::to_string(count));
   if (index < 0 || index >= count)
     throw InvalidArgument(origin + ": shard index " + std::to_string(index) + " is outside 0.." +
@@ -39,7 +41,10 @@ const char* env_value(const GetEnv& getenv, const char* name) {
 int stated_count(const GetEnv& getenv, int shard_count) {
   if (shard_count > 0) return shard_count;
   const char* env_count = env_value(getenv, "S3D_SHARD_COUNT");
-  return env_count ? static_cast<int>(parse_int(env_count, "S3D_SHARD_COUNT")) : 0;
+  if (!env_count) return 0;
+  const long count = parse_int(env_count, "S3D_SHARD_COUNT");
+  if (count < 1) throw InvalidArgument("S3D_SHARD_COUNT must be >= 1, got " + std::to_string(count));
+  return static_cast<int>(count);
 }
 
 // The count of a scheduler that gives only an index.

@@ -14,9 +14,11 @@ namespace s3d::cli {
 /// for a merged one, so the merge of a batch's shards equals the summary of one process over the batch.
 using Aggregate = std::function<void(const std::vector<nlohmann::json>& ok_items, nlohmann::json& summary)>;
 
-/// An Aggregate that sums the numeric fields `keys` of the records (each key present in some record), into
-/// the summary itself or, when `into` is not empty, into its object `into`.
-Aggregate sum_of(std::vector<std::string> keys, std::string into = "");
+/// An Aggregate that sums the numeric fields `keys` of the records, into the summary itself or, when `into` is
+/// not empty, into its object `into`. Integers (however the record holds them: a run's own int64 or a parsed
+/// report's unsigned) sum as integers, so a run and a merge give the same JSON. A key no record has is left
+/// out, unless `always` (then 0).
+Aggregate sum_of(std::vector<std::string> keys, std::string into = "", bool always = false);
 
 struct MergedReport {
   std::vector<nlohmann::json> items;  ///< one record per item index found, in index order
