@@ -121,6 +121,9 @@ TEST_F(MergeReports, ReportsOfAnotherBatchOrToolAreRefused) {
   const std::string not_json = write("e.jsonl", {summary(4, 1, 2)}, "garbage\n");
   const std::string no_summary = write("f.jsonl", {item(0, "ok")});
   const std::string outside = write("g.jsonl", {item(7, "ok"), summary(4, 1, 2)});
+  json mistyped = item(1, "ok");
+  mistyped["status"] = 5;
+  const std::string wrong_type = write("h.jsonl", {summary(4, 1, 2), mistyped});
   auto message = [&](const std::vector<std::string>& paths) {
     try {
       merge_reports(paths, "demo", {});
@@ -136,6 +139,7 @@ TEST_F(MergeReports, ReportsOfAnotherBatchOrToolAreRefused) {
   EXPECT_NE(message({not_json}).find("e.jsonl:2: not a JSON record"), std::string::npos);
   EXPECT_NE(message({no_summary}).find("no summary record"), std::string::npos);
   EXPECT_NE(message({outside}).find("outside a batch of 4"), std::string::npos);
+  EXPECT_NE(message({wrong_type}).find("h.jsonl:2: "), std::string::npos) << message({wrong_type});
   EXPECT_NE(message({(dir_ / "none.jsonl").string()}).find("cannot open"), std::string::npos);
 }
 

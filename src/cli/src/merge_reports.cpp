@@ -94,61 +94,71 @@ MergedReport merge_reports(const std::vector<std::string>& paths, const std::str
     const std::string text = buffer.str();
     nlohmann::json entry{{"file", path}, {"summary", nullptr}};
     std::size_t line_no = 0, items_in_file = 0;
-    for (std::size_t pos = 0; pos < text.size();) {
-      ++line_no;
-      const std::size_t end = text.find('\n', pos);
-      const bool complete = end != std::string::npos;
-      const std::string line = text.substr(pos, complete ? end - pos : std::string::npos);
-      pos = complete ? end + 1 : text.size();
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      const std::string where = path + ":" + std::to_string(line_no);
-      nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
-      if (record.is_discarded() || !record.is_object()) {
-        if (!complete) {
-          warnings.push_back(where + ": an incomplete last line (the run was killed while writing it): ignored");
-          continue;
+    try {
+      for (std::size_t pos = 0; pos < text.size();) {
+        ++line_no;
+        const std::size_t end = text.find('\n', pos);
+        const bool complete = end != std::string::npos;
+        const std::string line = text.substr(pos, complete ? end - pos : std::string::npos);
+        pos = complete ? end + 1 : text.size();
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        const std::string where = path + ":" + std::to_string(line_no);
+        nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
+        if (record.is_discarded() || !record.is_object()) {
+          if (!complete) {
+            warnings.push_back(where + ": an incomplete last line (the run was killed while writing it): ignored");
+            continue;
+          }
+          throw DataError(where + ": not a JSON record (a --report file holds one JSON object per line)");
         }
-        throw DataError(where + ": not a JSON record (a --report file holds one JSON object per line)");
+        const std::string type = record.value("type", "");
+        if (type == "summary") {
+          const std::string of = record.value("tool", "");
+          if (of != tool) throw DataError(where + ": a report of '" + of + "', not of '" + tool + "'");
+          const auto total = record.find("total_items");
+          if (total == record.end() || !total->is_number_unsigned())
+            throw DataError(where + ": a summary without \"total_items\"");
+          if (total_items && *total_items != total->get<std::size_t>())
+            throw DataError(where + ": a batch of " + std::to_string(total->get<std::size_t>()) + " items, but " +
+                            total_from + " has " + std::to_string(*total_items) +
+                            ": these reports are not of one batch");
+          total_items = total->get<std::size_t>();
+          total_from = where;
+          const nlohmann::json these = batch_settings(record);
+          if (settings.is_null())
+            settings = these;
+          else if (these != settings)
+            warnings.push_back(where + ": settings differ from the first report's (other than the per-run ones)");
+          const double secs = record.value("seconds", 0.0);
+          seconds_sum += secs;
+          seconds_max = std::max(seconds_max, secs);
+          nlohmann::json brief = nlohmann::json::object();
+          for (const char* key : {"shard", "device", "items", "ok", "failed", "skipped", "not_run", "exit_code",
+                                  "interrupted", "seconds"})
+            if (record.contains(key)) brief[key] = record[key];
+          entry["summary"] = brief;
+        } else if (type == "item") {
+          const std::size_t index = index_of(record, where);
+          // Read again after the file's loop: checked here, where the line is known.
+          for (const char* key : {"status", "input", "error"})
+            if (record.contains(key) && !record[key].is_string())
+              throw DataError(where + ": the item record's \"" + key + "\" is not a string");
+          if (!record.contains("status")) throw DataError(where + ": an item record without \"status\"");
+          ++items_in_file;
+          auto [it, fresh] = kept.try_emplace(index, Kept{record, path});
+          if (fresh) continue;
+          if (it->second.record.value("input", "") != record.value("input", ""))
+            throw DataError(where + ": item " + std::to_string(index) + " is '" + record.value("input", "") +
+                            "' here but '" + it->second.record.value("input", "") + "' in " + it->second.file +
+                            ": these reports are not of one batch");
+          if (rank(record.value("status", "")) >= rank(it->second.record.value("status", "")))
+            it->second = Kept{record, path};
+        } else {
+          throw DataError(where + ": a record of unknown type '" + type + "'");
+        }
       }
-      const std::string type = record.value("type", "");
-      if (type == "summary") {
-        const std::string of = record.value("tool", "");
-        if (of != tool) throw DataError(where + ": a report of '" + of + "', not of '" + tool + "'");
-        const auto total = record.find("total_items");
-        if (total == record.end() || !total->is_number_unsigned())
-          throw DataError(where + ": a summary without \"total_items\"");
-        if (total_items && *total_items != total->get<std::size_t>())
-          throw DataError(where + ": a batch of " + std::to_string(total->get<std::size_t>()) + " items, but " +
-                          total_from + " has " + std::to_string(*total_items) + ": these reports are not of one batch");
-        total_items = total->get<std::size_t>();
-        total_from = where;
-        const nlohmann::json these = batch_settings(record);
-        if (settings.is_null())
-          settings = these;
-        else if (these != settings)
-          warnings.push_back(where + ": settings differ from the first report's (other than the per-run ones)");
-        const double secs = record.value("seconds", 0.0);
-        seconds_sum += secs;
-        seconds_max = std::max(seconds_max, secs);
-        nlohmann::json brief = nlohmann::json::object();
-        for (const char* key :
-             {"shard", "device", "items", "ok", "failed", "skipped", "not_run", "exit_code", "interrupted", "seconds"})
-          if (record.contains(key)) brief[key] = record[key];
-        entry["summary"] = brief;
-      } else if (type == "item") {
-        const std::size_t index = index_of(record, where);
-        ++items_in_file;
-        auto [it, fresh] = kept.try_emplace(index, Kept{record, path});
-        if (fresh) continue;
-        if (it->second.record.value("input", "") != record.value("input", ""))
-          throw DataError(where + ": item " + std::to_string(index) + " is '" + record.value("input", "") +
-                          "' here but '" + it->second.record.value("input", "") + "' in " + it->second.file +
-                          ": these reports are not of one batch");
-        if (rank(record.value("status", "")) >= rank(it->second.record.value("status", "")))
-          it->second = Kept{record, path};
-      } else {
-        throw DataError(where + ": a record of unknown type '" + type + "'");
-      }
+    } catch (const nlohmann::json::exception& e) {  // a field of the wrong JSON type
+      throw DataError(path + ":" + std::to_string(line_no) + ": " + e.what());
     }
     entry["item_records"] = items_in_file;
     if (entry["summary"].is_null())
@@ -211,7 +221,11 @@ MergedReport merge_reports(const std::vector<std::string>& paths, const std::str
   s["settings"] = settings;
   s["reports"] = reports;
   if (!warnings.empty()) s["warnings"] = warnings;
-  for (const Aggregate& fn : aggregates) fn(ok_items, s);
+  try {
+    for (const Aggregate& fn : aggregates) fn(ok_items, s);
+  } catch (const nlohmann::json::exception& e) {
+    throw DataError("an item record's fields have unexpected types: " + std::string(e.what()));
+  }
   return merged;
 }
 
