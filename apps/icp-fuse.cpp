@@ -66,6 +66,14 @@ int main(int argc, char** argv) {
                  "(mesh.ply), cloud (cloud.ply); frames.jsonl is always written")
       ->capture_default_str()
       ->group(out_group);
+  app.add_option("--color", f.color,
+                 "vertex colours of mesh.ply / cloud.ply from the sequence's colour frames (rgb.txt, "
+                 "frame-*.color.*), taken as registered to the depth: auto = when the sequence lists them, on = "
+                 "required, off = never")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->type_name("auto|on|off")
+      ->group(out_group);
   app.add_option("--eval", f.eval,
                  "score the trajectory against a TUM ground truth: ATE RMSE (SE(3) Horn) and RPE per frame and per "
                  "second, printed and in the record; `auto`: the sequence's groundtruth.txt or its "

@@ -7,6 +7,7 @@ export DEBIAN_FRONTEND=noninteractive
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libopencv-dev libpcl-dev
+  libpng-dev libjpeg-dev    # the fusion tests read the real depth and colour frames with libpng / libjpeg
   libcli11-dev libspdlog-dev libfmt-dev libeigen3-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libomp-dev help2man python3 clang-format

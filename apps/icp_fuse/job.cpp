@@ -19,6 +19,7 @@
 #include "../common/tool_files.hpp"
 #include "s3d/core/errors.hpp"
 #include "s3d/io/calib.hpp"
+#include "s3d/io/image.hpp"
 #include "s3d/io/ply.hpp"
 
 namespace s3d::icp_fuse {
@@ -29,14 +30,16 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-/// A decoded frame or why it could not be read.
+/// A decoded frame or why it could not be read; its colour image when asked for and readable.
 struct LoadedFrame {
   io::ImageF depth;
   std::string error;
+  io::ImageU8 rgb;          ///< empty: no colour for this frame
+  std::string color_error;  ///< why the frame's colour image is not used
   double read_ms = 0.0;
 };
 
-LoadedFrame read_frame(const io::RgbdFrame& frame, double depth_scale) {
+LoadedFrame read_frame(const io::RgbdFrame& frame, double depth_scale, bool color) {
   LoadedFrame f;
   const auto t0 = Clock::now();
   try {
@@ -44,8 +47,31 @@ LoadedFrame read_frame(const io::RgbdFrame& frame, double depth_scale) {
   } catch (const Error& e) {
     f.error = e.what();
   }
+  if (color && f.error.empty()) {
+    try {
+      if (frame.rgb_path.empty()) throw DataError(frame.depth_path + ": no colour image is associated with it");
+      f.rgb = io::read_rgb8(frame.rgb_path);
+      if (f.rgb.width != f.depth.width || f.rgb.height != f.depth.height)
+        throw DataError(frame.rgb_path + ": a " + std::to_string(f.rgb.width) + "x" + std::to_string(f.rgb.height) +
+                        " colour image for a " + std::to_string(f.depth.width) + "x" + std::to_string(f.depth.height) +
+                        " depth frame");
+    } catch (const Error& e) {
+      f.rgb = io::ImageU8();
+      f.color_error = e.what();
+    }
+  }
   f.read_ms = ms_since(t0);
   return f;
+}
+
+/// Whether the model keeps colour: --color, the outputs that would show it, the frames that have it.
+bool wants_color(const Plan& plan, const std::vector<io::RgbdFrame>& frames, const std::string& name) {
+  if (plan.color == Plan::Color::kOff || !(plan.emit_mesh || plan.emit_cloud)) return false;
+  const bool listed =
+      std::any_of(frames.begin(), frames.end(), [](const io::RgbdFrame& f) { return !f.rgb_path.empty(); });
+  if (!listed && plan.color == Plan::Color::kOn)
+    throw DataError(name + ": --color on, but the sequence lists no colour images (rgb.txt, frame-*.color.*)");
+  return listed;
 }
 
 /// fx,fy,cx,cy inline (any sign of fy, for ICL-NUIM's -480), else what s3d::io reads: a K file, TUM
@@ -132,6 +158,13 @@ PointCloud surface_cloud(const fusion::SurfaceCloud& s) {
     for (std::size_t i = 0; i < c.size() && 3 * i + a < s.normals.size(); ++i)
       col.set_value(i, 0, s.normals[3 * i + a]);
   }
+  if (s.colors.size() == 3 * c.size() && c.size() > 0) {
+    const char* rgb[3] = {"red", "green", "blue"};
+    for (int a = 0; a < 3; ++a) {
+      AttributeColumn& col = c.add_attribute(rgb[a], ScalarType::kUint8);
+      for (std::size_t i = 0; i < c.size(); ++i) col.set_value(i, 0, s.colors[3 * i + a]);
+    }
+  }
   c.meta.comments.push_back("icp-fuse TSDF zero crossing, world frame, metres");
   return c;
 }
@@ -193,9 +226,11 @@ Fused fuse_sequence(const cli::Item& item, Sequence& seq, cli::ItemContext& ctx,
   const auto& frames = seq.frames;
   std::optional<fusion::FusionEngine> engine;
   fusion::FusionParams params = plan.params;
+  out.color = wants_color(plan, frames, item.inputs[0]);
+  params.volume.color = out.color;
   const auto t_track = Clock::now();
   // Read-ahead: frame k+1 is read and decoded on another thread while frame k is tracked.
-  std::future<LoadedFrame> next = std::async(std::launch::async, read_frame, frames[0], plan.depth_scale);
+  std::future<LoadedFrame> next = std::async(std::launch::async, read_frame, frames[0], plan.depth_scale, out.color);
   std::string first_error;
   for (std::size_t k = 0; k < frames.size(); ++k) {
     if (cli::interrupt_requested()) {
@@ -204,7 +239,8 @@ Fused fuse_sequence(const cli::Item& item, Sequence& seq, cli::ItemContext& ctx,
     }
     const auto t_wait = Clock::now();
     LoadedFrame cur = next.get();
-    if (k + 1 < frames.size()) next = std::async(std::launch::async, read_frame, frames[k + 1], plan.depth_scale);
+    if (k + 1 < frames.size())
+      next = std::async(std::launch::async, read_frame, frames[k + 1], plan.depth_scale, out.color);
     FrameRecord rec;
     rec.index = frames[k].index;
     rec.timestamp = frames[k].timestamp;
@@ -229,7 +265,12 @@ Fused fuse_sequence(const cli::Item& item, Sequence& seq, cli::ItemContext& ctx,
       out.frames.push_back(std::move(rec));
       continue;
     }
-    rec.result = engine->process(cur.depth.cview());
+    if (out.color && !cur.color_error.empty()) {
+      rec.color_error = cur.color_error;
+      spdlog::warn("{} (frame {} fused without colour)", cur.color_error, rec.index);
+    }
+    rec.color = !cur.rgb.empty();
+    rec.result = engine->process(cur.depth.cview(), rec.color ? cur.rgb.data.data() : nullptr);
     rec.processed = true;
     out.trajectory.push_back({rec.timestamp, rec.result.pose});
     spdlog::debug("{}: frame {}: {}{}{}", item.name(), rec.index, fusion::to_string(rec.result.status),
@@ -258,7 +299,7 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
   rec["output_folder"] = fused.folder;
   apps::write_file_atomically(ctx, paths[0], fusion::format_tum_trajectory(fused.trajectory));
   nlohmann::json counts = {{"first", 0}, {"tracked", 0}, {"recovered", 0}, {"lost", 0}, {"invalid", 0}};
-  std::size_t unreadable = 0;
+  std::size_t unreadable = 0, color_frames = 0;
   double track_ms = 0.0;
   std::string frames_text;
   for (const auto& f : fused.frames) {
@@ -286,6 +327,11 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
       j["ms"] = {{"read", f.read_ms},   {"wait", f.wait_ms},           {"preprocess", r.preprocess_ms},
                  {"track", r.track_ms}, {"integrate", r.integrate_ms}, {"raycast", r.raycast_ms}};
       if (!r.reason.empty()) j["reason"] = r.reason;
+      if (fused.color) {
+        j["color"] = f.color;
+        if (!f.color_error.empty()) j["color_error"] = f.color_error;
+        color_frames += f.color;
+      }
     }
     frames_text += j.dump() + "\n";
   }
@@ -312,6 +358,8 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
   rec["frames_done"] = fused.frames.size();
   for (auto it = counts.begin(); it != counts.end(); ++it) rec[it.key()] = it.value();
   rec["unreadable"] = unreadable;
+  rec["color"] = fused.color;
+  if (fused.color) rec["color_frames"] = color_frames;
   rec["width"] = fused.width;
   rec["height"] = fused.height;
   rec["intrinsics"] = {{"fx", fused.camera.fx},

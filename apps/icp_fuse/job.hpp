@@ -34,9 +34,11 @@ struct FrameRecord {
   std::string file;
   bool processed = false;  ///< false: the frame could not be read or had another size (no pose)
   fusion::FrameResult result;
-  std::string error;     ///< why it was not processed
-  double read_ms = 0.0;  ///< reading and decoding (overlapped with the previous frame's tracking)
-  double wait_ms = 0.0;  ///< how long tracking waited for it
+  std::string error;        ///< why it was not processed
+  bool color = false;       ///< its colour image was integrated
+  std::string color_error;  ///< why its colour image was not (the depth still was)
+  double read_ms = 0.0;     ///< reading and decoding (overlapped with the previous frame's tracking)
+  double wait_ms = 0.0;     ///< how long tracking waited for it
 };
 
 /// What the handle stage produced.
@@ -48,6 +50,7 @@ struct Fused {
   std::optional<fusion::SurfaceCloud> cloud;
   fusion::CameraIntrinsics camera;
   int width = 0, height = 0;
+  bool color = false;  ///< the model keeps colour (--color and the sequence's colour frames)
   bool interrupted = false;
   Sequence sequence;
 };

@@ -82,6 +82,14 @@ Plan make_plan(const Flags& f) {
     else
       throw InvalidArgument("--emit: `" + e + "` is not trajectory, mesh or cloud");
   }
+  if (f.color == "auto")
+    plan.color = Plan::Color::kAuto;
+  else if (f.color == "on")
+    plan.color = Plan::Color::kOn;
+  else if (f.color == "off")
+    plan.color = Plan::Color::kOff;
+  else
+    throw InvalidArgument("--color: `" + f.color + "` is not auto, on or off");
   // The trajectory is always written: it is what an interrupted run keeps, and what --eval scores.
   plan.emit_trajectory = true;
   try {

@@ -26,6 +26,7 @@ struct Flags {
   std::string eval_ranges;  ///< `A:B,C:D`: ATE also over these frame ranges (each aligned on its own)
   std::string frames;
   std::string emit = "trajectory,mesh";
+  std::string color = "auto";  ///< auto | on | off
   double fps = 30.0;
 };
 
@@ -40,6 +41,8 @@ struct Plan {
   std::size_t first_frame = 0;  ///< --frames A:B, half-open [A, B)
   std::size_t last_frame = std::numeric_limits<std::size_t>::max();
   bool emit_trajectory = true, emit_mesh = true, emit_cloud = false;
+  /// Vertex colours from the sequence's colour frames: kAuto when it lists any, kOn required, kOff never.
+  enum class Color { kAuto, kOn, kOff } color = Color::kAuto;
   double fps = 30.0;
 };
 

@@ -2,7 +2,8 @@
 // metres in host memory first, then tracked and fused one by one (the engine's own per-stage timings: host wall
 // clock around each stage, CUDA stages synchronised). Prints one JSON line with the medians over the run and
 // writes the trajectory (TUM, the ground truth's timestamps) for tests/accuracy/trajectory_eval.py.
-//   bench_fusion [--device cuda|cpu] [--mode f2m|f2f] [--frames N] [--half] [--resolution R] [--out traj.txt]
+//   bench_fusion [--device cuda|cpu] [--mode f2m|f2f] [--frames N] [--half] [--color] [--resolution R]
+//                [--out traj.txt]
 //                [--size M] [--truncation M] [--max-depth M] [--huber M] [--iterations A,B,C] [--no-bilateral]
 // (the last ones: FusionParams fields, KinFu's defaults otherwise).
 // --half: 320x240 (every other pixel of every other row, intrinsics halved), the CPU real-time size.
@@ -38,7 +39,7 @@ s3d::Image<float> half(const s3d::Image<float>& full) {
 int main(int argc, char** argv) {
   std::string device = "cuda", mode = "f2m", out;
   int frames = 300, resolution = 512;
-  bool halved = false;
+  bool halved = false, color = false;
   s3d::fusion::FusionParams params;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -68,18 +69,26 @@ int main(int argc, char** argv) {
       out = argv[++i];
     else if (a == "--half")
       halved = true;
+    else if (a == "--color")
+      color = true;
     else {
       std::fprintf(stderr,
                    "usage: bench_fusion [--device cuda|cpu] [--mode f2m|f2f] [--frames N] [--half] "
-                   "[--resolution R] [--out traj.txt]\n");
+                   "[--color] [--resolution R] [--out traj.txt]\n");
       return 2;
     }
   }
   std::vector<s3d::Image<float>> depth;
+  std::vector<s3d::Image<std::uint8_t>> rgb;
+  if (color && halved) {
+    std::fprintf(stderr, "bench_fusion: --color needs the full-size frames (no --half)\n");
+    return 2;
+  }
   try {
     for (int f = 0; f < frames; ++f) {
       s3d::Image<float> d = s3d::test::read_redkitchen_depth(f);
       depth.push_back(halved ? half(d) : std::move(d));
+      if (color) rgb.push_back(s3d::test::read_redkitchen_color(f));
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_fusion: %s (set S3D_DATA_DIR)\n", e.what());
@@ -89,14 +98,15 @@ int main(int argc, char** argv) {
   if (halved) params.camera = params.camera.level(1);
   params.mode = mode == "f2f" ? s3d::fusion::TrackingMode::kFrameToFrame : s3d::fusion::TrackingMode::kFrameToModel;
   params.volume.resolution = {resolution, resolution, resolution};
+  params.volume.color = color;
   params.initial_pose = s3d::fusion::FusionParams::kinfu_initial_pose(params.volume);
   s3d::fusion::FusionEngine engine(s3d::Device::parse(device), params, depth[0].width, depth[0].height);
 
   std::vector<double> pre, track, integrate, raycast, total;
   std::vector<Eigen::Isometry3d> poses;
   int lost = 0, recovered = 0, invalid = 0, iterations = 0;
-  for (const auto& d : depth) {
-    const s3d::fusion::FrameResult r = engine.process(d.cview());
+  for (std::size_t i = 0; i < depth.size(); ++i) {
+    const s3d::fusion::FrameResult r = engine.process(depth[i].cview(), color ? rgb[i].data.data() : nullptr);
     poses.push_back(r.pose);
     lost += r.status == s3d::fusion::FrameStatus::kLost;
     recovered += r.status == s3d::fusion::FrameStatus::kRecovered;
@@ -126,12 +136,13 @@ int main(int argc, char** argv) {
     std::fclose(f);
   }
   std::printf(
-      "{\"bench\": \"fusion\", \"device\": \"%s\", \"mode\": \"%s\", \"width\": %d, \"height\": %d, \"resolution\": "
+      "{\"bench\": \"fusion\", \"device\": \"%s\", \"mode\": \"%s\", \"color\": %s, \"width\": %d, \"height\": %d, "
+      "\"resolution\": "
       "%d, "
       "\"frames\": %d, \"median_ms\": {\"preprocess\": %.4f, \"track\": %.4f, \"integrate\": %.4f, \"raycast\": %.4f, "
       "\"frame\": %.4f}, \"iterations\": %d, \"lost\": %d, \"recovered\": %d, \"invalid\": %d}\n",
-      engine.device().to_string().c_str(), mode.c_str(), depth[0].width, depth[0].height, resolution, frames,
-      median(pre), median(track), median(integrate), median(raycast), median(total), iterations, lost, recovered,
-      invalid);
+      engine.device().to_string().c_str(), mode.c_str(), color ? "true" : "false", depth[0].width, depth[0].height,
+      resolution, frames, median(pre), median(track), median(integrate), median(raycast), median(total), iterations,
+      lost, recovered, invalid);
   return 0;
 }

@@ -108,13 +108,14 @@ class IcpFuseTest(unittest.TestCase):
     def records(self, proc):
         return [json.loads(line) for line in proc.stdout.decode().splitlines() if line.strip()]
 
-    def real_copy(self, name="seq", frames=6, intrinsics=True):
-        """The first `frames` redkitchen frames in 7-Scenes layout (depth, pose, camera-intrinsics.txt)."""
+    def real_copy(self, name="seq", frames=6, intrinsics=True, color=False):
+        """The first `frames` redkitchen frames in 7-Scenes layout (depth, pose, camera-intrinsics.txt; with
+        `color` their colour images too)."""
         self.need_data()
         out = self.path(name)
         os.makedirs(out)
         for i in range(frames):
-            for kind in ("depth.png", "pose.txt"):
+            for kind in ("depth.png", "pose.txt") + (("color.jpg",) if color else ()):
                 shutil.copy(os.path.join(REDKITCHEN, "frame-%06d.%s" % (i, kind)), out)
         if intrinsics:
             shutil.copy(os.path.join(REDKITCHEN, "camera-intrinsics.txt"), out)
@@ -167,6 +168,38 @@ class IcpFuseTest(unittest.TestCase):
         self.assertFalse(os.path.exists(self.path("out", "cloud.ply")))
         # only the outputs, no temp files left
         self.assertEqual(sorted(os.listdir(self.path("out"))), ["frames.jsonl", "mesh.ply", "trajectory.txt"])
+
+    def test_colour_frames_give_a_coloured_mesh_and_cloud(self):
+        seq = self.real_copy(frames=4, color=True)
+        os.remove(os.path.join(seq, "frame-000001.color.jpg"))  # a frame without colour
+        with open(os.path.join(seq, "frame-000002.color.jpg"), "wb") as f:
+            f.write(b"\xff\xd8 not a jpeg")  # a colour image that does not decode
+        proc = self.run_tool(*SMALL, seq, "-o", "out", "--json", "--emit", "trajectory,mesh,cloud")
+        item = self.records(proc)[0]
+        self.assertEqual((item["status"], item["color"], item["color_frames"]), ("ok", True, 2))
+        with open(self.path("out", "frames.jsonl")) as f:
+            frames = [json.loads(line) for line in f]
+        self.assertEqual([fr["color"] for fr in frames], [True, False, False, True])
+        self.assertIn("no colour image", frames[1]["color_error"])
+        self.assertIn("frame-000002.color.jpg", frames[2]["color_error"])
+        self.assertNotEqual(frames[2]["status"], "error")  # the depth was still tracked and fused
+        self.assertIn("fused without colour", proc.stderr.decode())
+        for name, stride in (("mesh.ply", 27), ("cloud.ply", 27)):
+            fmt, counts, props, header, size = ply_header(self.path("out", name))
+            self.assertEqual(props[6:9], ["uchar red", "uchar green", "uchar blue"], name)
+            extra = 13 * counts.get("face", 0)
+            self.assertEqual(size, header + stride * counts["vertex"] + extra, name)
+            with open(self.path("out", name), "rb") as f:
+                data = f.read()[header:header + stride * counts["vertex"]]
+            colours = {data[i + 24:i + 27] for i in range(0, len(data), stride)}
+            self.assertGreater(len(colours), 100, name)  # the kitchen's colours, not one fill value
+        # --color off: plain geometry; --color on without colour images: the sequence fails, nothing written
+        self.run_tool(*SMALL, seq, "-o", "plain", "--color", "off")
+        self.assertNotIn("uchar red", ply_header(self.path("plain", "mesh.ply"))[2])
+        bare = self.real_copy("bare", frames=2)
+        proc = self.run_tool(*SMALL, bare, "-o", "none", "--color", "on", code=1)
+        self.assertIn("lists no colour images", proc.stderr.decode())
+        self.assertFalse(os.path.exists(self.path("none", "mesh.ply")))
 
     def test_eval_prints_ate_and_rpe(self):
         seq = self.real_copy(frames=6)
@@ -312,7 +345,7 @@ class IcpFuseTest(unittest.TestCase):
         k = ["--intrinsics", "60,60,32,24"]
         for args in (["--mode", "icp"], ["--frames", "5:2"], ["--frames", "x"], ["--icp-iterations", "1,2,3,4,5"],
                      ["--volume-resolution", "4"], ["--depth-scale", "-1"], ["--emit", "mesh,video"],
-                     ["--eval-ranges", "0:2"], ["--eval", "auto", "--eval-ranges", "3:1"]):
+                     ["--eval-ranges", "0:2"], ["--eval", "auto", "--eval-ranges", "3:1"], ["--color", "maybe"]):
             proc = self.run_tool(*SMALL, *k, seq, "-o", "out", *args, code=2)
             self.assertEqual(len(proc.stderr.decode().strip().splitlines()), 1, (args, proc.stderr))
         self.run_tool(*SMALL, *k, seq, code=2)  # no output

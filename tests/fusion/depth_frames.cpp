@@ -1,7 +1,9 @@
 #include "depth_frames.hpp"
 
+#include <jpeglib.h>
 #include <png.h>
 
+#include <csetjmp>
 #include <cstdio>
 #include <memory>
 #include <stdexcept>
@@ -47,6 +49,46 @@ Image<float> read_depth_png(const std::filesystem::path& path, float scale) {
   for (std::size_t i = 0; i < raw.size(); ++i)
     depth.data[i] = (raw[i] == 0 || raw[i] == 65535) ? 0.0f : static_cast<float>(raw[i]) / scale;
   return depth;
+}
+
+namespace {
+
+struct JpegError {
+  jpeg_error_mgr mgr;
+  std::jmp_buf jump;
+};
+
+void jpeg_error_exit(j_common_ptr info) { std::longjmp(reinterpret_cast<JpegError*>(info->err)->jump, 1); }
+
+}  // namespace
+
+Image<std::uint8_t> read_redkitchen_color(int frame) {
+  char name[64];
+  std::snprintf(name, sizeof name, "frame-%06d.color.jpg", frame);
+  const std::filesystem::path path = redkitchen_dir() / name;
+  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) throw std::runtime_error("cannot open " + path.string());
+  jpeg_decompress_struct info;
+  JpegError error;
+  info.err = jpeg_std_error(&error.mgr);
+  error.mgr.error_exit = jpeg_error_exit;
+  if (setjmp(error.jump)) {
+    jpeg_destroy_decompress(&info);
+    throw std::runtime_error("libjpeg cannot read " + path.string());
+  }
+  jpeg_create_decompress(&info);
+  jpeg_stdio_src(&info, file.get());
+  jpeg_read_header(&info, TRUE);
+  info.out_color_space = JCS_RGB;
+  jpeg_start_decompress(&info);
+  Image<std::uint8_t> rgb(static_cast<int>(info.output_width), static_cast<int>(info.output_height), 3);
+  while (info.output_scanline < info.output_height) {
+    JSAMPROW row = rgb.data.data() + static_cast<std::size_t>(info.output_scanline) * info.output_width * 3;
+    jpeg_read_scanlines(&info, &row, 1);
+  }
+  jpeg_finish_decompress(&info);
+  jpeg_destroy_decompress(&info);
+  return rgb;
 }
 
 }  // namespace s3d::test

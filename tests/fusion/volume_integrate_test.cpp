@@ -165,7 +165,8 @@ TEST_P(VolumeIntegrate, ColumnRangeSkipsOnlyRejectedVoxels) {
       for (int j = 0; j < g.ny; ++j)
         for (int i = 0; i < g.nx; ++i) {
           float t = 0.0f;
-          const bool ok = detail::tsdf_sample(a, depth.data.data(), depth.width, i, j, k, t);
+          long long pixel = 0;
+          const bool ok = detail::tsdf_sample(a, depth.data.data(), depth.width, i, j, k, t, pixel);
           const std::size_t v = static_cast<std::size_t>(g.index(i, j, k));
           ASSERT_EQ(weight[v], ok ? 1 : 0) << "case " << c << " voxel " << i << " " << j << " " << k;
           if (ok) ASSERT_EQ(tsdf[v], detail::tsdf_fuse(detail::Voxel{0, 0}, t, p.max_weight).tsdf);
@@ -191,15 +192,7 @@ TEST(VolumeParamsCheck, BadParamsThrowInvalidArgument) {
 // ------------------------------------------------------------------------------------- CUDA against the CPU
 
 /// 7-Scenes redkitchen: a 3 m cube from the first camera centre - (1.5, 1.5, 0.5), 128^3 (2.3 cm voxels).
-VolumeParams real_params(int resolution = 128) {
-  const Eigen::Vector3d c = read_redkitchen_pose(0).translation();
-  VolumeParams p;
-  p.resolution = {resolution, resolution, resolution};
-  p.size = {3.0f, 3.0f, 3.0f};
-  p.origin = {static_cast<float>(c.x() - 1.5), static_cast<float>(c.y() - 1.5), static_cast<float>(c.z() - 0.5)};
-  p.truncation = 0.06f;
-  return p;
-}
+VolumeParams real_params(int resolution = 128) { return redkitchen_volume(resolution, 0.06f); }
 
 TEST_P(VolumeIntegrate, RealFramesMatchTheCpuBitForBit) {
   S3D_SKIP_IF_NO_DEVICE(GetParam());
@@ -248,6 +241,93 @@ TEST_P(VolumeIntegrate, OddResolutionMatchesTheCpu) {
   gpu.download(t1, w1);
   EXPECT_EQ(t0, t1);
   EXPECT_EQ(w0, w1);
+}
+
+Image<std::uint8_t> constant_color(std::uint8_t r, std::uint8_t g, std::uint8_t b) {
+  Image<std::uint8_t> rgb(640, 480, 3);
+  for (std::size_t p = 0; p < rgb.data.size(); p += 3) rgb.data[p] = r, rgb.data[p + 1] = g, rgb.data[p + 2] = b;
+  return rgb;
+}
+
+TEST(ColorFuse, RoundedRunningMeanWithACappedWeight) {
+  const std::uint8_t white[3] = {255, 255, 255}, mixed[3] = {100, 0, 51};
+  detail::ColorVoxel c = detail::color_fuse({0, 0, 0, 0}, mixed, 128);
+  EXPECT_EQ(c.r, 100);
+  EXPECT_EQ(c.g, 0);
+  EXPECT_EQ(c.b, 51);
+  EXPECT_EQ(c.weight, 1);
+  c = detail::color_fuse({200, 100, 50, 1}, mixed, 128);  // (200 + 100 + 1) / 2, (100 + 0 + 1) / 2, (50 + 51 + 1) / 2
+  EXPECT_EQ(c.r, 150);
+  EXPECT_EQ(c.g, 50);
+  EXPECT_EQ(c.b, 51);
+  EXPECT_EQ(c.weight, 2);
+  c = detail::color_fuse({0, 0, 0, 3}, white, 3);  // at the cap: (0 * 3 + 255 + 2) / 4, weight stays 3
+  EXPECT_EQ(c.r, 64);
+  EXPECT_EQ(c.weight, 3);
+  detail::ColorVoxel full{255, 255, 255, 255};
+  for (int i = 0; i < 3; ++i) full = detail::color_fuse(full, white, 1000);  // the 8-bit cap, no overflow
+  EXPECT_EQ(full.r, 255);
+  EXPECT_EQ(full.weight, 255);
+}
+
+TEST_P(VolumeIntegrate, ColorIsTheMeanOfTheSamplesInsideTheBand) {
+  S3D_SKIP_IF_NO_DEVICE(GetParam());
+  VolumeParams p = plane_params();
+  p.color = true;
+  TestVolume volume(GetParam(), p);
+  const Image<std::uint8_t> first = constant_color(200, 100, 50), second = constant_color(100, 0, 51);
+  volume.integrate(constant_depth(1.0f), synthetic_camera(), Eigen::Isometry3d::Identity(), first.data.data());
+  volume.integrate(constant_depth(1.0f), synthetic_camera(), Eigen::Isometry3d::Identity(), second.data.data());
+  volume.integrate(constant_depth(1.0f), synthetic_camera(), Eigen::Isometry3d::Identity());  // no colour: kept
+  std::vector<std::int16_t> tsdf, weight;
+  volume.download(tsdf, weight);
+  const std::vector<std::uint8_t> rgbw = volume.colors();
+  ASSERT_EQ(rgbw.size(), 4 * tsdf.size());
+  long long band = 0, free_space = 0;
+  for (std::size_t v = 0; v < tsdf.size(); ++v) {
+    const std::uint8_t* c = &rgbw[4 * v];
+    if (weight[v] == 0) {
+      ASSERT_EQ(c[3], 0) << "voxel " << v;
+    } else if (tsdf[v] < 32767 - 2) {  // every sample had |sdf| < truncation
+      ASSERT_EQ(c[0], 150) << "voxel " << v;
+      ASSERT_EQ(c[1], 50) << "voxel " << v;
+      ASSERT_EQ(c[2], 51) << "voxel " << v;
+      ASSERT_EQ(c[3], 2) << "voxel " << v;
+      ++band;
+    } else if (tsdf[v] == 32767 && c[3] == 0) {
+      ++free_space;  // sdf beyond the truncation: no colour
+    }
+  }
+  EXPECT_GT(band, 80 * 60 * 5);
+  EXPECT_GT(free_space, 80 * 60 * 10);
+  // A volume without colour ignores the image.
+  TestVolume plain(GetParam(), plane_params());
+  plain.integrate(constant_depth(1.0f), synthetic_camera(), Eigen::Isometry3d::Identity(), first.data.data());
+  EXPECT_TRUE(plain.colors().empty());
+}
+
+TEST_P(VolumeIntegrate, RealColorFramesMatchTheCpuBitForBit) {
+  S3D_SKIP_IF_NO_DEVICE(GetParam());
+  S3D_SKIP_CPU_VS_CPU(GetParam());
+  S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299");
+  VolumeParams p = real_params();
+  p.color = true;
+  TestVolume cpu(Device(Device::Kind::kCpu), p), gpu(GetParam(), p);
+  for (int f : {0, 25, 50}) {
+    const Image<float> depth = s3d::test::read_redkitchen_depth(f);
+    const Image<std::uint8_t> rgb = s3d::test::read_redkitchen_color(f);
+    ASSERT_EQ(rgb.width, depth.width);
+    ASSERT_EQ(rgb.height, depth.height);
+    const Eigen::Isometry3d pose = read_redkitchen_pose(f);
+    cpu.integrate(depth, redkitchen_camera(), pose, rgb.data.data());
+    gpu.integrate(depth, redkitchen_camera(), pose, rgb.data.data());
+  }
+  const std::vector<std::uint8_t> c0 = cpu.colors(), c1 = gpu.colors();
+  long long colored = 0;
+  for (std::size_t v = 3; v < c0.size(); v += 4) colored += c0[v] != 0;
+  EXPECT_GT(colored, 10000);
+  ASSERT_EQ(c0.size(), c1.size());
+  for (std::size_t i = 0; i < c0.size(); ++i) ASSERT_EQ(c0[i], c1[i]) << "voxel " << i / 4 << " channel " << i % 4;
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, VolumeIntegrate, ::testing::ValuesIn(s3d::test::test_devices()),

@@ -234,6 +234,7 @@ TEST(VolumeMeshCpu, ResultDoesNotDependOnTheThreadCount) {
   r = same_bits(a.normals.data(), b.normals.data(), a.normals.size());
   if (!r) return r << " (normals)";
   if (a.triangles != b.triangles) return ::testing::AssertionFailure() << "triangles differ";
+  if (a.colors != b.colors) return ::testing::AssertionFailure() << "vertex colours differ";
   return ::testing::AssertionSuccess();
 }
 
@@ -244,6 +245,7 @@ TEST(VolumeMeshCpu, ResultDoesNotDependOnTheThreadCount) {
   if (!r) return r << " (points)";
   r = same_bits(a.normals.data(), b.normals.data(), a.normals.size());
   if (!r) return r << " (normals)";
+  if (a.colors != b.colors) return ::testing::AssertionFailure() << "point colours differ";
   return ::testing::AssertionSuccess();
 }
 
@@ -271,12 +273,7 @@ TEST_P(VolumeMesh, RealMeshAndCloudMatchTheCpuBitForBit) {
   S3D_SKIP_IF_NO_DEVICE(GetParam());
   S3D_SKIP_CPU_VS_CPU(GetParam());
   S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299");
-  const Eigen::Vector3d c = read_redkitchen_pose(0).translation();
-  VolumeParams p;
-  p.resolution = {160, 160, 160};
-  p.size = {3.0f, 3.0f, 3.0f};
-  p.origin = {static_cast<float>(c.x() - 1.5), static_cast<float>(c.y() - 1.5), static_cast<float>(c.z() - 0.5)};
-  p.truncation = 0.06f;
+  const VolumeParams p = redkitchen_volume(160, 0.06f);
   TestVolume cpu(Device(Device::Kind::kCpu), p), gpu(GetParam(), p);
   for (int f : {0, 30, 60, 90}) {
     const Image<float> depth = s3d::test::read_redkitchen_depth(f);
@@ -290,14 +287,56 @@ TEST_P(VolumeMesh, RealMeshAndCloudMatchTheCpuBitForBit) {
   EXPECT_TRUE(same_cloud(cpu.cloud(), gpu.cloud()));
 }
 
+TEST_P(VolumeMesh, RealColoredMeshAndCloudMatchTheCpuBitForBit) {
+  S3D_SKIP_IF_NO_DEVICE(GetParam());
+  S3D_SKIP_CPU_VS_CPU(GetParam());
+  S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299");
+  VolumeParams p = redkitchen_volume(128, 0.06f);
+  p.color = true;
+  TestVolume cpu(Device(Device::Kind::kCpu), p), gpu(GetParam(), p);
+  for (int f : {0, 40, 80}) {
+    const Image<float> depth = s3d::test::read_redkitchen_depth(f);
+    const Image<std::uint8_t> rgb = s3d::test::read_redkitchen_color(f);
+    cpu.integrate(depth, redkitchen_camera(), read_redkitchen_pose(f), rgb.data.data());
+    gpu.integrate(depth, redkitchen_camera(), read_redkitchen_pose(f), rgb.data.data());
+  }
+  const Mesh mesh = cpu.mesh();
+  ASSERT_GT(mesh.triangles.size(), 10000u);
+  ASSERT_EQ(mesh.colors.size(), mesh.vertices.size());
+  EXPECT_TRUE(same_mesh(mesh, gpu.mesh()));
+  const SurfaceCloud cloud = cpu.cloud();
+  ASSERT_EQ(cloud.colors.size(), cloud.points.size());
+  EXPECT_TRUE(same_cloud(cloud, gpu.cloud()));
+}
+
+TEST_P(VolumeMesh, ConstantColorGivesEveryVertexThatColor) {
+  S3D_SKIP_IF_NO_DEVICE(GetParam());
+  VolumeParams p = sphere_params();
+  p.color = true;
+  TestVolume volume(GetParam(), p);
+  const CameraIntrinsics cam = synthetic_camera();
+  Image<std::uint8_t> rgb(631, 479, 3);
+  for (std::size_t i = 0; i < rgb.data.size(); i += 3) rgb.data[i] = 201, rgb.data[i + 1] = 17, rgb.data[i + 2] = 90;
+  for (const Eigen::Isometry3d& pose : sphere_views())
+    volume.integrate(render_sphere(cam, pose, 631, 479, kCentre, kRadius), cam, pose, rgb.data.data());
+  const Mesh mesh = volume.mesh();
+  ASSERT_GT(mesh.vertices.size(), 3000u);
+  ASSERT_EQ(mesh.colors.size(), mesh.vertices.size());
+  for (std::size_t i = 0; i < mesh.colors.size(); i += 3) {
+    ASSERT_EQ(mesh.colors[i], 201) << "vertex " << i / 3;
+    ASSERT_EQ(mesh.colors[i + 1], 17) << "vertex " << i / 3;
+    ASSERT_EQ(mesh.colors[i + 2], 90) << "vertex " << i / 3;
+  }
+  // Without colour: no colours.
+  TestVolume plain(GetParam(), sphere_params());
+  integrate_sphere(plain, sphere_views());
+  EXPECT_TRUE(plain.mesh().colors.empty());
+  EXPECT_TRUE(plain.cloud().colors.empty());
+}
+
 TEST(VolumeMeshCpu, RealMeshIsAnIndexedManifoldPiece) {
   S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299");
-  const Eigen::Vector3d c = read_redkitchen_pose(0).translation();
-  VolumeParams p;
-  p.resolution = {128, 128, 128};
-  p.size = {3.0f, 3.0f, 3.0f};
-  p.origin = {static_cast<float>(c.x() - 1.5), static_cast<float>(c.y() - 1.5), static_cast<float>(c.z() - 0.5)};
-  p.truncation = 0.07f;
+  const VolumeParams p = redkitchen_volume(128, 0.07f);
   TestVolume volume(Device(Device::Kind::kCpu), p);
   volume.integrate(s3d::test::read_redkitchen_depth(0), redkitchen_camera(), read_redkitchen_pose(0));
   const Mesh mesh = volume.mesh();

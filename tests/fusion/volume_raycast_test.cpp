@@ -78,15 +78,7 @@ TEST_P(VolumeRaycast, BackFacesStopTheRay) {
   }
 }
 
-VolumeParams real_params() {
-  const Eigen::Vector3d c = read_redkitchen_pose(0).translation();
-  VolumeParams p;
-  p.resolution = {192, 192, 192};
-  p.size = {3.0f, 3.0f, 3.0f};
-  p.origin = {static_cast<float>(c.x() - 1.5), static_cast<float>(c.y() - 1.5), static_cast<float>(c.z() - 0.5)};
-  p.truncation = 0.05f;
-  return p;
-}
+VolumeParams real_params() { return redkitchen_volume(192, 0.05f); }
 
 TEST_P(VolumeRaycast, RealFrameComesBackAtItsDepth) {
   S3D_SKIP_IF_NO_DEVICE(GetParam());

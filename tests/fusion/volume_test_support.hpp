@@ -69,6 +69,18 @@ inline Eigen::Isometry3d read_redkitchen_pose(int frame) {
 }
 
 inline CameraIntrinsics redkitchen_camera() { return {585.0f, 585.0f, 320.0f, 240.0f}; }
+
+/// A 3 m cube of `resolution`^3 voxels around the redkitchen's first camera (1.5 m either side in x and y,
+/// from 0.5 m behind it in z), where the sequence's first frames lie.
+inline VolumeParams redkitchen_volume(int resolution, float truncation) {
+  const Eigen::Vector3d c = read_redkitchen_pose(0).translation();
+  VolumeParams p;
+  p.resolution = {resolution, resolution, resolution};
+  p.size = {3.0f, 3.0f, 3.0f};
+  p.origin = {static_cast<float>(c.x() - 1.5), static_cast<float>(c.y() - 1.5), static_cast<float>(c.z() - 0.5)};
+  p.truncation = truncation;
+  return p;
+}
 inline CameraIntrinsics synthetic_camera() { return {525.0f, 525.0f, 319.5f, 239.5f}; }
 
 /// Depth (z, metres) of the sphere (centre, radius) seen from `pose`; 0 where the ray misses it.
@@ -103,14 +115,16 @@ class TestVolume {
     }
   }
 
-  void integrate(const Image<float>& depth, const CameraIntrinsics& camera, const Eigen::Isometry3d& pose) {
+  /// `rgb`: null or the depth's size, 3 bytes per pixel (host memory, as the backend takes it).
+  void integrate(const Image<float>& depth, const CameraIntrinsics& camera, const Eigen::Isometry3d& pose,
+                 const std::uint8_t* rgb = nullptr) {
     if (device_.is_cpu()) {
-      backend_->integrate(depth.view(), camera, to_rigid(pose));
+      backend_->integrate(depth.view(), rgb, camera, to_rigid(pose));
       return;
     }
     DeviceBuffer<float> d;
     d.copy_from_host(depth.data);
-    backend_->integrate(ImageView<const float>{d.data(), depth.width, depth.height, depth.width}, camera,
+    backend_->integrate(ImageView<const float>{d.data(), depth.width, depth.height, depth.width}, rgb, camera,
                         to_rigid(pose));
   }
 
@@ -138,6 +152,12 @@ class TestVolume {
   void reset() { backend_->reset(); }
   void download(std::vector<std::int16_t>& tsdf, std::vector<std::int16_t>& weight) {
     backend_->download(tsdf, weight);
+  }
+  /// r g b weight per voxel (empty without colour).
+  std::vector<std::uint8_t> colors() {
+    std::vector<std::uint8_t> rgbw;
+    backend_->download_colors(rgbw);
+    return rgbw;
   }
 
  private:

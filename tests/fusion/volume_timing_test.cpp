@@ -46,7 +46,7 @@ TEST_P(VolumeTiming, KinFuSizeOnRealFrames) {
   s3d::synchronize(nullptr);
   for (std::size_t f = 0; f < depth.size(); ++f) {
     const auto t0 = clock::now();
-    backend->integrate(ImageView<const float>{device_depth[f].data(), 640, 480, 640}, redkitchen_camera(),
+    backend->integrate(ImageView<const float>{device_depth[f].data(), 640, 480, 640}, nullptr, redkitchen_camera(),
                        to_rigid(pose[f]));
     const auto t1 = clock::now();
     backend->raycast(redkitchen_camera(), to_rigid(pose[f]), Maps{vertices.data(), normals.data(), 640, 480});

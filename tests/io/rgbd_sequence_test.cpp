@@ -79,6 +79,8 @@ TEST_F(RgbdSequenceTest, SevenScenesFolderInNameOrder) {
   EXPECT_DOUBLE_EQ(seq.frames[2].timestamp, 2.0 / 30.0);
   EXPECT_EQ(seq.frames[1].pose_path, path("frame-000001.pose.txt"));
   EXPECT_EQ(seq.intrinsics_path, path("camera-intrinsics.txt"));
+  EXPECT_EQ(seq.frames[0].rgb_path, path("frame-000000.color.png"));  // the colour image beside the depth
+  EXPECT_EQ(seq.frames[1].rgb_path, "");
 }
 
 TEST_F(RgbdSequenceTest, PlainPngAndPfmFoldersAndListFiles) {
@@ -189,6 +191,7 @@ TEST(RgbdSequenceReal, SevenScenesRedkitchen) {
   EXPECT_FALSE(seq.intrinsics_path.empty());
   EXPECT_FALSE(seq.groundtruth_path.empty());
   EXPECT_FALSE(seq.frames[0].pose_path.empty());
+  EXPECT_EQ(fs::path(seq.frames[299].rgb_path).filename(), "frame-000299.color.jpg");  // from rgb.txt
   const ImageF d = read_depth_frame(seq.frames[0].depth_path);
   ASSERT_EQ(d.width, 640);
   ASSERT_EQ(d.height, 480);

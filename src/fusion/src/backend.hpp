@@ -82,8 +82,10 @@ class VolumeBackend {
   /// Empties the volume (tsdf 0, weight 0).
   virtual void reset() = 0;
   /// Projective TSDF update with the validity-masked depth (backend memory, 0 = invalid) seen from
-  /// `camera_to_world` with level-0 intrinsics.
-  virtual void integrate(ImageView<const float> depth_m, const CameraIntrinsics& camera,
+  /// `camera_to_world` with level-0 intrinsics. `rgb` (host memory, may be null): the depth's size, dense,
+  /// 3 bytes per pixel, registered to the depth; a volume with colour takes it where the voxel is near the
+  /// surface (takes_color), one without ignores it.
+  virtual void integrate(ImageView<const float> depth_m, const std::uint8_t* rgb, const CameraIntrinsics& camera,
                          const Rigid& camera_to_world) = 0;
   /// Ray casts the zero crossing seen from `camera_to_world` into `out` (world-frame vertices and normals,
   /// backend memory, level-0 size); pixels without a surface are invalid.
@@ -92,6 +94,8 @@ class VolumeBackend {
   virtual SurfaceCloud extract_cloud() = 0;
   /// Host copies of the voxels (x fastest, then y, then z), for tests: tsdf scaled to int16, weights.
   virtual void download(std::vector<std::int16_t>& tsdf, std::vector<std::int16_t>& weight) = 0;
+  /// Host copies of the voxels' colours, r g b weight per voxel (empty without colour), for tests.
+  virtual void download_colors(std::vector<std::uint8_t>& rgbw) = 0;
 };
 
 std::unique_ptr<TrackingBackend> make_cpu_tracking(const FusionParams& params, int width, int height);

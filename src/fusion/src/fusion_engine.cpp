@@ -62,7 +62,7 @@ class FusionEngine::Impl {
         tracking_(std::move(tracking)),
         volume_(std::move(volume)) {}
 
-  FrameResult process(ImageView<const float> depth) {
+  FrameResult process(ImageView<const float> depth, const std::uint8_t* rgb) {
     check_frame(depth);
     std::optional<ScopedDevice> scope;
     enter(scope);
@@ -72,7 +72,7 @@ class FusionEngine::Impl {
       pose_ = params_.initial_pose;
       result.status = FrameStatus::kFirst;
       result.pose = pose_;
-      update_model(result);
+      update_model(result, rgb);
       return result;
     }
     const auto track_start = Clock::now();
@@ -102,11 +102,12 @@ class FusionEngine::Impl {
     }
     pose_ = attempt.pose;
     result.pose = pose_;
-    update_model(result);
+    update_model(result, rgb);
     return result;
   }
 
-  FrameResult integrate_with_pose(ImageView<const float> depth, const Eigen::Isometry3d& camera_to_world) {
+  FrameResult integrate_with_pose(ImageView<const float> depth, const Eigen::Isometry3d& camera_to_world,
+                                  const std::uint8_t* rgb) {
     check_frame(depth);
     std::optional<ScopedDevice> scope;
     enter(scope);
@@ -115,7 +116,7 @@ class FusionEngine::Impl {
     result.status = has_reference_ ? FrameStatus::kTracked : FrameStatus::kFirst;
     pose_ = camera_to_world;
     result.pose = pose_;
-    update_model(result);
+    update_model(result, rgb);
     return result;
   }
 
@@ -262,11 +263,11 @@ class FusionEngine::Impl {
 
   /// Integrates the frame at pose_ (when there is a volume) and makes the new reference: ray cast (f2m) or
   /// the frame's own maps (f2f).
-  void update_model(FrameResult& result) {
+  void update_model(FrameResult& result, const std::uint8_t* rgb) {
     const detail::Rigid pose = to_rigid(pose_);
     if (volume_ && (params_.integrate || params_.mode == TrackingMode::kFrameToModel)) {
       const auto start = Clock::now();
-      volume_->integrate(tracking_->raw_depth(), params_.camera, pose);
+      volume_->integrate(tracking_->raw_depth(), rgb, params_.camera, pose);
       result.integrate_ms = ms_since(start);
     }
     const auto start = Clock::now();
@@ -311,11 +312,13 @@ FusionEngine::~FusionEngine() = default;
 FusionEngine::FusionEngine(FusionEngine&&) noexcept = default;
 FusionEngine& FusionEngine::operator=(FusionEngine&&) noexcept = default;
 
-FrameResult FusionEngine::process(ImageView<const float> depth_m) { return impl_->process(depth_m); }
+FrameResult FusionEngine::process(ImageView<const float> depth_m, const std::uint8_t* rgb) {
+  return impl_->process(depth_m, rgb);
+}
 
-FrameResult FusionEngine::integrate_with_pose(ImageView<const float> depth_m,
-                                              const Eigen::Isometry3d& camera_to_world) {
-  return impl_->integrate_with_pose(depth_m, camera_to_world);
+FrameResult FusionEngine::integrate_with_pose(ImageView<const float> depth_m, const Eigen::Isometry3d& camera_to_world,
+                                              const std::uint8_t* rgb) {
+  return impl_->integrate_with_pose(depth_m, camera_to_world, rgb);
 }
 
 Mesh FusionEngine::extract_mesh() const {

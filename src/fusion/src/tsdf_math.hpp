@@ -32,6 +32,13 @@ struct alignas(4) Voxel {
   std::int16_t weight;
 };
 
+/// One voxel's colour: the running mean of the RGB samples that updated it, rounded to 8 bits per channel, and
+/// how many samples (capped at kMaxColorWeight). Weight 0 = no colour seen.
+struct alignas(4) ColorVoxel {
+  std::uint8_t r, g, b, weight;
+};
+constexpr int kMaxColorWeight = 255;
+
 /// The grid as kernels see it (trivially copyable, passed by value).
 struct VolumeGrid {
   int nx, ny, nz;
@@ -107,8 +114,9 @@ struct IntegrateArgs {
 /// where depth d is not > 0; the depth is scaled to the ray length of that pixel,
 /// D = d * sqrtf((xn * xn + yn * yn) + 1) with xn = (u - cx) / fx, yn = (v - cy) / fy, and
 /// sdf = D - |p - camera centre| (world). Skipped if sdf < -truncation; else tsdf = fminf(1, sdf / truncation).
+/// `pixel` receives v * width + u, the sample's index in a dense image of the depth's size (the colour image).
 S3D_HOST_DEVICE S3D_FORCEINLINE bool tsdf_sample(const IntegrateArgs& a, const float* depth, long long pitch, int i,
-                                                 int j, int k, float& tsdf) {
+                                                 int j, int k, float& tsdf, long long& pixel) {
   const Vec3f p = a.grid.centre(i, j, k);
   const Vec3f c = a.world_to_camera.apply(p);
   if (!(c.z > 0.0f)) return false;
@@ -127,6 +135,7 @@ S3D_HOST_DEVICE S3D_FORCEINLINE bool tsdf_sample(const IntegrateArgs& a, const f
   const float sdf = ray_depth - distance;
   if (!(sdf >= -a.grid.truncation)) return false;
   tsdf = fminf(1.0f, sdf / a.grid.truncation);
+  pixel = static_cast<long long>(v) * a.width + u;
   return true;
 }
 
@@ -186,6 +195,24 @@ S3D_HOST_DEVICE S3D_FORCEINLINE Voxel tsdf_fuse(Voxel v, float tsdf, int max_wei
   const float fused = ((tsdf_value(v.tsdf) * static_cast<float>(w)) + tsdf) / static_cast<float>(w + 1);
   const int nw = w + 1 < max_weight ? w + 1 : max_weight;
   return {tsdf_store(fused), static_cast<std::int16_t>(nw)};
+}
+
+/// Whether a voxel sampled at `tsdf` takes the pixel's colour: only inside the truncation band (|sdf| below the
+/// truncation), where the surface is; free space in front of it (tsdf 1) keeps its colour.
+S3D_HOST_DEVICE S3D_FORCEINLINE bool takes_color(float tsdf) { return tsdf < 1.0f; }
+
+/// The rounded running mean of one channel: (mean * w + sample + (w + 1) / 2) / (w + 1) in integers.
+S3D_HOST_DEVICE S3D_FORCEINLINE std::uint8_t color_mean(int mean, int w, int sample) {
+  return static_cast<std::uint8_t>((mean * w + sample + (w + 1) / 2) / (w + 1));
+}
+
+/// Adds one RGB sample (3 bytes) to a voxel's colour; the weight stops at min(max_weight, kMaxColorWeight), after
+/// which each new sample moves the mean by 1 / (weight + 1).
+S3D_HOST_DEVICE S3D_FORCEINLINE ColorVoxel color_fuse(ColorVoxel c, const std::uint8_t* rgb, int max_weight) {
+  const int w = c.weight;
+  const int cap = max_weight < kMaxColorWeight ? max_weight : kMaxColorWeight;
+  return {color_mean(c.r, w, rgb[0]), color_mean(c.g, w, rgb[1]), color_mean(c.b, w, rgb[2]),
+          static_cast<std::uint8_t>(w + 1 < cap ? w + 1 : cap)};
 }
 
 // ----------------------------------------------------------------------------------------------- ray casting
@@ -423,6 +450,28 @@ S3D_HOST_DEVICE S3D_FORCEINLINE void edge_vertex(const Voxel* vol, const VolumeG
   const Vec3f n = n0 + (t * (n1 - n0));
   const float len = sqrtf(squared_norm(n));
   normal = len > 0.0f ? Vec3f{n.x / len, n.y / len, n.z / len} : Vec3f{0.0f, 0.0f, 0.0f};
+}
+
+/// The colour of edge_vertex's point on the same edge: both ends' colours interpolated with the same t and
+/// rounded (rintf); an end without colour (weight 0) gives way to the other; black when neither has one.
+S3D_HOST_DEVICE S3D_FORCEINLINE void edge_color(const Voxel* vol, const ColorVoxel* colors, const VolumeGrid& g, int i,
+                                                int j, int k, int axis, std::uint8_t* rgb) {
+  const long long v0 = g.index(i, j, k), v1 = g.index(i + (axis == 0), j + (axis == 1), k + (axis == 2));
+  const ColorVoxel c0 = colors[v0], c1 = colors[v1];
+  if (c0.weight == 0 || c1.weight == 0) {
+    const ColorVoxel c = c0.weight != 0 ? c0 : c1.weight != 0 ? c1 : ColorVoxel{0, 0, 0, 0};
+    rgb[0] = c.r;
+    rgb[1] = c.g;
+    rgb[2] = c.b;
+    return;
+  }
+  const float f0 = static_cast<float>(vol[v0].tsdf);
+  const float f1 = static_cast<float>(vol[v1].tsdf);
+  const float t = f0 / (f0 - f1);
+  const float a[3] = {static_cast<float>(c0.r), static_cast<float>(c0.g), static_cast<float>(c0.b)};
+  const float b[3] = {static_cast<float>(c1.r), static_cast<float>(c1.g), static_cast<float>(c1.b)};
+  for (int ch = 0; ch < 3; ++ch)
+    rgb[ch] = static_cast<std::uint8_t>(static_cast<int>(rintf(a[ch] + (t * (b[ch] - a[ch])))));
 }
 
 /// KinFu `fetchCloud`: the axes (bits 1 x, 2 y, 4 z) along which voxel (i, j, k) and its next neighbour both

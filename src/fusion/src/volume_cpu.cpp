@@ -4,6 +4,7 @@
 // the thread count and equals the CUDA backend's.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "backend.hpp"
@@ -16,15 +17,16 @@ namespace s3d::fusion::detail {
 namespace {
 
 /// The vertices on voxel (i, j, k)'s +x, +y, +z edges that `mask` selects, written from slot `out` on (the
-/// mesh's shared vertices and the surface cloud use the same points).
-void write_edge_vertices(const Voxel* vol, const VolumeGrid& g, int i, int j, int k, int mask, long long out,
-                         float* pos, float* nor) {
+/// mesh's shared vertices and the surface cloud use the same points); their colours too when `colors` is set.
+void write_edge_vertices(const Voxel* vol, const ColorVoxel* colors, const VolumeGrid& g, int i, int j, int k, int mask,
+                         long long out, float* pos, float* nor, std::uint8_t* rgb) {
   for (int axis = 0; axis < 3; ++axis) {
     if (!(mask & (1 << axis))) continue;
     Vec3f p, nn;
     edge_vertex(vol, g, i, j, k, axis, p, nn);
     store3(pos, out, p);
     store3(nor, out, nn);
+    if (colors) edge_color(vol, colors, g, i, j, k, axis, rgb + 3 * out);
     ++out;
   }
 }
@@ -33,15 +35,20 @@ class CpuVolume final : public VolumeBackend {
  public:
   explicit CpuVolume(const VolumeParams& params) : grid_(make_grid(params)) {
     voxels_.assign(static_cast<std::size_t>(grid_.count()), Voxel{0, 0});
+    if (params.color) colors_.assign(voxels_.size(), ColorVoxel{0, 0, 0, 0});
   }
 
-  void reset() override { std::fill(voxels_.begin(), voxels_.end(), Voxel{0, 0}); }
+  void reset() override {
+    std::fill(voxels_.begin(), voxels_.end(), Voxel{0, 0});
+    std::fill(colors_.begin(), colors_.end(), ColorVoxel{0, 0, 0, 0});
+  }
 
-  void integrate(ImageView<const float> depth_m, const CameraIntrinsics& camera,
+  void integrate(ImageView<const float> depth_m, const std::uint8_t* rgb, const CameraIntrinsics& camera,
                  const Rigid& camera_to_world) override {
     if (depth_m.empty()) return;
     const IntegrateArgs a = make_integrate_args(grid_, depth_m, camera, camera_to_world);
     Voxel* vol = voxels_.data();
+    ColorVoxel* colors = colors_.empty() || rgb == nullptr ? nullptr : colors_.data();
     const float* depth = depth_m.data;
     const long long pitch = depth_m.pitch;
     const VolumeGrid g = grid_;
@@ -52,9 +59,11 @@ class CpuVolume final : public VolumeBackend {
         if (!column_range(a, i, j, k0, k1)) continue;
         for (int k = k0; k <= k1; ++k) {
           float tsdf;
-          if (!tsdf_sample(a, depth, pitch, i, j, k, tsdf)) continue;
-          Voxel& v = vol[g.index(i, j, k)];
-          v = tsdf_fuse(v, tsdf, g.max_weight);
+          long long pixel;
+          if (!tsdf_sample(a, depth, pitch, i, j, k, tsdf, pixel)) continue;
+          const long long index = g.index(i, j, k);
+          vol[index] = tsdf_fuse(vol[index], tsdf, g.max_weight);
+          if (colors && takes_color(tsdf)) colors[index] = color_fuse(colors[index], rgb + 3 * pixel, g.max_weight);
         }
       }
   }
@@ -99,8 +108,11 @@ class CpuVolume final : public VolumeBackend {
     mesh.vertices.resize(static_cast<std::size_t>(3 * vertices));
     mesh.normals.resize(static_cast<std::size_t>(3 * vertices));
     mesh.triangles.resize(static_cast<std::size_t>(3 * triangles));
+    const ColorVoxel* colors = colors_.empty() ? nullptr : colors_.data();
+    if (colors) mesh.colors.resize(static_cast<std::size_t>(3 * vertices));
     float* pos = mesh.vertices.data();
     float* nor = mesh.normals.data();
+    std::uint8_t* rgb = mesh.colors.data();
     std::int32_t* tri = mesh.triangles.data();
 #pragma omp parallel for collapse(2) schedule(static)
     for (int k = 0; k < g.nz; ++k)
@@ -109,7 +121,7 @@ class CpuVolume final : public VolumeBackend {
           const long long v = g.index(i, j, k);
           const int mask = masks[v];
           if (mask == 0) continue;
-          write_edge_vertices(vol, g, i, j, k, mask, vertex_offset[v], pos, nor);
+          write_edge_vertices(vol, colors, g, i, j, k, mask, vertex_offset[v], pos, nor, rgb);
         }
 #pragma omp parallel for collapse(2) schedule(static)
     for (int k = 0; k < g.nz - 1; ++k)
@@ -140,15 +152,18 @@ class CpuVolume final : public VolumeBackend {
     SurfaceCloud cloud;
     cloud.points.resize(static_cast<std::size_t>(3 * points));
     cloud.normals.resize(static_cast<std::size_t>(3 * points));
+    const ColorVoxel* colors = colors_.empty() ? nullptr : colors_.data();
+    if (colors) cloud.colors.resize(static_cast<std::size_t>(3 * points));
     float* pos = cloud.points.data();
     float* nor = cloud.normals.data();
+    std::uint8_t* rgb = cloud.colors.data();
 #pragma omp parallel for collapse(2) schedule(static)
     for (int k = 0; k < g.nz; ++k)
       for (int j = 0; j < g.ny; ++j)
         for (int i = 0; i < g.nx; ++i) {
           const long long v = g.index(i, j, k);
           const int mask = masks[v];
-          write_edge_vertices(vol, g, i, j, k, mask, offset[v], pos, nor);
+          write_edge_vertices(vol, colors, g, i, j, k, mask, offset[v], pos, nor, rgb);
         }
     return cloud;
   }
@@ -162,9 +177,15 @@ class CpuVolume final : public VolumeBackend {
     }
   }
 
+  void download_colors(std::vector<std::uint8_t>& rgbw) override {
+    rgbw.resize(4 * colors_.size());
+    if (!colors_.empty()) std::memcpy(rgbw.data(), colors_.data(), rgbw.size());
+  }
+
  private:
   VolumeGrid grid_;
   std::vector<Voxel> voxels_;
+  std::vector<ColorVoxel> colors_;  // empty without colour
 };
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The TSDF volume, CUDA backend. The per-voxel and per-pixel math is tsdf_math.hpp's, shared with the CPU
 // oracle, so voxels, maps, meshes and clouds are bit-identical to it.
 // - integrate: one thread per (x, y) column marching z (KinFu tsdf23); the warp covers consecutive x, so every
-//   voxel access is coalesced; a voxel is read and written only when it is updated.
+//   voxel access is coalesced; a voxel is read and written only when it is updated (its colour likewise).
 // - raycast: one thread per pixel.
 // - extract_mesh / extract_cloud: per-voxel passes (cube cases, owned-edge masks), CUB exclusive scans of the
 //   per-voxel counts (deterministic: integer sums), then per-voxel writes at the scanned offsets. Vertex and
@@ -13,6 +13,7 @@
 #include <thrust/iterator/transform_iterator.h>
 
 #include <cstdint>
+#include <cstring>
 #include <cub/cub.cuh>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "marching_cubes_tables.hpp"
 #include "s3d/core/cuda_check.cuh"
 #include "s3d/core/device_buffer.hpp"
+#include "s3d/core/pinned_buffer.hpp"
 #include "s3d/core/scoped_device.hpp"
 #include "s3d/core/stream.hpp"
 #include "tsdf_math.hpp"
@@ -35,12 +37,16 @@ constexpr int kBlockX = 32;
 constexpr int kBlockY = 8;
 constexpr int kVoxelBlock = 256;
 
-__global__ void clear_kernel(Voxel* vol, long long n) {
+__global__ void clear_kernel(Voxel* vol, ColorVoxel* colors, long long n) {
   const long long v = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (v < n) vol[v] = Voxel{0, 0};
+  if (v >= n) return;
+  vol[v] = Voxel{0, 0};
+  if (colors) colors[v] = ColorVoxel{0, 0, 0, 0};
 }
 
-__global__ void integrate_kernel(Voxel* vol, IntegrateArgs a, const float* depth, long long pitch) {
+/// `colors` and `rgb` are both set (a volume with colour, a frame with a colour image) or both null.
+__global__ void integrate_kernel(Voxel* vol, ColorVoxel* colors, IntegrateArgs a, const float* depth, long long pitch,
+                                 const std::uint8_t* rgb) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   const int j = blockIdx.y * blockDim.y + threadIdx.y;
   if (i >= a.grid.nx || j >= a.grid.ny) return;
@@ -48,9 +54,11 @@ __global__ void integrate_kernel(Voxel* vol, IntegrateArgs a, const float* depth
   if (!column_range(a, i, j, k0, k1)) return;
   for (int k = k0; k <= k1; ++k) {
     float tsdf;
-    if (!tsdf_sample(a, depth, pitch, i, j, k, tsdf)) continue;
-    Voxel* v = vol + a.grid.index(i, j, k);
-    *v = tsdf_fuse(*v, tsdf, a.grid.max_weight);
+    long long pixel;
+    if (!tsdf_sample(a, depth, pitch, i, j, k, tsdf, pixel)) continue;
+    const long long index = a.grid.index(i, j, k);
+    vol[index] = tsdf_fuse(vol[index], tsdf, a.grid.max_weight);
+    if (colors && takes_color(tsdf)) colors[index] = color_fuse(colors[index], rgb + 3 * pixel, a.grid.max_weight);
   }
 }
 
@@ -102,8 +110,8 @@ __global__ void cloud_mask_kernel(const Voxel* vol, VolumeGrid g, std::uint8_t* 
   masks[g.index(t.i, t.j, t.k)] = static_cast<std::uint8_t>(cloud_mask(vol, g, t.i, t.j, t.k));
 }
 
-__global__ void edge_vertex_kernel(const Voxel* vol, VolumeGrid g, const std::uint8_t* masks,
-                                   const std::int32_t* offset, float* positions, float* normals) {
+__global__ void edge_vertex_kernel(const Voxel* vol, const ColorVoxel* colors, VolumeGrid g, const std::uint8_t* masks,
+                                   const std::int32_t* offset, float* positions, float* normals, std::uint8_t* rgb) {
   const VoxelThread t = voxel_thread(g);
   if (!t.valid) return;
   const long long v = g.index(t.i, t.j, t.k);
@@ -116,6 +124,7 @@ __global__ void edge_vertex_kernel(const Voxel* vol, VolumeGrid g, const std::ui
     edge_vertex(vol, g, t.i, t.j, t.k, axis, p, n);
     store3(positions, out, p);
     store3(normals, out, n);
+    if (colors) edge_color(vol, colors, g, t.i, t.j, t.k, axis, rgb + 3 * out);
     ++out;
   }
 }
@@ -172,6 +181,7 @@ class CudaVolume final : public VolumeBackend {
     S3D_CUDA_CHECK(cudaMemcpyToSymbolAsync(c_mc_triangle_count, kMcTriangleCount, sizeof(kMcTriangleCount), 0,
                                            cudaMemcpyHostToDevice, stream_.get()));
     voxels_.resize(static_cast<std::size_t>(grid_.count()), stream_.get());
+    if (params.color) colors_.resize(voxels_.size(), stream_.get());
     clear();
     stream_.synchronize();
   }
@@ -182,15 +192,26 @@ class CudaVolume final : public VolumeBackend {
     stream_.synchronize();
   }
 
-  void integrate(ImageView<const float> depth_m, const CameraIntrinsics& camera,
+  void integrate(ImageView<const float> depth_m, const std::uint8_t* rgb, const CameraIntrinsics& camera,
                  const Rigid& camera_to_world) override {
     if (depth_m.empty()) return;
     ScopedDevice scope(device_.index());
     const IntegrateArgs a = make_integrate_args(grid_, depth_m, camera, camera_to_world);
+    const bool color = rgb != nullptr && colors_.size() > 0;
+    if (color) {
+      // Through pinned memory: the caller's image may go away once this returns, and a pageable copy would
+      // wait for the stream anyway.
+      const std::size_t bytes = 3 * static_cast<std::size_t>(depth_m.width) * depth_m.height;
+      rgb_staging_.resize(bytes);
+      std::memcpy(rgb_staging_.data(), rgb, bytes);
+      rgb_.resize(bytes, stream_.get());
+      rgb_.copy_from_host_async(rgb_staging_.data(), bytes, stream_.get());
+    }
     const dim3 block(kBlockX, kBlockY);
     const dim3 grid(detail_grid(grid_.nx, kBlockX), detail_grid(grid_.ny, kBlockY));
-    integrate_kernel<<<grid, block, 0, stream_.get()>>>(voxels_.data(), a, depth_m.data,
-                                                        static_cast<long long>(depth_m.pitch));
+    integrate_kernel<<<grid, block, 0, stream_.get()>>>(voxels_.data(), color ? colors_.data() : nullptr, a,
+                                                        depth_m.data, static_cast<long long>(depth_m.pitch),
+                                                        color ? rgb_.data() : nullptr);
     S3D_CUDA_CHECK_LAUNCH();
     stream_.synchronize();
   }
@@ -228,9 +249,11 @@ class CudaVolume final : public VolumeBackend {
     DeviceBuffer<float> positions(static_cast<std::size_t>(3 * vertices), st);
     DeviceBuffer<float> normals(static_cast<std::size_t>(3 * vertices), st);
     DeviceBuffer<std::int32_t> ids(static_cast<std::size_t>(3 * triangles), st);
+    DeviceBuffer<std::uint8_t> rgb(colors_.size() > 0 ? static_cast<std::size_t>(3 * vertices) : 0, st);
     if (vertices > 0) {
-      edge_vertex_kernel<<<grid, block, 0, st>>>(voxels_.data(), grid_, masks.data(), vertex_offset.data(),
-                                                 positions.data(), normals.data());
+      edge_vertex_kernel<<<grid, block, 0, st>>>(voxels_.data(), colors_.size() > 0 ? colors_.data() : nullptr, grid_,
+                                                 masks.data(), vertex_offset.data(), positions.data(), normals.data(),
+                                                 rgb.data());
       S3D_CUDA_CHECK_LAUNCH();
     }
     if (triangles > 0) {
@@ -244,6 +267,8 @@ class CudaVolume final : public VolumeBackend {
     positions.copy_to_host_async(mesh.vertices.data(), mesh.vertices.size(), st);
     normals.copy_to_host_async(mesh.normals.data(), mesh.normals.size(), st);
     ids.copy_to_host_async(mesh.triangles.data(), mesh.triangles.size(), st);
+    mesh.colors.resize(rgb.size());
+    rgb.copy_to_host_async(mesh.colors.data(), mesh.colors.size(), st);
     stream_.synchronize();
     return mesh;
   }
@@ -263,15 +288,19 @@ class CudaVolume final : public VolumeBackend {
     SurfaceCloud cloud;
     DeviceBuffer<float> positions(static_cast<std::size_t>(3 * points), st);
     DeviceBuffer<float> normals(static_cast<std::size_t>(3 * points), st);
+    DeviceBuffer<std::uint8_t> rgb(colors_.size() > 0 ? static_cast<std::size_t>(3 * points) : 0, st);
     if (points > 0) {
-      edge_vertex_kernel<<<grid, block, 0, st>>>(voxels_.data(), grid_, masks.data(), offset.data(), positions.data(),
-                                                 normals.data());
+      edge_vertex_kernel<<<grid, block, 0, st>>>(voxels_.data(), colors_.size() > 0 ? colors_.data() : nullptr, grid_,
+                                                 masks.data(), offset.data(), positions.data(), normals.data(),
+                                                 rgb.data());
       S3D_CUDA_CHECK_LAUNCH();
     }
     cloud.points.resize(static_cast<std::size_t>(3 * points));
     cloud.normals.resize(static_cast<std::size_t>(3 * points));
     positions.copy_to_host_async(cloud.points.data(), cloud.points.size(), st);
     normals.copy_to_host_async(cloud.normals.data(), cloud.normals.size(), st);
+    cloud.colors.resize(rgb.size());
+    rgb.copy_to_host_async(cloud.colors.data(), cloud.colors.size(), st);
     stream_.synchronize();
     return cloud;
   }
@@ -289,6 +318,15 @@ class CudaVolume final : public VolumeBackend {
     }
   }
 
+  void download_colors(std::vector<std::uint8_t>& rgbw) override {
+    ScopedDevice scope(device_.index());
+    std::vector<ColorVoxel> host(colors_.size());
+    colors_.copy_to_host_async(host.data(), host.size(), stream_.get());
+    stream_.synchronize();
+    rgbw.resize(4 * host.size());
+    if (!host.empty()) std::memcpy(rgbw.data(), host.data(), rgbw.size());
+  }
+
  private:
   static unsigned int detail_grid(long long n, int block) { return static_cast<unsigned int>((n + block - 1) / block); }
 
@@ -296,7 +334,8 @@ class CudaVolume final : public VolumeBackend {
 
   void clear() {
     const long long n = grid_.count();
-    clear_kernel<<<static_cast<unsigned int>((n + 255) / 256), 256, 0, stream_.get()>>>(voxels_.data(), n);
+    clear_kernel<<<static_cast<unsigned int>((n + 255) / 256), 256, 0, stream_.get()>>>(
+        voxels_.data(), colors_.size() > 0 ? colors_.data() : nullptr, n);
     S3D_CUDA_CHECK_LAUNCH();
   }
 
@@ -320,6 +359,9 @@ class CudaVolume final : public VolumeBackend {
   VolumeGrid grid_;
   Stream stream_;
   DeviceBuffer<Voxel> voxels_;
+  DeviceBuffer<ColorVoxel> colors_;  // empty without colour
+  DeviceBuffer<std::uint8_t> rgb_;   // the frame's colour image
+  PinnedBuffer<std::uint8_t> rgb_staging_;
   DeviceBuffer<unsigned char> scratch_;
 };
 

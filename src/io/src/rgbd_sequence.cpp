@@ -170,10 +170,13 @@ RgbdSequence list_rgbd_sequence(const std::string& path, double fps) {
     seq.timestamps_from_index = true;
   }
   for (auto& f : seq.frames) {
-    // 7-Scenes keeps each frame's pose beside its depth image.
+    // 7-Scenes keeps each frame's pose beside its depth image ...
     if (ends_with(f.depth_path, ".depth.png")) {
-      const std::string pose = f.depth_path.substr(0, f.depth_path.size() - 10) + ".pose.txt";
-      if (fs::is_regular_file(pose, ec)) f.pose_path = pose;
+      const std::string stem = f.depth_path.substr(0, f.depth_path.size() - 10);
+      if (fs::is_regular_file(stem + ".pose.txt", ec)) f.pose_path = stem + ".pose.txt";
+      // ... and its colour image (.color.png in the dataset, .color.jpg in common copies), unless a list gave one.
+      for (const char* ext : {".color.png", ".color.jpg"})
+        if (f.rgb_path.empty() && fs::is_regular_file(stem + ext, ec)) f.rgb_path = stem + ext;
     }
   }
   return seq;

@@ -45,14 +45,15 @@ struct FrameResult {
 struct Mesh {
   std::vector<float> vertices;          ///< [V, 3]
   std::vector<float> normals;           ///< [V, 3], unit, from the TSDF gradient
-  std::vector<std::uint8_t> colors;     ///< [V, 3] RGB, empty without colour
+  std::vector<std::uint8_t> colors;     ///< [V, 3] RGB, empty without colour (VolumeParams::color)
   std::vector<std::int32_t> triangles;  ///< [T, 3] vertex indices, counter-clockwise seen from outside
 };
 
 /// Points of the zero crossing with normals, world frame.
 struct SurfaceCloud {
-  std::vector<float> points;   ///< [N, 3]
-  std::vector<float> normals;  ///< [N, 3]
+  std::vector<float> points;         ///< [N, 3]
+  std::vector<float> normals;        ///< [N, 3]
+  std::vector<std::uint8_t> colors;  ///< [N, 3] RGB, empty without colour
 };
 
 /// One engine per sequence and device; allocates its pyramid, maps and volume once.
@@ -66,17 +67,21 @@ class FusionEngine {
   FusionEngine& operator=(FusionEngine&&) noexcept;
 
   /// Tracks one frame (depth in metres, host memory, width x height; 0, NaN, inf and out-of-range values
-  /// are invalid) and integrates it when tracked. Never throws for a bad frame: it comes back kInvalid or
+  /// are invalid) and integrates it when tracked. `rgb` (optional, host memory): the frame's colour image,
+  /// width x height x 3 bytes dense, registered to the depth (its pixel (x, y) sees what depth pixel (x, y)
+  /// sees); used only when params.volume.color is set. Never throws for a bad frame: it comes back kInvalid or
   /// kLost. @throws InvalidArgument for a frame of another size, CudaError.
-  FrameResult process(ImageView<const float> depth_m);
+  FrameResult process(ImageView<const float> depth_m, const std::uint8_t* rgb = nullptr);
 
   /// Fusion with a given pose, no tracking (e.g. ground-truth poses).
-  FrameResult integrate_with_pose(ImageView<const float> depth_m, const Eigen::Isometry3d& camera_to_world);
+  FrameResult integrate_with_pose(ImageView<const float> depth_m, const Eigen::Isometry3d& camera_to_world,
+                                  const std::uint8_t* rgb = nullptr);
 
   /// Marching cubes over the volume (iso 0, cubes with a zero-weight corner skipped), indexed vertices in a
   /// deterministic order (by cube linear index, then edge).
   Mesh extract_mesh() const;
-  /// Zero crossings along the three axes (KinFu's `fetchCloud`), deterministic order.
+  /// Zero crossings along the three axes (KinFu's `fetchCloud`), deterministic order. Meshes and clouds carry
+  /// vertex colours when params.volume.color is set.
   SurfaceCloud extract_cloud() const;
 
   /// Drops the model and the trajectory; the next frame is a first frame again.

@@ -56,6 +56,9 @@ struct VolumeParams {
   std::array<float, 3> origin{0.0f, 0.0f, 0.0f};
   float truncation = 0.03f;  ///< metres
   int max_weight = 128;
+  /// Keep a colour per voxel (4 more bytes each): frames integrated with an RGB image registered to the depth
+  /// update it, meshes and clouds get vertex colours.
+  bool color = false;
   float voxel_size(int axis) const { return size[axis] / static_cast<float>(resolution[axis]); }
 };
 

@@ -5,7 +5,7 @@
 //   to the folder), optional `rgb.txt` associated to it by timestamp (|dt| < 0.02 s, greedy, TUM
 //   `associate.py`), optional `groundtruth.txt`;
 // - a 7-Scenes folder: `frame-XXXXXX.depth.png` in name order (+ `frame-XXXXXX.pose.txt`,
-//   `camera-intrinsics.txt`), timestamps frame index / fps;
+//   `frame-XXXXXX.color.png` or `.color.jpg`, `camera-intrinsics.txt`), timestamps frame index / fps;
 // - sgm-depth's `--emit depth` output under --output-dir: every `*_depth.pfm` / `*_depth.png` (PFM metres
 //   with +inf invalid, 16-bit PNG), ignoring the disparity maps beside them, in name order;
 // - a plain folder of depth images: every `*.png`, else every `*.pfm`, in name order, timestamps frame
