@@ -114,6 +114,34 @@ TEST_P(EngineDeviceTest, SingleWallIsFlaggedNotFollowed) {
   }
 }
 
+TEST_P(EngineDeviceTest, FrameToFrameTracksOnAfterALostFrame) {
+  const FusionParams p = synthetic_params(TrackingMode::kFrameToFrame);
+  const BoxScene scene;
+  const auto truth = smooth_trajectory(p.initial_pose, 5);
+  // Frame 0 has depth only in columns >= 200, the later frames only in columns < 160: frame 1 overlaps
+  // nothing of frame 0 (lost), and neither would any later frame.
+  FusionEngine engine(GetParam(), p, 320, 240);
+  std::vector<FrameResult> r;
+  for (std::size_t i = 0; i < truth.size(); ++i) {
+    Image<float> depth = test::render_boxes(p.camera, 320, 240, truth[i], &scene.room, scene.boxes);
+    for (int y = 0; y < 240; ++y)
+      for (int x = 0; x < 320; ++x)
+        if (i == 0 ? x < 200 : x >= 160) depth.at(x, y) = 0.0f;
+    r.push_back(engine.process(depth.cview()));
+  }
+  ASSERT_EQ(r[0].status, FrameStatus::kFirst);
+  ASSERT_EQ(r[1].status, FrameStatus::kLost) << r[1].reason;
+  EXPECT_TRUE(r[1].pose.isApprox(r[0].pose)) << "the last good pose is kept";
+  // The lost frame became the reference at that pose: the next frames track against it.
+  for (std::size_t i = 2; i < r.size(); ++i) {
+    ASSERT_EQ(r[i].status, FrameStatus::kTracked) << "frame " << i << ": " << r[i].reason;
+    const Eigen::Isometry3d got = r[i - 1].pose.inverse() * r[i].pose;
+    const Eigen::Isometry3d want = truth[i - 1].inverse() * truth[i];
+    EXPECT_LT(translation_error_m(got, want), 1e-3) << "frame " << i;
+    EXPECT_LT(rotation_error_deg(got, want), 0.05) << "frame " << i;
+  }
+}
+
 TEST_P(EngineDeviceTest, InvalidFrameKeepsThePoseAndFirstValidFrameStarts) {
   const FusionParams p = synthetic_params(TrackingMode::kFrameToFrame);
   FusionEngine engine(GetParam(), p, 320, 240);

@@ -98,6 +98,13 @@ class FusionEngine::Impl {
     if (!attempt.ok) {
       result.reason = attempt.reason;
       result.pose = pose_;  // the last good pose; nothing is integrated
+      // Frame to frame, the lost frame becomes the reference at that pose: the next frames track against what
+      // the camera sees now (the motion across the lost frame is missed, taken as none) instead of against an
+      // ever older view that they may never overlap again. Frame to model keeps the model.
+      if (params_.mode == TrackingMode::kFrameToFrame) {
+        tracking_->reference_from_frame(to_rigid(pose_));
+        world_to_reference_ = pose_.inverse();
+      }
       return result;
     }
     pose_ = attempt.pose;
