@@ -117,23 +117,31 @@ nlohmann::json stats_json(const fusion::ErrorStats& s, double factor) {
           {"pairs", s.count}};
 }
 
-/// The mesh as a PLY: vertex x y z nx ny nz [red green blue], face vertex_indices (uint8 count, int32).
-PointCloud mesh_cloud(const fusion::Mesh& mesh) {
+/// Points with per-point nx ny nz (float) and, when `colors` holds 3 per point, red green blue (uchar): the vertex
+/// element that mesh.ply and cloud.ply share.
+PointCloud oriented_points(const std::vector<float>& xyz, const std::vector<float>& normals,
+                           const std::vector<std::uint8_t>& colors) {
   PointCloud c;
-  c.xyz = mesh.vertices;
+  c.xyz = xyz;
   const std::size_t n = c.size();
   const char* names[3] = {"nx", "ny", "nz"};
   for (int a = 0; a < 3; ++a) {
     AttributeColumn& col = c.add_attribute(names[a], ScalarType::kFloat32);
-    for (std::size_t i = 0; i < n && 3 * i + a < mesh.normals.size(); ++i) col.set_value(i, 0, mesh.normals[3 * i + a]);
+    for (std::size_t i = 0; i < n && 3 * i + a < normals.size(); ++i) col.set_value(i, 0, normals[3 * i + a]);
   }
-  if (mesh.colors.size() == 3 * n && n > 0) {
+  if (colors.size() == 3 * n && n > 0) {
     const char* rgb[3] = {"red", "green", "blue"};
     for (int a = 0; a < 3; ++a) {
       AttributeColumn& col = c.add_attribute(rgb[a], ScalarType::kUint8);
-      for (std::size_t i = 0; i < n; ++i) col.set_value(i, 0, mesh.colors[3 * i + a]);
+      for (std::size_t i = 0; i < n; ++i) col.set_value(i, 0, colors[3 * i + a]);
     }
   }
+  return c;
+}
+
+/// The mesh as a PLY: vertex x y z nx ny nz [red green blue], face vertex_indices (uint8 count, int32).
+PointCloud mesh_cloud(const fusion::Mesh& mesh) {
+  PointCloud c = oriented_points(mesh.vertices, mesh.normals, mesh.colors);
   CloudElement faces;
   faces.name = "face";
   faces.count = mesh.triangles.size() / 3;
@@ -154,21 +162,7 @@ PointCloud mesh_cloud(const fusion::Mesh& mesh) {
 }
 
 PointCloud surface_cloud(const fusion::SurfaceCloud& s) {
-  PointCloud c;
-  c.xyz = s.points;
-  const char* names[3] = {"nx", "ny", "nz"};
-  for (int a = 0; a < 3; ++a) {
-    AttributeColumn& col = c.add_attribute(names[a], ScalarType::kFloat32);
-    for (std::size_t i = 0; i < c.size() && 3 * i + a < s.normals.size(); ++i)
-      col.set_value(i, 0, s.normals[3 * i + a]);
-  }
-  if (s.colors.size() == 3 * c.size() && c.size() > 0) {
-    const char* rgb[3] = {"red", "green", "blue"};
-    for (int a = 0; a < 3; ++a) {
-      AttributeColumn& col = c.add_attribute(rgb[a], ScalarType::kUint8);
-      for (std::size_t i = 0; i < c.size(); ++i) col.set_value(i, 0, s.colors[3 * i + a]);
-    }
-  }
+  PointCloud c = oriented_points(s.points, s.normals, s.colors);
   c.meta.comments.push_back("icp-fuse TSDF zero crossing, world frame, metres");
   return c;
 }
