@@ -6,3 +6,6 @@ target_include_directories(test_fusion_tracking PRIVATE ${PROJECT_SOURCE_DIR}/sr
 s3d_add_test(test_fusion_engine SOURCES engine_tracking_test.cpp LIBS s3d::fusion s3d_test_depth_frames
              LABELS "gpu;fusion")
 target_include_directories(test_fusion_engine PRIVATE ${PROJECT_SOURCE_DIR}/src/fusion/src)
+s3d_add_test(test_fusion_cpu_variants SOURCES tracking_cpu_variants_test.cpp LIBS s3d::fusion s3d_test_depth_frames
+             LABELS "fusion")
+target_include_directories(test_fusion_cpu_variants PRIVATE ${PROJECT_SOURCE_DIR}/src/fusion/src)

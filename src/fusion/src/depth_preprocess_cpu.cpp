@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "s3d/core/cpu_dispatch.hpp"
 #include "tracking_cpu.hpp"
 
 namespace s3d::fusion::detail {
@@ -21,41 +22,59 @@ std::int64_t mask_depth_cpu(const float* src, std::ptrdiff_t pitch, int w, int h
   return valid;
 }
 
-// bilateral_pixel's sums, reorganised so that the innermost loop runs over the pixels of a row (vectorised):
-// every pixel still adds its taps in the window's raster order, and a tap that bilateral_pixel skips (outside
-// the image, invalid neighbour) adds +0 here, which leaves a sum that is >= +0 unchanged. Same bits.
-void bilateral_cpu(const float* src, int w, int h, int radius, const float* space, float inv_two_sigma_d2, float* dst) {
+namespace {
+
+// bilateral_pixel's sums for output row y, reorganised so that the innermost loop runs over the pixels of the
+// row (vectorised): every pixel still adds its taps in the window's raster order, and a tap that
+// bilateral_pixel skips (outside the image, invalid neighbour) adds +0 here, which leaves a sum that is >= +0
+// unchanged. Same bits.
+S3D_ALWAYS_INLINE void bilateral_row_body(const float* src, int w, int h, int y, int radius, const float* space,
+                                          float inv_two_sigma_d2, float* __restrict sum, float* __restrict weights,
+                                          float* __restrict out) {
   const int side = 2 * radius + 1;
+  const float* centre = src + static_cast<std::ptrdiff_t>(y) * w;
+  for (int x = 0; x < w; ++x) sum[x] = weights[x] = 0.0f;
+  for (int dy = -radius; dy <= radius; ++dy) {
+    const int yy = y + dy;
+    if (yy < 0 || yy >= h) continue;
+    const float* row = src + static_cast<std::ptrdiff_t>(yy) * w;
+    for (int dx = -radius; dx <= radius; ++dx) {
+      const float sw = space[(dy + radius) * side + (dx + radius)];
+      const int x0 = std::max(0, -dx), x1 = std::min(w, w - dx);
+      for (int x = x0; x < x1; ++x) {
+        const float d = row[x + dx], d0 = centre[x];
+        const float diff = d - d0;
+        const float e = sw * exp_neg(-(diff * diff) * inv_two_sigma_d2);
+        const float wgt = d == 0.0f ? 0.0f : e;
+        sum[x] = sum[x] + (d * wgt);
+        weights[x] = weights[x] + wgt;
+      }
+    }
+  }
+  for (int x = 0; x < w; ++x) out[x] = centre[x] == 0.0f ? 0.0f : div_rn(sum[x], weights[x]);
+}
+
+void bilateral_row_baseline(const float* src, int w, int h, int y, int radius, const float* space, float inv,
+                            float* sum, float* weights, float* out) {
+  bilateral_row_body(src, w, h, y, radius, space, inv, sum, weights, out);
+}
+
+S3D_TARGET_AVX2 void bilateral_row_avx2(const float* src, int w, int h, int y, int radius, const float* space,
+                                        float inv, float* sum, float* weights, float* out) {
+  bilateral_row_body(src, w, h, y, radius, space, inv, sum, weights, out);
+}
+
+}  // namespace
+
+void bilateral_cpu(const float* src, int w, int h, int radius, const float* space, float inv_two_sigma_d2, float* dst) {
+  const auto row = cpu_avx2_enabled() ? bilateral_row_avx2 : bilateral_row_baseline;
 #pragma omp parallel
   {
     std::vector<float> sum(w), weights(w);
 #pragma omp for schedule(static)
-    for (int y = 0; y < h; ++y) {
-      const float* centre = src + static_cast<std::ptrdiff_t>(y) * w;
-      std::fill(sum.begin(), sum.end(), 0.0f);
-      std::fill(weights.begin(), weights.end(), 0.0f);
-      for (int dy = -radius; dy <= radius; ++dy) {
-        const int yy = y + dy;
-        if (yy < 0 || yy >= h) continue;
-        const float* row = src + static_cast<std::ptrdiff_t>(yy) * w;
-        for (int dx = -radius; dx <= radius; ++dx) {
-          const float sw = space[(dy + radius) * side + (dx + radius)];
-          const int x0 = std::max(0, -dx), x1 = std::min(w, w - dx);
-          float* __restrict s = sum.data();
-          float* __restrict ws = weights.data();
-          for (int x = x0; x < x1; ++x) {
-            const float d = row[x + dx], d0 = centre[x];
-            const float diff = d - d0;
-            const float e = sw * exp_neg(-(diff * diff) * inv_two_sigma_d2);
-            const float wgt = d == 0.0f ? 0.0f : e;
-            s[x] = s[x] + (d * wgt);
-            ws[x] = ws[x] + wgt;
-          }
-        }
-      }
-      float* out = dst + static_cast<std::ptrdiff_t>(y) * w;
-      for (int x = 0; x < w; ++x) out[x] = centre[x] == 0.0f ? 0.0f : div_rn(sum[x], weights[x]);
-    }
+    for (int y = 0; y < h; ++y)
+      row(src, w, h, y, radius, space, inv_two_sigma_d2, sum.data(), weights.data(),
+          dst + static_cast<std::ptrdiff_t>(y) * w);
   }
 }
 

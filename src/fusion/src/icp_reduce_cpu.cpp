@@ -1,7 +1,12 @@
 // Tracking, CPU: the ICP reduction, reproducing the CUDA kernel's tree step by step (tracking_math.hpp):
 // per-thread float sums, the warp trees, the 8-group tree, then the tiles in double with the same trees.
+// The per-thread sums of a tile are computed for the 256 threads side by side (one vectorised loop per pixel
+// of a thread), with icp_project and icp_accumulate's tests turned into selects: a rejected pixel adds +0,
+// which leaves a sum unchanged (a sum that starts at +0 is never -0), so the bits are icp_thread_sum's.
+#include <algorithm>
 #include <vector>
 
+#include "s3d/core/cpu_dispatch.hpp"
 #include "tracking_common.hpp"
 #include "tracking_cpu.hpp"
 
@@ -16,22 +21,96 @@ T block_tree(T* v) {
   return tree8(groups);
 }
 
+/// round_rn for |v| < 2^22 with basic operations (adding and removing 1.5 * 2^23 rounds to nearest, ties to
+/// even, in the default rounding mode), kept in float so that the loop vectorises without SSE4.1.
+S3D_ALWAYS_INLINE float round_small(float v) {
+  constexpr float kMagic = 12582912.0f;
+  return (v + kMagic) - kMagic;
+}
+
+/// The kIcpTerms sums of `tile` (block_tree over its 256 thread sums) into `sums`.
+S3D_ALWAYS_INLINE void icp_tile_body(const IcpInputs& in, int tile, float* sums) {
+  // Thread sums, term-major. A local array: the compiler sees that the stores do not alias the maps.
+  float acc[kIcpTerms * kReduceThreads];
+  const Vec3f* cur_v = in.cur_v;
+  const Vec3f* cur_n = in.cur_n;
+  // The reference maps as floats: a gather needs a base and an int index (x, y, z at 3 i + 0, 1, 2).
+  const float* ref_v = &in.ref_v->x;
+  const float* ref_n = &in.ref_n->x;
+  const Rigid estimate = in.estimate, to_ref = in.world_to_reference;
+  const Pinhole cam = in.camera;
+  const int rw = in.ref_width, rh = in.ref_height;
+  const float fw = static_cast<float>(rw), fh = static_cast<float>(rh);
+  const float gate2 = in.distance_gate2, sin2 = in.sin_angle2, huber = in.huber_delta;
+  std::fill(acc, acc + kIcpTerms * kReduceThreads, 0.0f);
+  for (int k = 0; k < kPixelsPerThread; ++k) {
+    const int base = tile * kTilePixels + k * kReduceThreads;
+    const int n = std::min(kReduceThreads, in.cur_pixels - base);
+    for (int j = 0; j < n; ++j) {
+      const Vec3f v = cur_v[base + j], nv = cur_n[base + j];
+      // icp_project
+      const Vec3f s = estimate.apply(v), ns = estimate.rotate(nv);
+      const Vec3f p = to_ref.apply(s);
+      const float uf = div_rn(cam.fx * p.x, p.z) + cam.cx;
+      const float vf = div_rn(cam.fy * p.y, p.z) + cam.cy;
+      // & rather than &&, an int rather than a bool: no branches, one mask width (the loop vectorises).
+      int ok = is_valid(v) & is_valid(nv) & (p.z > 0.0f) & (uf > -1.0f) & (uf < fw) & (vf > -1.0f) & (vf < fh);
+      // The rounding and its tests in float, like all the other tests, so that every mask has the same width
+      // (GCC vectorises no mix of int and float masks); outside (-1, w) the rounding may be off, but such a
+      // pixel is rejected already, and only an accepted one converts to int.
+      const float ur = round_small(uf), vr = round_small(vf);
+      ok = ok & (ur >= 0.0f) & (ur < fw) & (vr >= 0.0f) & (vr < fh);
+      const int r3 = 3 * (static_cast<int>(ok ? vr : 0.0f) * rw + static_cast<int>(ok ? ur : 0.0f));
+      const Vec3f d{ref_v[r3], ref_v[r3 + 1], ref_v[r3 + 2]}, nr{ref_n[r3], ref_n[r3 + 1], ref_n[r3 + 2]};
+      const Vec3f diff = d - s;
+      ok = ok & is_valid(d) & is_valid(nr) & !(squared_norm(diff) > gate2) & (squared_norm(cross(ns, nr)) < sin2);
+      const Vec3f sn = cross(s, nr);
+      const float r[6] = {sn.x, sn.y, sn.z, nr.x, nr.y, nr.z};
+      const float b = dot(nr, diff);
+      const float ab = fabsf(b);
+      // Every operation evaluated unconditionally, selects after (GCC does not if-convert a conditional
+      // operation that might trap).
+      const float huber_weight = div_rn(huber, ab);
+      const float weight = (huber > 0.0f) & (ab > huber) ? huber_weight : 1.0f;
+      int t = 0;
+#pragma GCC unroll 6
+      for (int a = 0; a < 6; ++a) {
+        const float wr = weight * r[a];
+#pragma GCC unroll 6
+        for (int c = a; c < 6; ++c, ++t) {
+          const float term = wr * r[c];
+          acc[t * kReduceThreads + j] += ok ? term : 0.0f;
+        }
+      }
+#pragma GCC unroll 6
+      for (int a = 0; a < 6; ++a) {
+        const float term = (weight * r[a]) * b;
+        acc[(21 + a) * kReduceThreads + j] += ok ? term : 0.0f;
+      }
+      const float b2 = b * b;
+      acc[27 * kReduceThreads + j] += ok ? b2 : 0.0f;
+      acc[28 * kReduceThreads + j] += ok ? 1.0f : 0.0f;
+    }
+  }
+  for (int k = 0; k < kIcpTerms; ++k) sums[k] = block_tree(acc + k * kReduceThreads);
+}
+
+void icp_tile_baseline(const IcpInputs& in, int tile, float* sums) { icp_tile_body(in, tile, sums); }
+
+S3D_TARGET_AVX2 void icp_tile_avx2(const IcpInputs& in, int tile, float* sums) { icp_tile_body(in, tile, sums); }
+
 }  // namespace
 
 void icp_reduce_cpu(const IcpInputs& in, double* out) {
   const int tiles = icp_tiles(in.cur_pixels);
+  const auto tile_sums_of = cpu_avx2_enabled() ? icp_tile_avx2 : icp_tile_baseline;
   // Tile sums, term-major like the kernel's buffer.
   std::vector<float> tile_sums(static_cast<std::size_t>(kIcpTerms) * tiles);
 #pragma omp parallel for schedule(static)
   for (int t = 0; t < tiles; ++t) {
-    std::vector<float> threads(static_cast<std::size_t>(kIcpTerms) * kReduceThreads);  // [term][thread]
-    float acc[kIcpTerms];
-    for (int j = 0; j < kReduceThreads; ++j) {
-      icp_thread_sum(in, t, j, acc);
-      for (int k = 0; k < kIcpTerms; ++k) threads[k * kReduceThreads + j] = acc[k];
-    }
-    for (int k = 0; k < kIcpTerms; ++k)
-      tile_sums[static_cast<std::size_t>(k) * tiles + t] = block_tree(threads.data() + k * kReduceThreads);
+    float sums[kIcpTerms];
+    tile_sums_of(in, t, sums);
+    for (int k = 0; k < kIcpTerms; ++k) tile_sums[static_cast<std::size_t>(k) * tiles + t] = sums[k];
   }
   for (int k = 0; k < kIcpTerms; ++k) {
     double partial[kReduceThreads];

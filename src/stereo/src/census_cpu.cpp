@@ -7,7 +7,7 @@
 
 #include "backend.hpp"
 #include "census_math.hpp"
-#include "cpu_simd.hpp"
+#include "s3d/core/cpu_dispatch.hpp"
 
 namespace s3d::stereo::detail::cpu {
 namespace {
@@ -15,14 +15,14 @@ namespace {
 /// bits[i] = (bits[i] << 1) | (a[i] < b[i]): one comparison of the window into a byte per pixel (narrow
 /// lanes: 32 or 64 pixels per vector op).
 template <typename T>
-S3D_STEREO_CLONES void shift_in8(std::uint8_t* __restrict bits, const T* __restrict a, const T* __restrict b, int n) {
+S3D_CPU_CLONES void shift_in8(std::uint8_t* __restrict bits, const T* __restrict a, const T* __restrict b, int n) {
   for (int i = 0; i < n; ++i)
     bits[i] = static_cast<std::uint8_t>((bits[i] << 1) | static_cast<std::uint8_t>(a[i] < b[i]));
 }
 
 /// code[i] = (code[i] << k) | bits[i]: up to 8 comparisons at once into the 64-bit codes (same bit order
 /// as shifting them in one by one).
-S3D_STEREO_CLONES void merge_bits(std::uint64_t* __restrict code, const std::uint8_t* __restrict bits, int k, int n) {
+S3D_CPU_CLONES void merge_bits(std::uint64_t* __restrict code, const std::uint8_t* __restrict bits, int k, int n) {
   for (int i = 0; i < n; ++i) code[i] = (code[i] << k) | static_cast<std::uint64_t>(bits[i]);
 }
 

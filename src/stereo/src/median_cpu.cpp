@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "backend.hpp"
-#include "cpu_simd.hpp"
 #include "median_math.hpp"
+#include "s3d/core/cpu_dispatch.hpp"
 
 namespace s3d::stereo::detail::cpu {
 namespace {
@@ -16,7 +16,7 @@ namespace {
 /// invalid values become +inf, and the result is the value of rank n/2 among the nine (n = valid count),
 /// ranks taken by value then by window position (a permutation of 0..8). That is the (n/2)-th smallest
 /// valid value, as median3x3_at() picks it; comparisons and copies only, so bit-identical.
-S3D_STEREO_CLONES
+S3D_CPU_CLONES
 void median_row(const float* __restrict a, const float* __restrict b, const float* __restrict c, float* __restrict out,
                 int width) {
   constexpr float kInf = std::numeric_limits<float>::infinity();

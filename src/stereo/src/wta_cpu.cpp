@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "backend.hpp"
-#include "cpu_simd.hpp"
+#include "s3d/core/cpu_dispatch.hpp"
 #include "wta_cpu.hpp"
 #include "wta_math.hpp"
 
@@ -13,7 +13,7 @@ namespace {
 
 /// Best (lowest cost, then lowest d) over [0, D) from packed (cost << 16 | d) keys, and the costs summed
 /// from A (+ B) into `s`. Returns the packed key.
-S3D_STEREO_CLONES
+S3D_CPU_CLONES
 std::uint32_t sum_and_best(std::uint16_t* __restrict s, const std::uint16_t* __restrict a,
                            const std::uint16_t* __restrict b, int D) {
   std::uint32_t best = 0xffffffffu;

@@ -1,0 +1,50 @@
+#pragma once
+// Run-time dispatch of the CPU hot loops, two ways:
+// - S3D_CPU_CLONES: GCC compiles an AVX2 (or POPCNT) clone beside the baseline x86-64 one and picks by CPU
+//   feature at load time (ifunc). (Feature names, not "arch=": an arch clone is chosen only on that CPU family.)
+// - S3D_TARGET_AVX2 + cpu_avx2_enabled(): a loop body compiled twice by hand (one function with the attribute,
+//   one without) and picked at each call, so that S3D_CPU_ISA=baseline can run the baseline variant on an AVX2
+//   machine and tests compare the two in one process.
+// "avx2" does not imply FMA and the project builds with -ffp-contract=off: every variant rounds the same way.
+#include <cstdlib>
+#include <cstring>
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define S3D_CPU_CLONES __attribute__((target_clones("avx2", "default")))
+#define S3D_CPU_POPCNT_CLONES __attribute__((target_clones("popcnt", "default")))
+#else
+#define S3D_CPU_CLONES
+#define S3D_CPU_POPCNT_CLONES
+#endif
+
+// In the AVX2 variants GCC's jump threading splits loop bodies on their selects (the baseline x86-64 build
+// keeps them whole), and such a loop stays scalar: those variants are compiled without it.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define S3D_CPU_DISPATCH 1
+#define S3D_TARGET_AVX2 __attribute__((target("avx2"), optimize("no-thread-jumps")))
+#define S3D_ALWAYS_INLINE inline __attribute__((always_inline))
+#elif defined(__clang__) && defined(__x86_64__)
+#define S3D_CPU_DISPATCH 1
+#define S3D_TARGET_AVX2 __attribute__((target("avx2")))
+#define S3D_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define S3D_CPU_DISPATCH 0
+#define S3D_TARGET_AVX2
+#define S3D_ALWAYS_INLINE inline
+#endif
+
+namespace s3d {
+
+/// Whether the S3D_TARGET_AVX2 variants run: the CPU has AVX2 and the environment variable S3D_CPU_ISA is
+/// not "baseline".
+inline bool cpu_avx2_enabled() {
+#if S3D_CPU_DISPATCH
+  const char* isa = std::getenv("S3D_CPU_ISA");
+  if (isa != nullptr && std::strcmp(isa, "baseline") == 0) return false;
+  return __builtin_cpu_supports("avx2");
+#else
+  return false;
+#endif
+}
+
+}  // namespace s3d
