@@ -56,4 +56,27 @@ inline std::string device_test_name(const ::testing::TestParamInfo<Device>& info
   return info.param.is_cuda() ? "cuda" : "cpu";
 }
 
+/// Sets S3D_CPU_ISA (nullptr: unset) while the object lives, so that a test runs the CPU loops' baseline x86-64
+/// variants (s3d/core/cpu_dispatch.hpp) beside the AVX2 ones.
+class ScopedCpuIsa {
+ public:
+  explicit ScopedCpuIsa(const char* isa) {
+    if (const char* old = std::getenv("S3D_CPU_ISA")) old_ = old, had_ = true;
+    set(isa);
+  }
+  ~ScopedCpuIsa() { set(had_ ? old_.c_str() : nullptr); }
+  ScopedCpuIsa(const ScopedCpuIsa&) = delete;
+  ScopedCpuIsa& operator=(const ScopedCpuIsa&) = delete;
+
+ private:
+  static void set(const char* isa) {
+    if (isa)
+      setenv("S3D_CPU_ISA", isa, 1);
+    else
+      unsetenv("S3D_CPU_ISA");
+  }
+  std::string old_;
+  bool had_ = false;
+};
+
 }  // namespace s3d::test

@@ -40,31 +40,14 @@ void kernel_tree_reference(const detail::IcpInputs& in, double* out) {
     double partial[kThreads];
     for (int j = 0; j < kThreads; ++j) {
       partial[j] = 0.0;
-      for (int t = j; t < tiles; t += kThreads) partial[j] += static_cast<double>(tile_sums[std::size_t(k) * tiles + t]);
+      for (int t = j; t < tiles; t += kThreads)
+        partial[j] += static_cast<double>(tile_sums[std::size_t(k) * tiles + t]);
     }
     double groups[8];
     for (int g = 0; g < 8; ++g) groups[g] = detail::warp_tree(partial + 32 * g);
     out[k] = detail::tree8(groups);
   }
 }
-
-/// Sets S3D_CPU_ISA for the scope of the object.
-class ScopedIsa {
- public:
-  explicit ScopedIsa(const char* isa) {
-    if (const char* old = std::getenv("S3D_CPU_ISA")) old_ = old, had_ = true;
-    if (isa) setenv("S3D_CPU_ISA", isa, 1);
-    else unsetenv("S3D_CPU_ISA");
-  }
-  ~ScopedIsa() {
-    if (had_) setenv("S3D_CPU_ISA", old_.c_str(), 1);
-    else unsetenv("S3D_CPU_ISA");
-  }
-
- private:
-  std::string old_;
-  bool had_ = false;
-};
 
 /// A w x h crop of frame `frame` (odd sizes: partly filled tiles and rows of no vector width).
 Image<float> crop(const Image<float>& src, int w, int h) {
@@ -107,8 +90,8 @@ TEST(TrackingCpuVariants, ReductionEqualsTheKernelsThreadSumsBitForBit) {
           detail::icp_reduce_cpu(in, got);
           EXPECT_GT(expected[28], 50.0) << w << "x" << h << " level " << l;
           EXPECT_EQ(std::memcmp(expected, got, sizeof got), 0)
-              << w << "x" << h << " level " << l << " huber " << gates.huber_delta << ": inliers " << got[28]
-              << " vs " << expected[28] << ", A00 " << got[0] << " vs " << expected[0];
+              << w << "x" << h << " level " << l << " huber " << gates.huber_delta << ": inliers " << got[28] << " vs "
+              << expected[28] << ", A00 " << got[0] << " vs " << expected[0];
         }
   }
 }
@@ -127,7 +110,7 @@ TEST(TrackingCpuVariants, Avx2AndBaselineLoopsGiveTheSameBits) {
       std::vector<detail::IcpSystem> systems;
     };
     auto run = [&](const char* isa) {
-      ScopedIsa scoped(isa);
+      s3d::test::ScopedCpuIsa scoped(isa);
       EXPECT_EQ(cpu_avx2_enabled(), isa == nullptr);
       Run r;
       auto cur = detail::make_cpu_tracking(p, w, h);  // reference: frame 0; current: frame 8
@@ -138,8 +121,8 @@ TEST(TrackingCpuVariants, Avx2AndBaselineLoopsGiveTheSameBits) {
         r.depth.push_back(cur->download_filtered_depth(l));
         r.maps.push_back(cur->download_frame_maps(l));
         for (const Eigen::Isometry3d& e : estimates_for_frame8())
-          r.systems.push_back(cur->build_system(l, test::to_rigid(e), test::to_rigid(p0.inverse()),
-                                                p.camera.level(l), detail::IcpGates{}));
+          r.systems.push_back(cur->build_system(l, test::to_rigid(e), test::to_rigid(p0.inverse()), p.camera.level(l),
+                                                detail::IcpGates{}));
       }
       return r;
     };

@@ -153,6 +153,47 @@ TEST_P(NeighborDeviceTest, BallQueryFirstKInIndexOrder) {
   expect_same(engine.ball_query(view(pts), {}, p), brute_ball(pts, pts, p), "min radius, pad first");
 }
 
+TEST_P(NeighborDeviceTest, BallQueryByDistanceWithTiesAndOverfullBalls) {
+  // A lattice: every ball holds many points at equal distances (ties go to the smaller index), more than K.
+  const auto grid = test::lattice(9, 8, 7);
+  NeighborEngine engine(GetParam());
+  BallQueryParams p;
+  p.order = BallOrder::kDistance;
+  p.radius = 2.05f;
+  for (const char* isa : {static_cast<const char*>(nullptr), "baseline"}) {
+    s3d::test::ScopedCpuIsa scoped(isa);
+    const std::string variant = isa ? " (baseline x86-64 loops)" : "";
+    for (int k : {1, 8, 64}) {
+      p.k = k;
+      p.min_radius = 0.f;
+      expect_same(engine.ball_query(view(grid), {}, p), brute_ball(grid, grid, p),
+                  ("lattice k " + std::to_string(k) + variant).c_str());
+      p.min_radius = 1.2f;
+      expect_same(engine.ball_query(view(grid), {}, p), brute_ball(grid, grid, p),
+                  ("min radius k " + std::to_string(k) + variant).c_str());
+    }
+  }
+}
+
+TEST_P(NeighborDeviceTest, BallQueryByDistanceOnRealKittiScan) {
+  S3D_REQUIRE_DATA(path, "pointclouds/kitti_velodyne/000000.bin");
+  const auto pts = test::read_kitti_bin(path);
+  std::vector<float> qs;  // brute force over 500 of the scan's points, spread over its rings
+  const std::size_t stride = pts.size() / 3 / 500;
+  for (std::size_t i = 0; i < 500; ++i)
+    qs.insert(qs.end(), pts.begin() + 3 * i * stride, pts.begin() + 3 * i * stride + 3);
+  NeighborEngine engine(GetParam());
+  BallQueryParams p;
+  p.order = BallOrder::kDistance;
+  p.radius = 0.3f;
+  p.k = 32;
+  const Neighbors got = engine.ball_query(view(pts), view(qs), p);
+  expect_same(got, brute_ball(pts, qs, p), "kitti");
+  std::int64_t full = 0;
+  for (std::int64_t q = 0; q < got.queries; ++q) full += got.counts[q] == p.k;
+  EXPECT_GT(full, 50) << "many balls hold more than K points";
+}
+
 TEST_P(NeighborDeviceTest, BallQueryContracts) {
   NeighborEngine engine(GetParam());
   const auto grid = test::lattice(6, 5, 4);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "neighbors_impl.hpp"
+#include "s3d/core/cpu_dispatch.hpp"
 
 namespace s3d::points {
 namespace {
@@ -44,6 +45,80 @@ class CpuRow {
   int k_;
 };
 
+/// Squared distances from q to `count` sorted points (4 floats each), the shared squared_distance.
+S3D_ALWAYS_INLINE void span_d2_body(const float* xyz, std::int32_t count, float qx, float qy, float qz, float* out) {
+  for (std::int32_t p = 0; p < count; ++p)
+    out[p] = detail::squared_distance(xyz[4 * p], xyz[4 * p + 1], xyz[4 * p + 2], qx, qy, qz);
+}
+void span_d2_baseline(const float* xyz, std::int32_t count, float qx, float qy, float qz, float* out) {
+  span_d2_body(xyz, count, qx, qy, qz, out);
+}
+S3D_TARGET_AVX2 void span_d2_avx2(const float* xyz, std::int32_t count, float qx, float qy, float qz, float* out) {
+  span_d2_body(xyz, count, qx, qy, qz, out);
+}
+
+struct Candidate {
+  float d2;
+  std::int32_t index;
+};
+
+/// A ball query ordered by distance, the CPU's way to the shared search's answer: the shared row keeps the K
+/// first of every passing point in the total order (d2, index), one sorted insertion at a time (~50 inserts
+/// of up to 64 moves per KITTI query). Here the same box of cells is read a row of cells at a time (a row's
+/// cells are contiguous in the sorted points, so one vectorised distance pass covers them), the passing points
+/// are collected and the first K of them sorted: the same set, order and count.
+class BallByDistance {
+ public:
+  explicit BallByDistance(bool avx2) : d2_of_(avx2 ? span_d2_avx2 : span_d2_baseline) {}
+
+  /// Returns the number of points in the ball; the first min(count, K) candidates() are the row.
+  int search(const detail::GridView& g, const detail::QuerySpec& spec, float qx, float qy, float qz) {
+    const detail::GridShape& s = g.shape;
+    const float reach = sqrtf(spec.radius2) + s.margin;  // visit_box's cube
+    const int x0 = detail::grid_coordinate(s, qx - reach, 0), x1 = detail::grid_coordinate(s, qx + reach, 0);
+    const int y0 = detail::grid_coordinate(s, qy - reach, 1), y1 = detail::grid_coordinate(s, qy + reach, 1);
+    const int z0 = detail::grid_coordinate(s, qz - reach, 2), z1 = detail::grid_coordinate(s, qz + reach, 2);
+    found_.clear();
+    for (int z = z0; z <= z1; ++z)
+      for (int y = y0; y <= y1; ++y) {
+        const std::int32_t first = g.begin[detail::grid_cell(s, x0, y, z)];
+        const std::int32_t end = g.begin[detail::grid_cell(s, x1, y, z) + 1];
+        if (first == end) continue;
+        d2_.resize(static_cast<std::size_t>(end - first));
+        d2_of_(g.xyz + 4 * static_cast<long long>(first), end - first, qx, qy, qz, d2_.data());
+        for (std::int32_t p = first; p < end; ++p) {
+          const float d2 = d2_[p - first];
+          if (!(d2 < spec.radius2)) continue;
+          if (spec.min_radius2 > 0.f && !(d2 == 0.f || d2 >= spec.min_radius2)) continue;
+          found_.push_back({d2, g.index[p]});
+        }
+      }
+    const int kept = std::min<int>(spec.k, static_cast<int>(found_.size()));
+    const auto before = [](const Candidate& a, const Candidate& b) {
+      return detail::neighbor_before(a.d2, a.index, b.d2, b.index);
+    };
+    if (kept < static_cast<int>(found_.size()))
+      std::nth_element(found_.begin(), found_.begin() + kept, found_.end(), before);
+    std::sort(found_.begin(), found_.begin() + kept, before);
+    return static_cast<int>(std::min<std::size_t>(found_.size(), 0x7fffffff));
+  }
+  const Candidate* candidates() const { return found_.data(); }
+
+ private:
+  void (*d2_of_)(const float*, std::int32_t, float, float, float, float*);
+  std::vector<float> d2_;
+  std::vector<Candidate> found_;
+};
+
+/// The first entries of sorted candidates as finish_row reads a row.
+struct SortedRow {
+  const Candidate* c;
+  int slots;
+  int k() const { return slots; }
+  std::int32_t index_at(int j) const { return c[j].index; }
+  float d2_at(int j) const { return c[j].d2; }
+};
+
 class CpuNeighbors final : public NeighborEngine::Impl {
  public:
   using Impl::Impl;
@@ -54,18 +129,28 @@ class CpuNeighbors final : public NeighborEngine::Impl {
     const int k = request.spec.k;
     const bool self = request.queries.size == 0;
     const float* q = self ? request.points.xyz : request.queries.xyz;
+    const bool by_distance = request.spec.ball && !request.spec.by_index;
+    const bool avx2 = cpu_avx2_enabled();
 #pragma omp parallel
     {
       std::vector<float> key(static_cast<std::size_t>(k)), d2(static_cast<std::size_t>(k));
       std::vector<std::int32_t> idx(static_cast<std::size_t>(k));
+      BallByDistance ball(avx2);
 #pragma omp for schedule(dynamic, 256)
       for (std::int64_t i = 0; i < queries; ++i) {
-        const std::int32_t own = self && request.spec.exclude_self ? static_cast<std::int32_t>(i) : -1;
-        CpuRow row(key.data(), d2.data(), idx.data(), k);
-        const int count = detail::search_query(grid, request.spec, q[3 * i], q[3 * i + 1], q[3 * i + 2], own, row);
+        std::int32_t* idx_out = request.indices ? request.indices + i * k : nullptr;
+        float* dist_out = request.distances ? request.distances + i * k : nullptr;
+        int count;
+        if (by_distance) {
+          count = std::min(ball.search(grid, request.spec, q[3 * i], q[3 * i + 1], q[3 * i + 2]), k);
+          detail::finish_row<0>(request.spec, SortedRow{ball.candidates(), k}, count, idx_out, dist_out);
+        } else {
+          const std::int32_t own = self && request.spec.exclude_self ? static_cast<std::int32_t>(i) : -1;
+          CpuRow row(key.data(), d2.data(), idx.data(), k);
+          count = detail::search_query(grid, request.spec, q[3 * i], q[3 * i + 1], q[3 * i + 2], own, row);
+          detail::finish_row<0>(request.spec, row, count, idx_out, dist_out);
+        }
         if (request.counts) request.counts[i] = count;
-        detail::finish_row<0>(request.spec, row, count, request.indices ? request.indices + i * k : nullptr,
-                              request.distances ? request.distances + i * k : nullptr);
       }
     }
   }
