@@ -173,10 +173,20 @@ S3D_HOST_DEVICE inline void visit_cell(const GridView& g, int x, int y, int z, f
   }
 }
 
+/// Cells x0..x1 of row (y, z), each visit_cell in x order.
+template <typename Visit>
+S3D_HOST_DEVICE inline void visit_cells(const GridView& g, int x0, int x1, int y, int z, float qx, float qy, float qz,
+                                        Visit& visit) {
+  for (int x = x0; x <= x1; ++x) visit_cell(g, x, y, z, qx, qy, qz, visit);
+}
+
 /// Visits shells of cells around q (Chebyshev distance 0, 1, ...) until `done(bound2)` says that no point at
-/// squared distance >= bound2 can matter, or the grid is exhausted. bound2 < 0 means "no bound yet".
-template <typename Visit, typename Done>
-S3D_HOST_DEVICE inline void visit_shells(const GridView& g, float qx, float qy, float qz, Visit& visit, Done& done) {
+/// squared distance >= bound2 can matter, or the grid is exhausted. bound2 < 0 means "no bound yet". The cells
+/// go to `visit_run(x0, x1, y, z)`: cells x0..x1 of row (y, z), to be visited in x order (a row's cells are
+/// contiguous in the sorted points); visit_cells is the plain one.
+template <typename VisitRun, typename Done>
+S3D_HOST_DEVICE inline void visit_shells(const GridView& g, float qx, float qy, float qz, VisitRun& visit_run,
+                                         Done& done) {
   const GridShape& s = g.shape;
   const float q[3] = {qx, qy, qz};
   const int c[3] = {grid_coordinate(s, qx, 0), grid_coordinate(s, qy, 1), grid_coordinate(s, qz, 2)};
@@ -190,10 +200,10 @@ S3D_HOST_DEVICE inline void visit_shells(const GridView& g, float qx, float qy, 
       for (int y = lo[1]; y <= hi[1]; ++y) {
         const bool face = z == c[2] - r || z == c[2] + r || y == c[1] - r || y == c[1] + r;
         if (face) {
-          for (int x = lo[0]; x <= hi[0]; ++x) visit_cell(g, x, y, z, qx, qy, qz, visit);
+          visit_run(lo[0], hi[0], y, z);
         } else {
-          if (c[0] - r >= 0) visit_cell(g, c[0] - r, y, z, qx, qy, qz, visit);
-          if (r > 0 && c[0] + r <= s.dims[0] - 1) visit_cell(g, c[0] + r, y, z, qx, qy, qz, visit);
+          if (c[0] - r >= 0) visit_run(c[0] - r, c[0] - r, y, z);
+          if (r > 0 && c[0] + r <= s.dims[0] - 1) visit_run(c[0] + r, c[0] + r, y, z);
         }
       }
     }

@@ -43,8 +43,9 @@ S3D_HOST_DEVICE inline int search_query(const GridView& g, const QuerySpec& spec
       if (row.accepts(d2, idx)) row.insert(d2, d2, idx);
       return true;
     };
+    auto run = [&](int x0, int x1, int y, int z) { visit_cells(g, x0, x1, y, z, qx, qy, qz, visit); };
     auto done = [&](float bound2) { return row.worst_key() < bound2; };
-    visit_shells(g, qx, qy, qz, visit, done);
+    visit_shells(g, qx, qy, qz, run, done);
   }
   return found < row.k() ? static_cast<int>(found) : row.k();
 }

@@ -110,6 +110,63 @@ class BallByDistance {
   std::vector<Candidate> found_;
 };
 
+/// kNN, the shared search's visits with the distances of a row of cells computed in one vectorised pass: a
+/// point whose distance exceeds the row's worst key cannot enter it (the worst key only shrinks), so only the
+/// others take search_query's steps (self, accepts, insert), in the same order. Same rows and count.
+class KnnByRows {
+  /// Whether a point of cells x0..x1 of row (y, z) can lie within sqrt(worst) of q: the distance from q to the
+  /// cells' box, less the grid's margin (a point sits at most that far outside its cell) and a relative slack
+  /// for the rounding of this bound, against the row's worst distance. A full row never takes a point beyond
+  /// its worst key (the key only shrinks), and `found` is K whenever the row is full, so skipping such cells
+  /// changes nothing.
+  static bool row_may_hold_better(const detail::GridShape& s, int x0, int x1, int y, int z, float qx, float qy,
+                                  float qz, float worst) {
+    const auto gap = [&](float q, int axis, int c0, int c1) {
+      const float lo = s.origin[axis] + static_cast<float>(c0) * s.cell;
+      const float hi = s.origin[axis] + static_cast<float>(c1 + 1) * s.cell;
+      return q < lo ? lo - q : (q > hi ? q - hi : 0.f);
+    };
+    const float dx = gap(qx, 0, x0, x1), dy = gap(qy, 1, y, y), dz = gap(qz, 2, z, z);
+    const float lower = std::sqrt((dx * dx + dy * dy) + dz * dz) * (1.f - 1e-5f) - s.margin;
+    return !(lower > 0.f && lower * lower > worst);
+  }
+
+ public:
+  explicit KnnByRows(bool avx2) : d2_of_(avx2 ? span_d2_avx2 : span_d2_baseline) {}
+
+  int search(const detail::GridView& g, float qx, float qy, float qz, std::int32_t self, CpuRow& row) {
+    long long found = 0;
+    const detail::GridShape& s = g.shape;
+    auto run = [&](int x0, int x1, int y, int z) {
+      if (row.worst_key() < __builtin_huge_valf() && !row_may_hold_better(s, x0, x1, y, z, qx, qy, qz, row.worst_key()))
+        return;
+      const std::int32_t first = g.begin[detail::grid_cell(g.shape, x0, y, z)];
+      const std::int32_t end = g.begin[detail::grid_cell(g.shape, x1, y, z) + 1];
+      if (first == end) return;
+      d2_.resize(static_cast<std::size_t>(end - first));
+      d2_of_(g.xyz + 4 * static_cast<long long>(first), end - first, qx, qy, qz, d2_.data());
+      found += end - first;
+      for (std::int32_t p = first; p < end; ++p) {
+        const float d2 = d2_[p - first];
+        if (d2 > row.worst_key()) continue;
+        const std::int32_t idx = g.index[p];
+        if (idx == self) {
+          --found;
+          continue;
+        }
+        if (row.accepts(d2, idx)) row.insert(d2, d2, idx);
+      }
+    };
+    auto done = [&](float bound2) { return row.worst_key() < bound2; };
+    detail::visit_shells(g, qx, qy, qz, run, done);
+    return found < row.k() ? static_cast<int>(found) : row.k();
+  }
+
+ private:
+  void (*d2_of_)(const float*, std::int32_t, float, float, float, float*);
+  std::vector<float> d2_;
+};
+
 /// The first entries of sorted candidates as finish_row reads a row.
 struct SortedRow {
   const Candidate* c;
@@ -136,6 +193,7 @@ class CpuNeighbors final : public NeighborEngine::Impl {
       std::vector<float> key(static_cast<std::size_t>(k)), d2(static_cast<std::size_t>(k));
       std::vector<std::int32_t> idx(static_cast<std::size_t>(k));
       BallByDistance ball(avx2);
+      KnnByRows knn(avx2);
 #pragma omp for schedule(dynamic, 256)
       for (std::int64_t i = 0; i < queries; ++i) {
         std::int32_t* idx_out = request.indices ? request.indices + i * k : nullptr;
@@ -147,7 +205,9 @@ class CpuNeighbors final : public NeighborEngine::Impl {
         } else {
           const std::int32_t own = self && request.spec.exclude_self ? static_cast<std::int32_t>(i) : -1;
           CpuRow row(key.data(), d2.data(), idx.data(), k);
-          count = detail::search_query(grid, request.spec, q[3 * i], q[3 * i + 1], q[3 * i + 2], own, row);
+          count = request.spec.ball
+                      ? detail::search_query(grid, request.spec, q[3 * i], q[3 * i + 1], q[3 * i + 2], own, row)
+                      : knn.search(grid, q[3 * i], q[3 * i + 1], q[3 * i + 2], own, row);
           detail::finish_row<0>(request.spec, row, count, idx_out, dist_out);
         }
         if (request.counts) request.counts[i] = count;
