@@ -57,6 +57,20 @@ S3D_TARGET_AVX2 void span_d2_avx2(const float* xyz, std::int32_t count, float qx
   span_d2_body(xyz, count, qx, qy, qz, out);
 }
 
+/// Whether a point of cells x0..x1 of row (y, z) can lie at a squared distance <= `bound2` from q, from the
+/// distance between q and the cells' box, less the grid's margin (a point sits at most that far outside its
+/// cell) and a relative slack for the rounding of this bound.
+bool row_within(const detail::GridShape& s, int x0, int x1, int y, int z, float qx, float qy, float qz, float bound2) {
+  const auto gap = [&](float q, int axis, int c0, int c1) {
+    const float lo = s.origin[axis] + static_cast<float>(c0) * s.cell;
+    const float hi = s.origin[axis] + static_cast<float>(c1 + 1) * s.cell;
+    return q < lo ? lo - q : (q > hi ? q - hi : 0.f);
+  };
+  const float dx = gap(qx, 0, x0, x1), dy = gap(qy, 1, y, y), dz = gap(qz, 2, z, z);
+  const float lower = std::sqrt((dx * dx + dy * dy) + dz * dz) * (1.f - 1e-5f) - s.margin;
+  return !(lower > 0.f && lower * lower > bound2);
+}
+
 struct Candidate {
   float d2;
   std::int32_t index;
@@ -81,6 +95,7 @@ class BallByDistance {
     found_.clear();
     for (int z = z0; z <= z1; ++z)
       for (int y = y0; y <= y1; ++y) {
+        if (!row_within(s, x0, x1, y, z, qx, qy, qz, spec.radius2)) continue;  // no d2 < radius2 there
         const std::int32_t first = g.begin[detail::grid_cell(s, x0, y, z)];
         const std::int32_t end = g.begin[detail::grid_cell(s, x1, y, z) + 1];
         if (first == end) continue;
@@ -114,23 +129,6 @@ class BallByDistance {
 /// point whose distance exceeds the row's worst key cannot enter it (the worst key only shrinks), so only the
 /// others take search_query's steps (self, accepts, insert), in the same order. Same rows and count.
 class KnnByRows {
-  /// Whether a point of cells x0..x1 of row (y, z) can lie within sqrt(worst) of q: the distance from q to the
-  /// cells' box, less the grid's margin (a point sits at most that far outside its cell) and a relative slack
-  /// for the rounding of this bound, against the row's worst distance. A full row never takes a point beyond
-  /// its worst key (the key only shrinks), and `found` is K whenever the row is full, so skipping such cells
-  /// changes nothing.
-  static bool row_may_hold_better(const detail::GridShape& s, int x0, int x1, int y, int z, float qx, float qy,
-                                  float qz, float worst) {
-    const auto gap = [&](float q, int axis, int c0, int c1) {
-      const float lo = s.origin[axis] + static_cast<float>(c0) * s.cell;
-      const float hi = s.origin[axis] + static_cast<float>(c1 + 1) * s.cell;
-      return q < lo ? lo - q : (q > hi ? q - hi : 0.f);
-    };
-    const float dx = gap(qx, 0, x0, x1), dy = gap(qy, 1, y, y), dz = gap(qz, 2, z, z);
-    const float lower = std::sqrt((dx * dx + dy * dy) + dz * dz) * (1.f - 1e-5f) - s.margin;
-    return !(lower > 0.f && lower * lower > worst);
-  }
-
  public:
   explicit KnnByRows(bool avx2) : d2_of_(avx2 ? span_d2_avx2 : span_d2_baseline) {}
 
@@ -138,8 +136,9 @@ class KnnByRows {
     long long found = 0;
     const detail::GridShape& s = g.shape;
     auto run = [&](int x0, int x1, int y, int z) {
-      if (row.worst_key() < __builtin_huge_valf() && !row_may_hold_better(s, x0, x1, y, z, qx, qy, qz, row.worst_key()))
-        return;
+      // A full row never takes a point beyond its worst key (the key only shrinks), and `found` is K once the
+      // row is full: such cells change nothing.
+      if (row.worst_key() < __builtin_huge_valf() && !row_within(s, x0, x1, y, z, qx, qy, qz, row.worst_key())) return;
       const std::int32_t first = g.begin[detail::grid_cell(g.shape, x0, y, z)];
       const std::int32_t end = g.begin[detail::grid_cell(g.shape, x1, y, z) + 1];
       if (first == end) return;
