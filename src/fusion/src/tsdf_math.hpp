@@ -93,8 +93,13 @@ inline Rigid inverse_rigid(const Rigid& m) {
 S3D_HOST_DEVICE S3D_FORCEINLINE float tsdf_value(std::int16_t stored) {
   return static_cast<float>(stored) * kInvTsdfScale;
 }
+/// fminf(fmaxf(rintf(tsdf * 32767), -32767), 32767), NaN to -32767 as fmaxf does, spelled as selects: the
+/// per-voxel fminf / fmaxf were libm calls in the CPU loops (x86-64 has no single instruction with their NaN
+/// rule).
 S3D_HOST_DEVICE S3D_FORCEINLINE std::int16_t tsdf_store(float tsdf) {
-  const float s = fminf(fmaxf(rintf(tsdf * kTsdfScale), -kTsdfScale), kTsdfScale);
+  float s = rintf(tsdf * kTsdfScale);
+  s = !(s >= -kTsdfScale) ? -kTsdfScale : s;
+  s = s > kTsdfScale ? kTsdfScale : s;
   return static_cast<std::int16_t>(static_cast<int>(s));
 }
 
@@ -134,7 +139,8 @@ S3D_HOST_DEVICE S3D_FORCEINLINE bool tsdf_sample(const IntegrateArgs& a, const f
   const float distance = sqrtf(squared_norm(p - a.camera_centre));
   const float sdf = ray_depth - distance;
   if (!(sdf >= -a.grid.truncation)) return false;
-  tsdf = fminf(1.0f, sdf / a.grid.truncation);
+  const float ratio = sdf / a.grid.truncation;
+  tsdf = ratio < 1.0f ? ratio : 1.0f;  // fminf(1, ratio) without the libm call (NaN gives 1 either way)
   pixel = static_cast<long long>(v) * a.width + u;
   return true;
 }
