@@ -17,13 +17,9 @@
 #define S3D_CPU_POPCNT_CLONES
 #endif
 
-// In the AVX2 variants GCC's jump threading splits loop bodies on their selects (the baseline x86-64 build
-// keeps them whole), and such a loop stays scalar: those variants are compiled without it.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define S3D_CPU_DISPATCH 1
-#define S3D_TARGET_AVX2 __attribute__((target("avx2"), optimize("no-thread-jumps")))
-#define S3D_ALWAYS_INLINE inline __attribute__((always_inline))
-#elif defined(__clang__) && defined(__x86_64__)
+// (GCC's jump threading can split an AVX2 variant's loop body on its selects, which then stays scalar while
+// the baseline one vectorises: such files are compiled with -fno-thread-jumps; see src/fusion/tracking.cmake.)
+#if defined(__GNUC__) && defined(__x86_64__)
 #define S3D_CPU_DISPATCH 1
 #define S3D_TARGET_AVX2 __attribute__((target("avx2")))
 #define S3D_ALWAYS_INLINE inline __attribute__((always_inline))
