@@ -49,7 +49,7 @@ void kernel_tree_reference(const detail::IcpInputs& in, double* out) {
   }
 }
 
-/// A w x h crop of frame `frame` (odd sizes: partly filled tiles and rows of no vector width).
+/// The top-left w x h of `src` (odd sizes: partly filled tiles and rows of no vector width).
 Image<float> crop(const Image<float>& src, int w, int h) {
   Image<float> out(w, h);
   for (int y = 0; y < h; ++y)
