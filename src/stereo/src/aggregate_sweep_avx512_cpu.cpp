@@ -276,7 +276,7 @@ SweepFn avx512_byte_sweep(int disparities) {
 #if S3D_AGG_DISPATCH
   static const bool supported = [] {
     __builtin_cpu_init();
-    return isa_cap() >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+    return cpu_isa_cap() >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi");
   }();
   if (supported) {

@@ -263,7 +263,7 @@ template <typename L, int kD>
 SweepFn pick_sweep() {
 #if S3D_AGG_DISPATCH
   __builtin_cpu_init();
-  const int cap = isa_cap();
+  const int cap = cpu_isa_cap();
   if (cap >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl"))
     return sweep_avx512<L, kD>;

@@ -3,12 +3,11 @@
 // run-time instruction-set dispatch, a sweep's buffers and the fused winner-take-all's meeting point.
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <vector>
 
 #include "backend.hpp"
+#include "s3d/core/cpu_dispatch.hpp"
 
 // The hot loops of the CPU aggregation are compiled for AVX-512 (BW / VPOPCNTDQ), AVX2 (POPCNT) and baseline
 // x86-64 and picked at run time by CPU feature (GCC's target_clones cannot name these AVX-512 subsets).
@@ -22,15 +21,6 @@
 #endif
 
 namespace s3d::stereo::detail::cpu {
-
-/// Highest instruction set the dispatch may use: 2 = AVX-512, 1 = AVX2 / POPCNT, 0 = baseline. The
-/// environment variable S3D_STEREO_CPU_ISA (avx2 | baseline) lowers it, so tests can run every variant.
-inline int isa_cap() {
-  const char* e = std::getenv("S3D_STEREO_CPU_ISA");
-  if (e && std::strcmp(e, "baseline") == 0) return 0;
-  if (e && std::strcmp(e, "avx2") == 0) return 1;
-  return 2;
-}
 
 /// Buffers of one sweep: per path, the previous and current rows of L (D+2 per pixel, sentinels at both
 /// ends) and their minima; the horizontal path's L for the whole row (same layout).

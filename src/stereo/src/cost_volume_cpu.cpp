@@ -95,7 +95,7 @@ using CostRowFn = void (*)(const std::uint64_t*, const std::uint64_t*, int, int,
 static CostRowFn pick_cost_row() {
 #if S3D_AGG_DISPATCH
   __builtin_cpu_init();
-  const int cap = isa_cap();
+  const int cap = cpu_isa_cap();
   if (cap >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq"))
     return cost_row_avx512;
   if (cap >= 1 && __builtin_cpu_supports("popcnt")) return cost_row_popcnt;

@@ -31,13 +31,20 @@
 
 namespace s3d {
 
-/// Whether the S3D_TARGET_AVX2 variants run: the CPU has AVX2 and the environment variable S3D_CPU_ISA is
-/// not "baseline".
+/// Highest instruction-set level the hand-dispatched CPU loops may use: 2 = any (AVX-512 where a loop has it),
+/// 1 = AVX2 / POPCNT, 0 = baseline x86-64. The environment variable S3D_CPU_ISA (avx2 | baseline) lowers it,
+/// so tests and comparisons can run every variant on one machine.
+inline int cpu_isa_cap() {
+  const char* isa = std::getenv("S3D_CPU_ISA");
+  if (isa != nullptr && std::strcmp(isa, "baseline") == 0) return 0;
+  if (isa != nullptr && std::strcmp(isa, "avx2") == 0) return 1;
+  return 2;
+}
+
+/// Whether the S3D_TARGET_AVX2 variants run: the CPU has AVX2 and cpu_isa_cap() allows it.
 inline bool cpu_avx2_enabled() {
 #if S3D_CPU_DISPATCH
-  const char* isa = std::getenv("S3D_CPU_ISA");
-  if (isa != nullptr && std::strcmp(isa, "baseline") == 0) return false;
-  return __builtin_cpu_supports("avx2");
+  return cpu_isa_cap() >= 1 && __builtin_cpu_supports("avx2");
 #else
   return false;
 #endif
