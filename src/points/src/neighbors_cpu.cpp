@@ -71,6 +71,27 @@ bool row_within(const detail::GridShape& s, int x0, int x1, int y, int z, float 
   return !(lower > 0.f && lower * lower > bound2);
 }
 
+/// The squared distances from q to the points of cells x0..x1 of row (y, z), which are contiguous in the sorted
+/// points: one vectorised pass (AVX2 where enabled); the buffer is reused from query to query.
+class RowDistances {
+ public:
+  explicit RowDistances(bool avx2) : d2_of_(avx2 ? span_d2_avx2 : span_d2_baseline) {}
+  /// Sorted positions [*first, *end) of the row's points; d2(p - *first) is point p's squared distance.
+  void compute(const detail::GridView& g, int x0, int x1, int y, int z, float qx, float qy, float qz,
+               std::int32_t* first, std::int32_t* end) {
+    *first = g.begin[detail::grid_cell(g.shape, x0, y, z)];
+    *end = g.begin[detail::grid_cell(g.shape, x1, y, z) + 1];
+    if (*first == *end) return;
+    d2_.resize(static_cast<std::size_t>(*end - *first));
+    d2_of_(g.xyz + 4 * static_cast<long long>(*first), *end - *first, qx, qy, qz, d2_.data());
+  }
+  float d2(std::int32_t i) const { return d2_[static_cast<std::size_t>(i)]; }
+
+ private:
+  void (*d2_of_)(const float*, std::int32_t, float, float, float, float*);
+  std::vector<float> d2_;
+};
+
 struct Candidate {
   float d2;
   std::int32_t index;
@@ -83,7 +104,7 @@ struct Candidate {
 /// are collected and the first K of them sorted: the same set, order and count.
 class BallByDistance {
  public:
-  explicit BallByDistance(bool avx2) : d2_of_(avx2 ? span_d2_avx2 : span_d2_baseline) {}
+  explicit BallByDistance(bool avx2) : rows_(avx2) {}
 
   /// Returns the number of points in the ball; the first min(count, K) candidates() are the row.
   int search(const detail::GridView& g, const detail::QuerySpec& spec, float qx, float qy, float qz) {
@@ -96,13 +117,10 @@ class BallByDistance {
     for (int z = z0; z <= z1; ++z)
       for (int y = y0; y <= y1; ++y) {
         if (!row_within(s, x0, x1, y, z, qx, qy, qz, spec.radius2)) continue;  // no d2 < radius2 there
-        const std::int32_t first = g.begin[detail::grid_cell(s, x0, y, z)];
-        const std::int32_t end = g.begin[detail::grid_cell(s, x1, y, z) + 1];
-        if (first == end) continue;
-        d2_.resize(static_cast<std::size_t>(end - first));
-        d2_of_(g.xyz + 4 * static_cast<long long>(first), end - first, qx, qy, qz, d2_.data());
+        std::int32_t first, end;
+        rows_.compute(g, x0, x1, y, z, qx, qy, qz, &first, &end);
         for (std::int32_t p = first; p < end; ++p) {
-          const float d2 = d2_[p - first];
+          const float d2 = rows_.d2(p - first);
           if (!(d2 < spec.radius2)) continue;
           if (spec.min_radius2 > 0.f && !(d2 == 0.f || d2 >= spec.min_radius2)) continue;
           found_.push_back({d2, g.index[p]});
@@ -120,8 +138,7 @@ class BallByDistance {
   const Candidate* candidates() const { return found_.data(); }
 
  private:
-  void (*d2_of_)(const float*, std::int32_t, float, float, float, float*);
-  std::vector<float> d2_;
+  RowDistances rows_;
   std::vector<Candidate> found_;
 };
 
@@ -130,7 +147,7 @@ class BallByDistance {
 /// others take search_query's steps (self, accepts, insert), in the same order. Same rows and count.
 class KnnByRows {
  public:
-  explicit KnnByRows(bool avx2) : d2_of_(avx2 ? span_d2_avx2 : span_d2_baseline) {}
+  explicit KnnByRows(bool avx2) : rows_(avx2) {}
 
   int search(const detail::GridView& g, float qx, float qy, float qz, std::int32_t self, CpuRow& row) {
     long long found = 0;
@@ -139,14 +156,11 @@ class KnnByRows {
       // A full row never takes a point beyond its worst key (the key only shrinks), and `found` is K once the
       // row is full: such cells change nothing.
       if (row.worst_key() < __builtin_huge_valf() && !row_within(s, x0, x1, y, z, qx, qy, qz, row.worst_key())) return;
-      const std::int32_t first = g.begin[detail::grid_cell(g.shape, x0, y, z)];
-      const std::int32_t end = g.begin[detail::grid_cell(g.shape, x1, y, z) + 1];
-      if (first == end) return;
-      d2_.resize(static_cast<std::size_t>(end - first));
-      d2_of_(g.xyz + 4 * static_cast<long long>(first), end - first, qx, qy, qz, d2_.data());
+      std::int32_t first, end;
+      rows_.compute(g, x0, x1, y, z, qx, qy, qz, &first, &end);
       found += end - first;
       for (std::int32_t p = first; p < end; ++p) {
-        const float d2 = d2_[p - first];
+        const float d2 = rows_.d2(p - first);
         if (d2 > row.worst_key()) continue;
         const std::int32_t idx = g.index[p];
         if (idx == self) {
@@ -162,8 +176,7 @@ class KnnByRows {
   }
 
  private:
-  void (*d2_of_)(const float*, std::int32_t, float, float, float, float*);
-  std::vector<float> d2_;
+  RowDistances rows_;
 };
 
 /// The first entries of sorted candidates as finish_row reads a row.
