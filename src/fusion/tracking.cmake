@@ -8,7 +8,8 @@ set(S3D_FUSION_TRACKING_CPU
 set(S3D_FUSION_TRACKING_CUDA
     ${CMAKE_CURRENT_LIST_DIR}/src/tracking_cuda.cu
     ${CMAKE_CURRENT_LIST_DIR}/src/depth_preprocess_cuda.cu
-    ${CMAKE_CURRENT_LIST_DIR}/src/icp_reduce_cuda.cu)
+    ${CMAKE_CURRENT_LIST_DIR}/src/icp_reduce_cuda.cu
+    ${CMAKE_CURRENT_LIST_DIR}/src/icp_attempt_cuda.cu)
 # The bilateral filter's row loops and the ICP tile loop vectorise only when comparisons and divisions may be
 # evaluated speculatively, and (their AVX2 variants) when jump threading does not split the loop body on its
 # selects; values and rounding are unchanged (no fast-math, no contraction), so the CPU still matches the CUDA

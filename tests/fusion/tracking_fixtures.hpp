@@ -61,6 +61,24 @@ inline bool same_system(const detail::IcpSystem& a, const detail::IcpSystem& b) 
          std::memcmp(&a.residual_sq, &b.residual_sq, sizeof(double)) == 0 && a.inliers == b.inliers;
 }
 
+/// Every field of two ICP attempts' end states, bit for bit.
+inline bool same_state(const detail::IcpState& a, const detail::IcpState& b) {
+  return std::memcmp(&a.pose, &b.pose, sizeof a.pose) == 0 && std::memcmp(a.last_a, b.last_a, sizeof a.last_a) == 0 &&
+         std::memcmp(&a.residual_sq, &b.residual_sq, sizeof(double)) == 0 &&
+         std::memcmp(&a.condition, &b.condition, sizeof(double)) == 0 && a.inliers == b.inliers &&
+         a.iterations == b.iterations && a.stop == b.stop && a.stop_level == b.stop_level &&
+         a.skip_level == b.skip_level;
+}
+
+inline detail::IcpPose to_icp_pose(const Eigen::Isometry3d& pose) {
+  detail::IcpPose p{};
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) p.r[3 * i + j] = pose.linear()(i, j);
+    p.t[i] = pose.translation()(i);
+  }
+  return p;
+}
+
 /// `frame-XXXXXX.pose.txt` (camera to world).
 inline Eigen::Isometry3d read_redkitchen_pose(int frame) {
   char name[64];

@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <random>
+#include <utility>
 
 #include "s3d/core/device.hpp"
 #include "test_support.hpp"
@@ -44,6 +46,29 @@ std::int64_t valid_normals(const detail::HostMaps& m) {
 }
 
 // ---- CPU reference checks -------------------------------------------------------------------------------
+
+TEST(TrackingCpu, IcpAttemptConvergesOnRealFrames) {
+  S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299/frame-000008.depth.png");
+  const FusionParams p = test::redkitchen_params();
+  const Image<float> d0 = s3d::test::read_redkitchen_depth(0), d8 = s3d::test::read_redkitchen_depth(8);
+  auto t = detail::make_cpu_tracking(p, d0.width, d0.height);
+  const Eigen::Isometry3d p0 = test::read_redkitchen_pose(0);
+  t->preprocess(d0.cview());
+  t->reference_from_frame(test::to_rigid(p0));
+  t->preprocess(d8.cview());
+  const detail::IcpPose start = test::to_icp_pose(p0);
+  const detail::IcpState first = t->run_icp({start, test::to_rigid(p0.inverse()), detail::IcpGates{}});
+  const detail::IcpState again = t->run_icp({first.pose, test::to_rigid(p0.inverse()), detail::IcpGates{}});
+  ASSERT_EQ(first.stop, detail::kIcpRunning);
+  ASSERT_EQ(again.stop, detail::kIcpRunning);
+  const auto step = [](const detail::IcpPose& a, const detail::IcpPose& b) {
+    return std::hypot(a.t[0] - b.t[0], a.t[1] - b.t[1], a.t[2] - b.t[2]);
+  };
+  // Eight frames of hand-held motion are millimetres; started again at its result, ICP stays put.
+  EXPECT_GT(step(first.pose, start), 1e-3);
+  EXPECT_LT(step(again.pose, first.pose), 0.1 * step(first.pose, start));
+  EXPECT_GT(first.inliers, 100000);
+}
 
 TEST(TrackingCpu, ExpNegIsCloseToLibm) {
   for (float x = -80.0f; x <= 0.0f; x += 0.01f) {
@@ -195,6 +220,21 @@ class TrackingDeviceTest : public ::testing::TestWithParam<Device> {
  protected:
   void SetUp() override { S3D_SKIP_IF_NO_DEVICE(GetParam()); }
 
+  /// CPU and device trackers with redkitchen frame 0 as the reference (at its ground-truth pose) and frame 8
+  /// as the current frame.
+  std::pair<std::unique_ptr<detail::TrackingBackend>, std::unique_ptr<detail::TrackingBackend>> frame8_against_frame0(
+      const FusionParams& p) {
+    const Image<float> d0 = s3d::test::read_redkitchen_depth(0), d8 = s3d::test::read_redkitchen_depth(8);
+    auto cpu = detail::make_cpu_tracking(p, d0.width, d0.height);
+    auto dev = make_tracking(GetParam(), p, d0.width, d0.height);
+    for (auto* t : {cpu.get(), dev.get()}) {
+      t->preprocess(d0.cview());
+      t->reference_from_frame(test::to_rigid(test::read_redkitchen_pose(0)));
+      t->preprocess(d8.cview());
+    }
+    return {std::move(cpu), std::move(dev)};
+  }
+
   /// Preprocesses `depth` on the CPU and on the device and compares every level.
   void expect_same_preprocessing(const FusionParams& p, const Image<float>& depth) {
     auto cpu = detail::make_cpu_tracking(p, depth.width, depth.height);
@@ -251,15 +291,8 @@ TEST_P(TrackingDeviceTest, IcpSystemMatchesCpuAtSeveralPoses) {
   S3D_SKIP_CPU_VS_CPU(GetParam());
   S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299/frame-000008.depth.png");
   const FusionParams p = test::redkitchen_params();
-  const Image<float> d0 = s3d::test::read_redkitchen_depth(0), d8 = s3d::test::read_redkitchen_depth(8);
-  auto cpu = detail::make_cpu_tracking(p, d0.width, d0.height);
-  auto dev = make_tracking(GetParam(), p, d0.width, d0.height);
+  auto [cpu, dev] = frame8_against_frame0(p);
   const Eigen::Isometry3d p0 = test::read_redkitchen_pose(0), p8 = test::read_redkitchen_pose(8);
-  for (auto* t : {cpu.get(), dev.get()}) {
-    t->preprocess(d0.cview());
-    t->reference_from_frame(test::to_rigid(p0));
-    t->preprocess(d8.cview());
-  }
   std::vector<Eigen::Isometry3d> estimates{p0, p8};
   Eigen::Isometry3d off = p8;
   off.translation() += Eigen::Vector3d(0.02, -0.01, 0.015);
@@ -278,6 +311,32 @@ TEST_P(TrackingDeviceTest, IcpSystemMatchesCpuAtSeveralPoses) {
             << "estimate " << e << " level " << l << " huber " << g.huber_delta << ": inliers " << a.inliers << " vs "
             << b.inliers << ", A00 " << a.a[0] << " vs " << b.a[0] << ", g0 " << a.g[0] << " vs " << b.g[0];
       }
+}
+
+TEST_P(TrackingDeviceTest, IcpAttemptOnTheDeviceMatchesCpu) {
+  S3D_SKIP_CPU_VS_CPU(GetParam());
+  S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299/frame-000008.depth.png");
+  auto [cpu, dev] = frame8_against_frame0(test::redkitchen_params());
+  const Eigen::Isometry3d p0 = test::read_redkitchen_pose(0);
+  detail::IcpGates huber;
+  huber.huber_delta = 0.01f;
+  for (const detail::IcpGates& g : {detail::IcpGates{}, huber}) {
+    const detail::IcpRequest request{test::to_icp_pose(p0), test::to_rigid(p0.inverse()), g};
+    const detail::IcpState a = dev->run_icp(request), b = cpu->run_icp(request);
+    EXPECT_EQ(b.stop, detail::kIcpRunning);
+    EXPECT_EQ(b.iterations, 19);
+    EXPECT_TRUE(test::same_state(a, b)) << "huber " << g.huber_delta << ": t " << a.pose.t[0] << " vs " << b.pose.t[0]
+                                        << ", iterations " << a.iterations << " vs " << b.iterations;
+  }
+  // Gates that reject everything: level 2 and 1 are given up, level 0 stops the attempt, on both.
+  detail::IcpGates closed;
+  closed.distance = 0.0f;
+  const detail::IcpRequest request{test::to_icp_pose(p0), test::to_rigid(p0.inverse()), closed};
+  const detail::IcpState a = dev->run_icp(request), b = cpu->run_icp(request);
+  EXPECT_EQ(b.stop, detail::kIcpTooFewCorrespondences);
+  EXPECT_EQ(b.stop_level, 0);
+  EXPECT_EQ(b.iterations, 3);
+  EXPECT_TRUE(test::same_state(a, b));
 }
 
 TEST_P(TrackingDeviceTest, ReferenceMapsMatchCpu) {

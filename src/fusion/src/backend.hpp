@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fusion_math.hpp"
+#include "icp_step_math.hpp"
 #include "s3d/core/device.hpp"
 #include "s3d/core/views.hpp"
 #include "s3d/fusion/fusion_engine.hpp"
@@ -45,6 +46,13 @@ struct IcpGates {
   float huber_delta = 0.0f;  ///< 0 = off
 };
 
+/// One ICP attempt: every level from the coarsest, params.icp.iterations[level] iterations each, from `start`.
+struct IcpRequest {
+  IcpPose start;             ///< camera to world
+  Rigid world_to_reference;  ///< world to the reference camera
+  IcpGates gates;
+};
+
 /// Depth pre-processing, pyramids, vertex/normal maps and the ICP reduction.
 class TrackingBackend {
  public:
@@ -69,6 +77,10 @@ class TrackingBackend {
   /// projected into the reference camera (`world_to_reference`, `camera` at that level), gated, reduced.
   virtual IcpSystem build_system(int level, const Rigid& estimate, const Rigid& world_to_reference,
                                  const CameraIntrinsics& camera, const IcpGates& gates) = 0;
+  /// A whole ICP attempt: per iteration build_system at the level's intrinsics, then icp_step
+  /// (icp_step_math.hpp) with params.icp.max_condition, coarse to fine, until the iterations are done or
+  /// the state stops. The CUDA backend runs it on the device and synchronises once.
+  virtual IcpState run_icp(const IcpRequest& request) = 0;
   /// Host copies, for tests.
   virtual HostMaps download_frame_maps(int level) = 0;
   virtual HostMaps download_reference_maps(int level) = 0;

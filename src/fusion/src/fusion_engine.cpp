@@ -22,7 +22,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using Matrix6d = Eigen::Matrix<double, 6, 6>;
-using Vector6d = Eigen::Matrix<double, 6, 1>;
 
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -179,65 +178,46 @@ class FusionEngine::Impl {
     return g;
   }
 
-  /// Projective point-to-plane ICP, coarse to fine, from the last good pose (FUSION.md §2): each iteration
-  /// solves A x = g in double (LDLT) and applies R <- R_inc R, t <- R_inc t + t_inc with
-  /// R_inc = Rz(gamma) Ry(beta) Rx(alpha). Degenerate or singular systems end the attempt at once (an update
-  /// along an unobservable direction is arbitrary); the condition number of the last system, the inlier ratio
-  /// and the step size are tested at the end.
+  /// Projective point-to-plane ICP, coarse to fine, from the last good pose (FUSION.md §2), on the tracking
+  /// backend (icp_step_math.hpp: per iteration A x = g solved in double by LDLT, R <- R_inc R,
+  /// t <- R_inc t + t_inc with R_inc = Rz(gamma) Ry(beta) Rx(alpha)). Degenerate or singular systems end the
+  /// attempt at once (an update along an unobservable direction is arbitrary); the eigenvalue condition number
+  /// of the last system, the inlier ratio and the step size are tested here at the end.
   Attempt track(const detail::IcpGates& g, std::int64_t valid_pixels) {
     Attempt a;
-    Eigen::Matrix3d rotation = pose_.linear();
-    Eigen::Vector3d translation = pose_.translation();
-    const detail::Rigid world_to_reference = to_rigid(world_to_reference_);
-    Matrix6d last_a = Matrix6d::Zero();
-    for (int level = params_.depth.levels - 1; level >= 0; --level) {
-      const CameraIntrinsics camera = params_.camera.level(level);
-      for (int it = 0; it < params_.icp.iterations[level]; ++it) {
-        Eigen::Isometry3d estimate = Eigen::Isometry3d::Identity();
-        estimate.linear() = rotation;
-        estimate.translation() = translation;
-        const detail::IcpSystem s = tracking_->build_system(level, to_rigid(estimate), world_to_reference, camera, g);
-        ++a.iterations;
-        a.inliers = s.inliers;
-        a.residual_sq = s.residual_sq;
-        Matrix6d A;
-        Vector6d b;
-        for (int i = 0, k = 0; i < 6; ++i)
-          for (int j = i; j < 6; ++j, ++k) A(i, j) = A(j, i) = s.a[k];
-        for (int i = 0; i < 6; ++i) b(i) = s.g[i];
-        if (s.inliers < 6) {
-          // A coarse level of a small image (or after a fast motion) may have no usable pixels: the finer
-          // levels still decide. Level 0 cannot be skipped.
-          a.reason = "too few correspondences (" + std::to_string(s.inliers) + ") at level " + std::to_string(level);
-          if (level > 0) break;
-          return a;
-        }
-        // Per iteration only the cheap guard of the LDLT pivots (their spread bounds the conditioning from
-        // below); the eigenvalue condition number of the final system is tested after the last iteration.
-        const Eigen::LDLT<Matrix6d> ldlt(A);
-        const Vector6d pivots = ldlt.vectorD();
-        const double pivot_lo = pivots.minCoeff(), pivot_hi = pivots.maxCoeff();
-        a.condition = pivot_lo > 0.0 ? pivot_hi / pivot_lo : std::numeric_limits<double>::infinity();
-        if (!(a.condition <= params_.icp.max_condition)) {
-          a.reason = "degenerate geometry: condition number (LDLT pivots) " + std::to_string(a.condition) +
-                     " at level " + std::to_string(level);
-          return a;
-        }
-        const double det = pivots.prod();
-        const Vector6d x = ldlt.solve(b);
-        if (!(std::fabs(det) >= 1e-15) || !x.allFinite()) {
-          a.reason = "singular system at level " + std::to_string(level);
-          return a;
-        }
-        last_a = A;
-        const Eigen::Matrix3d inc =
-            (Eigen::AngleAxisd(x(2), Eigen::Vector3d::UnitZ()) * Eigen::AngleAxisd(x(1), Eigen::Vector3d::UnitY()) *
-             Eigen::AngleAxisd(x(0), Eigen::Vector3d::UnitX()))
-                .toRotationMatrix();
-        translation = inc * translation + x.tail<3>();
-        rotation = inc * rotation;
-      }
+    detail::IcpPose start{};
+    for (int i = 0; i < 3; ++i) {
+      for (int j = 0; j < 3; ++j) start.r[3 * i + j] = pose_.linear()(i, j);
+      start.t[i] = pose_.translation()(i);
     }
+    const detail::IcpState state = tracking_->run_icp({start, to_rigid(world_to_reference_), g});
+    a.iterations = state.iterations;
+    a.inliers = state.inliers;
+    a.residual_sq = state.residual_sq;
+    a.condition = state.condition;
+    const std::string at_level = " at level " + std::to_string(state.stop_level);
+    switch (state.stop) {
+      case detail::kIcpTooFewCorrespondences:
+        a.reason = "too few correspondences (" + std::to_string(state.inliers) + ")" + at_level;
+        return a;
+      case detail::kIcpDegenerate:
+        a.reason = "degenerate geometry: condition number (LDLT pivots) " + std::to_string(state.condition) + at_level;
+        return a;
+      case detail::kIcpSingular:
+        a.reason = "singular system" + at_level;
+        return a;
+      default:
+        break;
+    }
+    Eigen::Matrix3d rotation;
+    Eigen::Vector3d translation;
+    Matrix6d last_a;
+    for (int i = 0; i < 3; ++i) {
+      for (int j = 0; j < 3; ++j) rotation(i, j) = state.pose.r[3 * i + j];
+      translation(i) = state.pose.t[i];
+    }
+    for (int i = 0, k = 0; i < 6; ++i)
+      for (int j = i; j < 6; ++j, ++k) last_a(i, j) = last_a(j, i) = state.last_a[k];
     a.pose.linear() = Eigen::Quaterniond(rotation).normalized().toRotationMatrix();
     if (a.iterations > 0) {
       const Eigen::SelfAdjointEigenSolver<Matrix6d> eig(last_a, Eigen::EigenvaluesOnly);

@@ -1,41 +1,34 @@
 // Tracking, CUDA: the ICP reduction in one launch (FUSION.md §3: per-thread sums in registers, warp
 // shuffles, one shared-memory step), with the fixed tree of tracking_math.hpp so that the result equals
-// icp_reduce_cpu bit for bit. Block b reduces tile b; the last block to finish sums the tiles in double.
+// icp_reduce_cpu bit for bit. Block b reduces tile b; the last block to finish sums the tiles in double (and,
+// in an attempt on the device, solves and updates the pose).
+#include <algorithm>
+
+#include "icp_reduce_device.cuh"
 #include "s3d/core/cuda_check.cuh"
 #include "tracking_cuda.cuh"
 
 namespace s3d::fusion::detail {
 namespace {
 
-constexpr int kWarps = kReduceThreads / 32;
-
-/// __shfl_down with offsets 16..1: lane 0 gets warp_tree() of the 32 lanes' values.
-template <typename T>
-__device__ __forceinline__ T warp_tree_device(T v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = v + __shfl_down_sync(0xffffffffu, v, o);
-  return v;
-}
-
-/// The block tree of the kIcpTerms values each thread holds; thread k < kIcpTerms gets term k's sum.
-template <typename T>
-__device__ __forceinline__ T block_tree_device(T (&acc)[kIcpTerms], T (*groups)[kWarps]) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-#pragma unroll
-  for (int k = 0; k < kIcpTerms; ++k) {
-    const T s = warp_tree_device(acc[k]);
-    if (lane == 0) groups[k][warp] = s;
-  }
-  __syncthreads();
-  return threadIdx.x < kIcpTerms ? tree8(groups[threadIdx.x]) : T(0);
-}
-
+/// kStep false: the system of `in` into `out` (kIcpTerms doubles). kStep true: one iteration of an attempt
+/// whose state lives in `state` — nothing to do once it stopped or gave up `level`; the estimate comes from the
+/// state, and the last block applies icp_step, so consecutive launches chain without the host.
+template <bool kStep>
 __global__ void __launch_bounds__(kReduceThreads, 2)
     icp_reduce_kernel(IcpInputs in, int tiles, float* __restrict__ tile_sums, unsigned int* __restrict__ counter,
-                      double* __restrict__ out) {
-  __shared__ float groups_f[kIcpTerms][kWarps];
-  __shared__ double groups_d[kIcpTerms][kWarps];
+                      double* __restrict__ out, IcpState* __restrict__ state, int level, double max_condition) {
+  __shared__ float groups_f[kIcpTerms][kReduceWarps];
+  __shared__ double groups_d[kIcpTerms][kReduceWarps];
+  __shared__ double totals[kIcpTerms];
+  __shared__ Rigid estimate;
   __shared__ bool last;
+  if constexpr (kStep) {
+    if (!icp_runs_level(*state, level)) return;  // the whole grid reads the same state
+    if (threadIdx.x == 0) estimate = to_rigid(state->pose);
+    __syncthreads();
+    in.estimate = estimate;
+  }
   float acc[kIcpTerms];
   icp_thread_sum(in, blockIdx.x, threadIdx.x, acc);
   const float tile = block_tree_device(acc, groups_f);
@@ -48,20 +41,19 @@ __global__ void __launch_bounds__(kReduceThreads, 2)
   __syncthreads();
   if (!last) return;
   __threadfence();
-  // Tiles in ascending order per thread, the kIcpTerms loads of a tile issued together (L2 latency once).
-  double part[kIcpTerms];
-#pragma unroll
-  for (int k = 0; k < kIcpTerms; ++k) part[k] = 0.0;
-  for (int t = threadIdx.x; t < tiles; t += kReduceThreads) {
-    float v[kIcpTerms];
-#pragma unroll
-    for (int k = 0; k < kIcpTerms; ++k) v[k] = __ldcg(tile_sums + k * tiles + t);
-#pragma unroll
-    for (int k = 0; k < kIcpTerms; ++k) part[k] += static_cast<double>(v[k]);
-  }
-  const double total = block_tree_device(part, groups_d);
-  if (threadIdx.x < kIcpTerms) out[threadIdx.x] = total;
+  const double total = tile_total_device(tile_sums, tiles, groups_d);
   if (threadIdx.x == 0) *counter = 0u;  // ready for the next launch (stream-ordered)
+  if constexpr (kStep) {
+    __shared__ IcpState step_state;
+    if (threadIdx.x < kIcpTerms) totals[threadIdx.x] = total;
+    load_state_device(state, &step_state);
+    __syncthreads();
+    if (threadIdx.x == 0) icp_step(step_state, totals, level, max_condition);
+    __syncthreads();
+    store_state_device(&step_state, state);
+  } else {
+    if (threadIdx.x < kIcpTerms) out[threadIdx.x] = total;
+  }
 }
 
 }  // namespace
@@ -73,7 +65,17 @@ void icp_reduce_cuda(const IcpInputs& in, float* d_tile_sums, unsigned int* d_co
     for (int k = 0; k < kIcpTerms; ++k) host_out[k] = 0.0;  // nothing of this stream writes it now
     return;
   }
-  icp_reduce_kernel<<<tiles, kReduceThreads, 0, stream>>>(in, tiles, d_tile_sums, d_counter, host_out);
+  icp_reduce_kernel<false>
+      <<<tiles, kReduceThreads, 0, stream>>>(in, tiles, d_tile_sums, d_counter, host_out, nullptr, 0, 0.0);
+  S3D_CUDA_CHECK_LAUNCH();
+}
+
+void icp_iteration_cuda(const IcpInputs& in, float* d_tile_sums, unsigned int* d_counter, IcpState* d_state, int level,
+                        double max_condition, cudaStream_t stream) {
+  // An empty level still counts as an iteration with an empty system: one block that reduces nothing.
+  const int tiles = std::max(icp_tiles(in.cur_pixels), 1);
+  icp_reduce_kernel<true>
+      <<<tiles, kReduceThreads, 0, stream>>>(in, tiles, d_tile_sums, d_counter, nullptr, d_state, level, max_condition);
   S3D_CUDA_CHECK_LAUNCH();
 }
 

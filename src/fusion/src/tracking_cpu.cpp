@@ -90,6 +90,21 @@ class CpuTracking final : public TrackingBackend {
     return to_icp_system(sums);
   }
 
+  IcpState run_icp(const IcpRequest& request) override {
+    IcpState state = icp_initial_state(request.start);
+    for (int level = params_.depth.levels - 1; level >= 0; --level) {
+      const CameraIntrinsics camera = params_.camera.level(level);
+      for (int it = 0; it < params_.icp.iterations[level] && icp_runs_level(state, level); ++it) {
+        double sums[kIcpTerms];
+        icp_reduce_cpu(make_icp_inputs(frame_maps(level), reference_maps(level), to_rigid(state.pose),
+                                       request.world_to_reference, camera, request.gates),
+                       sums);
+        icp_step(state, sums, level, params_.icp.max_condition);
+      }
+    }
+    return state;
+  }
+
   HostMaps download_frame_maps(int level) override {
     const HostLevel& lv = levels_.at(level);
     return {lv.width, lv.height, lv.vertices, lv.normals};

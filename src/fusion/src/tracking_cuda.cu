@@ -1,9 +1,10 @@
 // TrackingBackend, CUDA: device buffers allocated once per engine on the engine's own stream, stages in
 // depth_preprocess_cuda.cu and icp_reduce_cuda.cu. Each public call returns with its work finished
-// (preprocess and build_system download a result; the others synchronise), so host timings are real and
+// (preprocess, build_system and run_icp download a result; the others synchronise), so host timings are real and
 // the volume backend, whatever stream it uses, sees finished maps.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "backend.hpp"
@@ -33,7 +34,11 @@ std::vector<T> download(const DeviceBuffer<T>& buffer, cudaStream_t stream) {
 
 class CudaTracking final : public TrackingBackend {
  public:
-  CudaTracking(const FusionParams& params, int width, int height) : params_(params), width_(width), height_(height) {
+  CudaTracking(const Device& device, const FusionParams& params, int width, int height)
+      : params_(params), width_(width), height_(height) {
+#ifndef S3D_PORTABLE_KERNELS  // the portable build tests the per-iteration launches of GPUs without cooperative launch
+    attempt_blocks_ = icp_attempt_blocks(device.index());
+#endif
     const std::size_t n = static_cast<std::size_t>(width) * height;
     input_.resize(n, stream_);
     raw_.resize(n, stream_);
@@ -56,11 +61,14 @@ class CudaTracking final : public TrackingBackend {
       }
       max_tiles = std::max(max_tiles, icp_tiles(static_cast<int>(m)));
     }
-    tile_sums_.resize(static_cast<std::size_t>(kIcpTerms) * std::max(max_tiles, 1), stream_);
+    // Two buffers of tile sums: the whole-attempt kernel alternates between them.
+    tile_sums_.resize(2 * static_cast<std::size_t>(kIcpTerms) * std::max(max_tiles, 1), stream_);
     counter_.resize(1, stream_);
     counter_.fill_zero_async(stream_);
     valid_.resize(1, stream_);
     host_sums_.resize(kIcpTerms);
+    state_.resize(1, stream_);
+    host_state_.resize(1);
     host_valid_.resize(1);
     const std::vector<float> space = bilateral_space_table(params.depth.bilateral_radius, params.depth.sigma_space);
     upload_bilateral_space_cuda(space.data(), static_cast<int>(space.size()), stream_);
@@ -133,6 +141,35 @@ class CudaTracking final : public TrackingBackend {
     return to_icp_system(host_sums_.data());
   }
 
+  IcpState run_icp(const IcpRequest& request) override {
+    host_state_[0] = icp_initial_state(request.start);
+    state_.copy_from_host_async(host_state_.data(), 1, stream_);
+    IcpAttempt attempt{};
+    attempt.levels = params_.depth.levels;
+    attempt.max_condition = params_.icp.max_condition;
+    for (int level = 0; level < attempt.levels; ++level) {
+      IcpAttemptLevel& lv = attempt.level[level];
+      // The estimate is the device state's; the one given here is a placeholder.
+      lv.in = make_icp_inputs(frame_maps(level), reference_maps(level), Rigid{}, request.world_to_reference,
+                              params_.camera.level(level), request.gates);
+      lv.iterations = params_.icp.iterations[level];
+      lv.tiles = icp_tiles(lv.in.cur_pixels);
+      attempt.max_tiles = std::max(attempt.max_tiles, lv.tiles);
+    }
+    if (attempt_blocks_ > 0) {
+      icp_attempt_cuda(attempt, std::min(attempt_blocks_, std::max(attempt.max_tiles, 1)), tile_sums_.data(),
+                       state_.data(), stream_);
+    } else {
+      for (int level = attempt.levels - 1; level >= 0; --level)
+        for (int it = 0; it < attempt.level[level].iterations; ++it)
+          icp_iteration_cuda(attempt.level[level].in, tile_sums_.data(), counter_.data(), state_.data(), level,
+                             attempt.max_condition, stream_);
+    }
+    state_.copy_to_host_async(host_state_.data(), 1, stream_);
+    synchronize(stream_);
+    return host_state_[0];
+  }
+
   HostMaps download_frame_maps(int level) override {
     DeviceLevel& lv = levels_.at(level);
     return {lv.width, lv.height, download(lv.vertices, stream_), download(lv.normals, stream_)};
@@ -146,13 +183,16 @@ class CudaTracking final : public TrackingBackend {
  private:
   FusionParams params_;
   int width_, height_;
-  Stream stream_;  // declared before the buffers: they release on it
+  int attempt_blocks_ = 0;  // resident blocks of the whole-attempt kernel; 0: one launch per iteration
+  Stream stream_;           // declared before the buffers: they release on it
   DeviceBuffer<float> input_, raw_;
   std::vector<DeviceLevel> levels_;
   DeviceBuffer<float> tile_sums_;
   DeviceBuffer<unsigned int> counter_;
   DeviceBuffer<unsigned long long> valid_;
+  DeviceBuffer<IcpState> state_;
   PinnedBuffer<double> host_sums_;
+  PinnedBuffer<IcpState> host_state_;
   PinnedBuffer<unsigned long long> host_valid_;
 };
 
@@ -160,8 +200,7 @@ class CudaTracking final : public TrackingBackend {
 
 std::unique_ptr<TrackingBackend> make_cuda_tracking(const Device& device, const FusionParams& params, int width,
                                                     int height) {
-  (void)device;  // the engine has made it current
-  return std::make_unique<CudaTracking>(params, width, height);
+  return std::make_unique<CudaTracking>(device, params, width, height);  // the engine has made `device` current
 }
 
 }  // namespace s3d::fusion::detail

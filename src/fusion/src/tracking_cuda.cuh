@@ -4,6 +4,7 @@
 // their launch; none launches for an empty image.
 #include <cuda_runtime.h>
 
+#include "icp_step_math.hpp"
 #include "tracking_math.hpp"
 
 namespace s3d::fusion::detail {
@@ -29,5 +30,34 @@ void transform_maps_cuda(const Vec3f* sv, const Vec3f* sn, int pixels, const Rig
 /// holds kIcpTerms * icp_tiles(pixels) floats.
 void icp_reduce_cuda(const IcpInputs& in, float* d_tile_sums, unsigned int* d_counter, double* host_out,
                      cudaStream_t stream);
+
+/// What a whole ICP attempt on the device reads: per level its inputs (the estimate is the state's), its
+/// iterations and tiles; levels run from levels - 1 down to 0.
+constexpr int kMaxIcpLevels = 4;
+struct IcpAttemptLevel {
+  IcpInputs in;
+  int iterations;
+  int tiles;
+};
+struct IcpAttempt {
+  IcpAttemptLevel level[kMaxIcpLevels];
+  int levels;
+  int max_tiles;  ///< over the levels: each of the two tile-sum buffers holds kIcpTerms * max_tiles floats
+  double max_condition;
+};
+
+/// Blocks of icp_attempt_cuda that are resident at once on `device` (0: no cooperative launch there).
+int icp_attempt_blocks(int device);
+/// A whole attempt in one cooperative launch of `blocks` blocks (<= icp_attempt_blocks): the same states as
+/// icp_iteration_cuda called per iteration. `d_tile_sums` holds 2 * kIcpTerms * max_tiles floats; `d_state`
+/// holds the start state and receives the end state.
+void icp_attempt_cuda(const IcpAttempt& attempt, int blocks, float* d_tile_sums, IcpState* d_state,
+                      cudaStream_t stream);
+
+/// One iteration of an ICP attempt whose state is `d_state` (device memory): nothing once the state stopped or
+/// gave up `level`; else the system at the state's estimate, reduced as icp_reduce_cuda does, and icp_step
+/// applied by the last block. Consecutive calls chain on `stream` with no host step between them.
+void icp_iteration_cuda(const IcpInputs& in, float* d_tile_sums, unsigned int* d_counter, IcpState* d_state, int level,
+                        double max_condition, cudaStream_t stream);
 
 }  // namespace s3d::fusion::detail
