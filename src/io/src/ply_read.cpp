@@ -1,5 +1,6 @@
 // PLY reader: header, then each element's items as typed columns.
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstring>
 #include <sstream>
@@ -175,42 +176,72 @@ void gather_values(const std::uint8_t* in, std::size_t stride, std::uint64_t cou
   }
 }
 
+/// gather_values into a dense column (out_stride == N) of 1- or 2-byte values without swapping: eight
+/// bytes are gathered in a register and stored at once, as one narrow store per value was the slowest part
+/// of the read (three uchar colours cost twice the twelve bytes of x y z).
+template <std::size_t N>
+void gather_narrow_dense(const std::uint8_t* in, std::size_t stride, std::uint64_t count, std::uint8_t* out) {
+  constexpr std::uint64_t kPerWord = 8 / N;
+  std::uint64_t i = 0;
+  for (; i + kPerWord <= count; i += kPerWord) {
+    std::uint8_t word[8];
+    for (std::uint64_t k = 0; k < kPerWord; ++k) std::memcpy(word + k * N, in + (i + k) * stride, N);
+    std::memcpy(out + i * N, word, 8);
+  }
+  gather_values<N>(in + i * stride, stride, count - i, out + i * N, N, false);
+}
+
 void gather_values(std::size_t n, const std::uint8_t* in, std::size_t stride, std::uint64_t count, std::uint8_t* out,
                    std::size_t out_stride, bool swap) {
+  const bool dense = out_stride == n && (!swap || n == 1);
   switch (n) {
     case 1:
-      return gather_values<1>(in, stride, count, out, out_stride, swap);
+      return dense ? gather_narrow_dense<1>(in, stride, count, out)
+                   : gather_values<1>(in, stride, count, out, out_stride, swap);
     case 2:
-      return gather_values<2>(in, stride, count, out, out_stride, swap);
+      return dense ? gather_narrow_dense<2>(in, stride, count, out)
+                   : gather_values<2>(in, stride, count, out, out_stride, swap);
     case 4:
       return gather_values<4>(in, stride, count, out, out_stride, swap);
-    default:
+    case 8:
       return gather_values<8>(in, stride, count, out, out_stride, swap);
+    default:  // x y z as one 12-byte run (never swapped, see positions_run)
+      return gather_values<12>(in, stride, count, out, out_stride, false);
   }
+}
+
+/// Where one property's values go: `size` bytes at `offset` within each record, to `out + i * out_stride`.
+struct CopyTarget {
+  std::size_t offset, size;
+  std::uint8_t* out;
+  std::size_t out_stride;
+};
+
+/// The columns of float32 x, y, z (the first of each name), or -1s when one is missing.
+std::array<int, 3> float_axis_columns(const std::vector<AttributeColumn>& columns) {
+  std::array<int, 3> axis_column{-1, -1, -1};
+  for (std::size_t k = 0; k < columns.size(); ++k)
+    for (int a = 0; a < 3; ++a)
+      if (axis_column[a] < 0 && columns[k].type == ScalarType::kFloat32 &&
+          columns[k].name == std::string(1, static_cast<char>('x' + a)))
+        axis_column[a] = static_cast<int>(k);
+  return axis_column;
 }
 
 /// Fixed-size records (check_count saw that they fit) scattered into the columns. Column by column over
 /// blocks of records that stay in cache: the file is read once, and each copy is a plain load and store
 /// (a memcpy call per value was 30x slower than reading the file). With `xyz`, float32 x, y, z go straight
-/// into it, interleaved, and their columns stay empty.
-void read_fixed_records(const PlyElementHeader& e, bool swap, const std::uint8_t* in, std::uint64_t record,
+/// into it, interleaved, and their columns stay empty; when they follow each other in the record (the
+/// usual layout) and need no swap, each point's 12 bytes are one copy. Returns whether `xyz` was filled.
+bool read_fixed_records(const PlyElementHeader& e, bool swap, const std::uint8_t* in, std::uint64_t record,
                         std::vector<AttributeColumn>* columns, std::vector<float>* xyz) {
-  struct Target {
-    std::size_t offset, size;  // within the record
-    std::uint8_t* out;
-    std::size_t out_stride;
-  };
-  if (e.count == 0) return;  // nothing to copy (and an empty xyz has no storage to point into)
-  int axis_column[3] = {-1, -1, -1};
-  for (std::size_t k = 0; k < columns->size(); ++k)
-    for (int a = 0; a < 3; ++a)
-      if (axis_column[a] < 0 && (*columns)[k].type == ScalarType::kFloat32 &&
-          (*columns)[k].name == std::string(1, static_cast<char>('x' + a)))
-        axis_column[a] = static_cast<int>(k);
+  if (e.count == 0) return false;  // nothing to copy (and an empty xyz has no storage to point into)
+  const std::array<int, 3> axis_column = float_axis_columns(*columns);
   if (!(axis_column[0] >= 0 && axis_column[1] >= 0 && axis_column[2] >= 0)) xyz = nullptr;
   if (xyz) xyz->resize(3 * e.count);
-  std::vector<Target> targets;
+  std::vector<CopyTarget> targets;
   std::size_t offset = 0;
+  std::size_t axis_offset[3] = {0, 0, 0};
   for (std::size_t k = 0; k < columns->size(); ++k) {
     AttributeColumn& c = (*columns)[k];
     const std::size_t n = scalar_size(c.type);
@@ -218,19 +249,28 @@ void read_fixed_records(const PlyElementHeader& e, bool swap, const std::uint8_t
     for (int a = 0; xyz && a < 3; ++a)
       if (axis_column[a] == static_cast<int>(k)) axis = a;
     if (axis >= 0) {
-      targets.push_back({offset, n, reinterpret_cast<std::uint8_t*>(xyz->data() + axis), 3 * sizeof(float)});
+      axis_offset[axis] = offset;
     } else {
       c.bytes.resize(e.count * n);
       targets.push_back({offset, n, c.bytes.data(), n});
     }
     offset += n;
   }
-  constexpr std::uint64_t kBlock = 4096;
+  if (xyz) {
+    auto* out = reinterpret_cast<std::uint8_t*>(xyz->data());
+    const bool one_run = !swap && axis_offset[1] == axis_offset[0] + 4 && axis_offset[2] == axis_offset[1] + 4;
+    if (one_run)
+      targets.push_back({axis_offset[0], 12, out, 12});
+    else
+      for (int a = 0; a < 3; ++a) targets.push_back({axis_offset[a], 4, out + 4 * a, 12});
+  }
+  constexpr std::uint64_t kBlock = 2048;  // 2048 records of a few tens of bytes stay in L1/L2
   for (std::uint64_t i0 = 0; i0 < e.count; i0 += kBlock) {
     const std::uint64_t count = std::min(kBlock, e.count - i0);
-    for (const Target& t : targets)
+    for (const CopyTarget& t : targets)
       gather_values(t.size, in + i0 * record + t.offset, record, count, t.out + i0 * t.out_stride, t.out_stride, swap);
   }
+  return xyz != nullptr;
 }
 
 /// `xyz` (may be null): where float32 x, y, z of fixed-size records go directly (see read_fixed_records).
