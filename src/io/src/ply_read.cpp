@@ -132,7 +132,7 @@ std::vector<AttributeColumn> make_columns(const PlyElementHeader& e) {
       c.offsets.reserve(e.count + 1);
       c.offsets.push_back(0);
     } else {
-      c.bytes.reserve(e.count * scalar_size(p.type));
+      detail::reserve_huge(&c.bytes, e.count * scalar_size(p.type));
     }
     columns.push_back(std::move(c));
   }
@@ -238,7 +238,10 @@ bool read_fixed_records(const PlyElementHeader& e, bool swap, const std::uint8_t
   if (e.count == 0) return false;  // nothing to copy (and an empty xyz has no storage to point into)
   const std::array<int, 3> axis_column = float_axis_columns(*columns);
   if (!(axis_column[0] >= 0 && axis_column[1] >= 0 && axis_column[2] >= 0)) xyz = nullptr;
-  if (xyz) xyz->resize(3 * e.count);
+  if (xyz) {
+    detail::reserve_huge(xyz, 3 * e.count);
+    xyz->resize(3 * e.count);  // no-op when a reused cloud already has this many points
+  }
   std::vector<CopyTarget> targets;
   std::size_t offset = 0;
   std::size_t axis_offset[3] = {0, 0, 0};
@@ -251,6 +254,7 @@ bool read_fixed_records(const PlyElementHeader& e, bool swap, const std::uint8_t
     if (axis >= 0) {
       axis_offset[axis] = offset;
     } else {
+      detail::reserve_huge(&c.bytes, e.count * n);
       c.bytes.resize(e.count * n);
       targets.push_back({offset, n, c.bytes.data(), n});
     }
