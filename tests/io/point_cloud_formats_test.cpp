@@ -109,6 +109,40 @@ TEST(PlyFormats, BigEndianEveryTypeListsAndFacesReadAndRoundTrip) {
   EXPECT_EQ(original, again);
 }
 
+// One cloud read into again and again (its storage lent to the next file) equals a fresh read every time:
+// across encodings, double and float positions, lists, more and fewer points; a failed read leaves it empty.
+TEST(PlyFormats, ReadingIntoAReusedCloudEqualsAFreshRead) {
+  CloudTempDir dir;
+  const std::string be = dir.write("be.ply", big_endian_ply());
+  PointCloud small = read_ply(be);
+  write_ply(dir.file("le.ply"), small, PlyFormat::kBinaryLittleEndian);
+  write_ply(dir.file("a.ply"), small, PlyFormat::kAscii);
+  PointCloud rgb;
+  rgb.resize(5);
+  for (std::size_t i = 0; i < rgb.xyz.size(); ++i) rgb.xyz[i] = 0.25f * static_cast<float>(i);
+  AttributeColumn& red = rgb.add_attribute("red", ScalarType::kUint8);
+  for (std::size_t i = 0; i < rgb.size(); ++i) red.bytes[i] = static_cast<std::uint8_t>(10 * i + 1);
+  rgb.add_attribute("alpha", ScalarType::kUint16).set_value(4, 0, 999);
+  write_ply(dir.file("rgb.ply"), rgb, PlyFormat::kBinaryLittleEndian);
+  rgb.resize(3);
+  write_ply(dir.file("rgb3.ply"), rgb, PlyFormat::kBinaryLittleEndian);
+  write_ply(dir.file("empty.ply"), PointCloud{}, PlyFormat::kBinaryLittleEndian);
+  PointCloud reused;
+  for (const char* name : {"rgb.ply", "rgb3.ply", "rgb.ply", "be.ply", "rgb.ply", "le.ply", "a.ply", "empty.ply",
+                           "rgb3.ply", "rgb3.ply"}) {
+    read_point_cloud(dir.file(name), &reused);
+    expect_same_cloud(read_ply(dir.file(name)), reused, true, name);
+    EXPECT_EQ(reused.meta.source, dir.file(name));
+  }
+  EXPECT_THROW(read_point_cloud(dir.write("bad.ply",
+                                          "ply\nformat binary_little_endian 1.0\nelement vertex 9\n"
+                                          "property float x\nproperty float y\nproperty float z\n"
+                                          "end_header\n"),
+                                &reused),
+               IoError);
+  EXPECT_TRUE(reused.empty() && reused.attributes.empty() && reused.meta.source.empty());
+}
+
 TEST(PlyFormats, MovedPositionsReplaceTheOriginalDoubleColumns) {
   CloudTempDir dir;
   PointCloud c = read_ply(dir.write("be.ply", big_endian_ply()));

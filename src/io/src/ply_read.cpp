@@ -120,7 +120,15 @@ PlyHeader parse_header(std::string_view bytes, const std::string& path) {
   return h;
 }
 
-std::vector<AttributeColumn> make_columns(const PlyElementHeader& e) {
+bool has_lists(const PlyElementHeader& e) {
+  return std::any_of(e.properties.begin(), e.properties.end(), [](const PlyProperty& p) { return p.is_list; });
+}
+
+/// The element's empty columns. A column of `spare` with the same name lends its storage (spare keeps the
+/// emptied column): with `keep_sizes` (binary fixed-size records, which resize each column to its final
+/// size) its values stay, so a column already of the right size is neither reallocated nor zero-filled.
+std::vector<AttributeColumn> make_columns(const PlyElementHeader& e, std::vector<AttributeColumn>* spare,
+                                          bool keep_sizes) {
   std::vector<AttributeColumn> columns;
   for (const auto& p : e.properties) {
     AttributeColumn c;
@@ -128,6 +136,15 @@ std::vector<AttributeColumn> make_columns(const PlyElementHeader& e) {
     c.type = p.type;
     c.is_list = p.is_list;
     c.count_type = p.count_type;
+    const auto lent =
+        std::find_if(spare->begin(), spare->end(), [&](const AttributeColumn& s) { return s.name == p.name; });
+    if (lent != spare->end()) {
+      c.bytes = std::move(lent->bytes);
+      c.offsets = std::move(lent->offsets);
+      lent->name.clear();  // lent once
+      c.offsets.clear();
+      if (!keep_sizes) c.bytes.clear();
+    }
     if (p.is_list) {
       c.offsets.reserve(e.count + 1);
       c.offsets.push_back(0);
@@ -235,7 +252,10 @@ std::array<int, 3> float_axis_columns(const std::vector<AttributeColumn>& column
 /// usual layout) and need no swap, each point's 12 bytes are one copy. Returns whether `xyz` was filled.
 bool read_fixed_records(const PlyElementHeader& e, bool swap, const std::uint8_t* in, std::uint64_t record,
                         std::vector<AttributeColumn>* columns, std::vector<float>* xyz) {
-  if (e.count == 0) return false;  // nothing to copy (and an empty xyz has no storage to point into)
+  if (e.count == 0) {  // nothing to copy (and an empty xyz has no storage to point into)
+    for (AttributeColumn& c : *columns) c.bytes.clear();  // lent storage (make_columns) holds old values
+    return false;
+  }
   const std::array<int, 3> axis_column = float_axis_columns(*columns);
   if (!(axis_column[0] >= 0 && axis_column[1] >= 0 && axis_column[2] >= 0)) xyz = nullptr;
   if (xyz) {
@@ -278,20 +298,19 @@ bool read_fixed_records(const PlyElementHeader& e, bool swap, const std::uint8_t
 }
 
 /// `xyz` (may be null): where float32 x, y, z of fixed-size records go directly (see read_fixed_records).
-void read_binary_element(const PlyElementHeader& e, bool swap, std::string_view bytes, std::size_t* pos,
+/// Returns whether they went there.
+bool read_binary_element(const PlyElementHeader& e, bool swap, std::string_view bytes, std::size_t* pos,
                          std::vector<AttributeColumn>* columns, const std::string& path, std::vector<float>* xyz) {
   auto truncated = [&](std::uint64_t item) {
     return IoError(path + ": truncated PLY data in element '" + e.name + "' at item " + std::to_string(item));
   };
   const auto* data = reinterpret_cast<const std::uint8_t*>(bytes.data());
-  const bool fixed_size =
-      std::none_of(e.properties.begin(), e.properties.end(), [](const PlyProperty& p) { return p.is_list; });
-  if (fixed_size) {
+  if (!has_lists(e)) {
     const std::uint64_t record = min_item_size(e, false);
     if (e.count > (bytes.size() - *pos) / record) throw truncated((bytes.size() - *pos) / record);
-    read_fixed_records(e, swap, data + *pos, record, columns, xyz);
+    const bool filled_xyz = read_fixed_records(e, swap, data + *pos, record, columns, xyz);
     *pos += e.count * record;
-    return;
+    return filled_xyz;
   }
   for (std::uint64_t i = 0; i < e.count; ++i)
     for (std::size_t k = 0; k < e.properties.size(); ++k) {
@@ -324,6 +343,7 @@ void read_binary_element(const PlyElementHeader& e, bool swap, std::string_view 
       *pos += items * n;
       c.offsets.push_back(c.offsets.back() + items);
     }
+  return false;
 }
 
 void read_ascii_element(const PlyElementHeader& e, TextCursor* text, std::vector<AttributeColumn>* columns,
@@ -358,9 +378,8 @@ void read_ascii_element(const PlyElementHeader& e, TextCursor* text, std::vector
     }
 }
 
-}  // namespace
-
-PointCloud read_ply(const std::string& path) {
+/// read_ply into `cloud`, whose xyz and point attributes lend their storage (make_columns).
+void read_ply_reusing(const std::string& path, PointCloud* cloud) {
   const detail::FileBytes file(path);
   const std::string_view bytes = file.view();
   const PlyHeader h = parse_header(bytes, path);
@@ -372,17 +391,20 @@ PointCloud read_ply(const std::string& path) {
   std::vector<AttributeColumn> points;
   std::size_t points_index = 0, point_count = 0;
   bool have_points = false;
-  std::vector<float> xyz;  // filled by the binary reader when x, y, z are float32
+  std::vector<float> xyz = std::move(cloud->xyz);  // filled by the binary reader when x, y, z are float32
+  std::vector<AttributeColumn> spare = std::move(cloud->attributes), no_spare;
+  bool filled_xyz = false;
   for (const PlyElementHeader& e : h.elements) {
     check_count(e, ascii, ascii ? text.remaining() : bytes.size() - pos, path);
-    std::vector<AttributeColumn> columns = make_columns(e);
+    const bool is_points = e.name == "vertex" && !have_points;
+    std::vector<AttributeColumn> columns = make_columns(e, is_points ? &spare : &no_spare, !ascii && !has_lists(e));
     if (!e.properties.empty()) {
       if (ascii)
         read_ascii_element(e, &text, &columns, path);
       else
-        read_binary_element(e, swap, bytes, &pos, &columns, path, e.name == "vertex" && !have_points ? &xyz : nullptr);
+        filled_xyz |= read_binary_element(e, swap, bytes, &pos, &columns, path, is_points ? &xyz : nullptr);
     }
-    if (e.name == "vertex" && !have_points) {
+    if (is_points) {
       have_points = true;
       points = std::move(columns);
       points_index = elements.size();
@@ -392,14 +414,31 @@ PointCloud read_ply(const std::string& path) {
     }
   }
   if (!have_points) throw DataError(path + ": PLY file without a vertex element");
-  PointCloud cloud = detail::cloud_from_columns(std::move(points), point_count, path, std::move(xyz));
-  cloud.elements = std::move(elements);
-  cloud.meta.format = "ply";
-  cloud.meta.encoding = h.encoding;
-  cloud.meta.comments = h.comments;
-  cloud.meta.obj_info = h.obj_info;
-  cloud.meta.points_element_index = points_index;
+  if (!filled_xyz) xyz.clear();  // a reused cloud's old positions: cloud_from_columns converts x, y, z
+  *cloud = detail::cloud_from_columns(std::move(points), point_count, path, std::move(xyz));
+  cloud->elements = std::move(elements);
+  cloud->meta.format = "ply";
+  cloud->meta.encoding = h.encoding;
+  cloud->meta.comments = h.comments;
+  cloud->meta.obj_info = h.obj_info;
+  cloud->meta.points_element_index = points_index;
+}
+
+}  // namespace
+
+PointCloud read_ply(const std::string& path) {
+  PointCloud cloud;
+  read_ply_reusing(path, &cloud);
   return cloud;
+}
+
+void read_ply(const std::string& path, PointCloud* cloud) {
+  try {
+    read_ply_reusing(path, cloud);
+  } catch (...) {
+    *cloud = PointCloud{};
+    throw;
+  }
 }
 
 PlyFormat parse_ply_format(const std::string& text) {

@@ -58,6 +58,17 @@ PointCloud read_point_cloud(const std::string& path, CloudFormat format) {
   throw InvalidArgument(path + ": no point-cloud format");
 }
 
+void read_point_cloud(const std::string& path, PointCloud* cloud, CloudFormat format) {
+  try {
+    if ((format == CloudFormat::kAuto ? cloud_format_of(path) : format) == CloudFormat::kPly)
+      return read_ply(path, cloud);
+    *cloud = read_point_cloud(path, format);
+  } catch (...) {
+    *cloud = PointCloud{};
+    throw;
+  }
+}
+
 void write_point_cloud(const std::string& path, const PointCloud& cloud, const CloudWriteOptions& options) {
   switch (options.format == CloudFormat::kAuto ? cloud_format_of(path) : options.format) {
     case CloudFormat::kPly:

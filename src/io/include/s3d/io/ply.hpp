@@ -25,6 +25,11 @@ enum class PlyFormat { kBinaryLittleEndian, kAscii, kBinaryBigEndian };
 /// allocated. @throws IoError (cannot open, not a PLY, bad header, truncated or unparsable data) and
 /// DataError (no vertex element, or no x/y/z in it); what() is one line starting with `path`.
 PointCloud read_ply(const std::string& path);
+/// As read_ply(path), into `cloud` (not null), replacing all it held but reusing the storage of its
+/// positions and of its point attributes that the file has again (by name): reading a dataset's files in a
+/// loop into one cloud then allocates (and zero-fills) nothing once the sizes settle, and the result is the
+/// same as read_ply(path)'s. Other elements are allocated afresh. @throws as read_ply, leaving `cloud` empty.
+void read_ply(const std::string& path, PointCloud* cloud);
 
 /// Writes `cloud` to exactly `path` (callers that need atomic outputs pass a temporary path).
 /// @throws IoError (cannot write), InvalidArgument (a list longer than its length type can hold),

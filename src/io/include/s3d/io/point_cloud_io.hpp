@@ -32,6 +32,9 @@ struct CloudWriteOptions {
 /// Reads `path` in `format` (kAuto: by extension). @throws IoError, DataError (see each format's reader),
 /// InvalidArgument (unknown extension).
 PointCloud read_point_cloud(const std::string& path, CloudFormat format = CloudFormat::kAuto);
+/// As read_point_cloud(path, format), into `cloud` (not null), whose storage a PLY reuses (see
+/// read_ply(path, cloud)); the other formats replace it. @throws as read_point_cloud, leaving `cloud` empty.
+void read_point_cloud(const std::string& path, PointCloud* cloud, CloudFormat format = CloudFormat::kAuto);
 
 /// Writes `cloud` to exactly `path` (not atomic: the CLI frame hands a temporary path). @throws IoError,
 /// InvalidArgument (unknown extension, content the format cannot hold), DataError (inconsistent cloud).
