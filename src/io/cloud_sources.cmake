@@ -2,6 +2,7 @@
 list(APPEND S3D_IO_SOURCES
   src/cloud_codec.cpp
   src/ply_read.cpp
+  src/xyz_rgb_records.cpp
   src/ply_write.cpp
   src/lzf.cpp
   src/pcd.cpp

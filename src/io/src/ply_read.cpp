@@ -9,6 +9,7 @@
 #include "cloud_codec.hpp"
 #include "s3d/core/errors.hpp"
 #include "s3d/io/ply.hpp"
+#include "xyz_rgb_records.hpp"
 
 namespace s3d::io {
 namespace {
@@ -234,6 +235,18 @@ struct CopyTarget {
   std::size_t out_stride;
 };
 
+/// split_xyz_rgb_records when the targets are the 15-byte record float x y z, uchar r g b (positions first,
+/// then the three colours in record order, nothing swapped): how many records it did, else 0.
+std::uint64_t split_common_layout(const std::uint8_t* in, std::uint64_t record, std::uint64_t count, bool swap,
+                                  const std::vector<CopyTarget>& targets) {
+  const bool fits = !swap && record == 15 && targets.size() == 4 && targets[0].offset == 0 && targets[0].size == 12 &&
+                    targets[1].offset == 12 && targets[2].offset == 13 && targets[3].offset == 14 &&
+                    std::all_of(targets.begin() + 1, targets.end(),
+                                [](const CopyTarget& t) { return t.size == 1 && t.out_stride == 1; });
+  if (!fits) return 0;
+  return detail::split_xyz_rgb_records(in, count, targets[0].out, targets[1].out, targets[2].out, targets[3].out);
+}
+
 /// The columns of float32 x, y, z (the first of each name), or -1s when one is missing.
 std::array<int, 3> float_axis_columns(const std::vector<AttributeColumn>& columns) {
   std::array<int, 3> axis_column{-1, -1, -1};
@@ -283,13 +296,14 @@ bool read_fixed_records(const PlyElementHeader& e, bool swap, const std::uint8_t
   if (xyz) {
     auto* out = reinterpret_cast<std::uint8_t*>(xyz->data());
     const bool one_run = !swap && axis_offset[1] == axis_offset[0] + 4 && axis_offset[2] == axis_offset[1] + 4;
-    if (one_run)
-      targets.push_back({axis_offset[0], 12, out, 12});
+    if (one_run)  // first, where split_common_layout looks for it
+      targets.insert(targets.begin(), {axis_offset[0], 12, out, 12});
     else
       for (int a = 0; a < 3; ++a) targets.push_back({axis_offset[a], 4, out + 4 * a, 12});
   }
+  const std::uint64_t done = split_common_layout(in, record, e.count, swap, targets);
   constexpr std::uint64_t kBlock = 2048;  // 2048 records of a few tens of bytes stay in L1/L2
-  for (std::uint64_t i0 = 0; i0 < e.count; i0 += kBlock) {
+  for (std::uint64_t i0 = done; i0 < e.count; i0 += kBlock) {
     const std::uint64_t count = std::min(kBlock, e.count - i0);
     for (const CopyTarget& t : targets)
       gather_values(t.size, in + i0 * record + t.offset, record, count, t.out + i0 * t.out_stride, t.out_stride, swap);
