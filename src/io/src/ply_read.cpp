@@ -223,7 +223,7 @@ void gather_values(std::size_t n, const std::uint8_t* in, std::size_t stride, st
       return gather_values<4>(in, stride, count, out, out_stride, swap);
     case 8:
       return gather_values<8>(in, stride, count, out, out_stride, swap);
-    default:  // x y z as one 12-byte run (never swapped, see positions_run)
+    default:  // x y z as one 12-byte run, made only when nothing is swapped (read_fixed_records)
       return gather_values<12>(in, stride, count, out, out_stride, false);
   }
 }
