@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "cluster_messages.cuh"
 #include "fps_impl.hpp"
 #include "point_math.hpp"
 #include "s3d/core/cuda_arch.cuh"
@@ -96,7 +97,7 @@ struct ThreadPoints {
         px[j] = valid ? p[3 * i] : 0.f;
         py[j] = valid ? p[3 * i + 1] : 0.f;
         pz[j] = valid ? p[3 * i + 2] : 0.f;
-        d[j] = __int_as_float(0x7f800000);  // +inf
+        d[j] = valid ? __int_as_float(0x7f800000) : -1.0f;  // +inf; a slot past the end never wins
       }
     } else {
       const long long chunk = (n + blocks - 1) / blocks;
@@ -115,15 +116,16 @@ struct ThreadPoints {
   __device__ unsigned long long update(float lx, float ly, float lz, float4& best) {
     unsigned long long key = 0;
     if constexpr (PPT > 0) {
+      // The arg-max in float, the 64-bit key made once: a point costs a distance, a min, a compare and selects.
+      float best_d = -1.0f;
+      int best_j = 0;
 #pragma unroll
       for (int j = 0; j < PPT; ++j) {
-        const long long i = first + static_cast<long long>(j) * kThreads;
-        if (i < n) {
-          d[j] = fminf(d[j], squared_distance(px[j], py[j], pz[j], lx, ly, lz));
-          const unsigned long long k = device_key(d[j], i);
-          if (k > key) key = k, best = make_float4(px[j], py[j], pz[j], 0.f);
-        }
+        d[j] = fminf(d[j], squared_distance(px[j], py[j], pz[j], lx, ly, lz));
+        // Strictly greater: of equal distances the smaller j, which is the smaller index, stays.
+        if (d[j] > best_d) best_d = d[j], best_j = j, best = make_float4(px[j], py[j], pz[j], 0.f);
       }
+      if (best_d >= 0.0f) key = device_key(best_d, first + static_cast<long long>(best_j) * kThreads);
     } else {
       for (long long i = first + threadIdx.x; i < end; i += kThreads) {
         const float v = fminf(distance[i], squared_distance(p[3 * i], p[3 * i + 1], p[3 * i + 2], lx, ly, lz));
@@ -184,33 +186,45 @@ __device__ __forceinline__ unsigned long long warp_max_redux(unsigned long long 
 }
 #endif
 
-/// sm_90: the blocks of one cloud form a thread-block cluster. Each step every warp writes its maximum into
-/// every block's shared memory (distributed shared memory), one hardware cluster barrier follows, and every warp
-/// reduces all the cluster's warp maxima itself: no block-level barrier and no grid-wide one. Used only where the
+/// sm_90: the blocks of one cloud form a thread-block cluster. Each step every warp sends its maximum and the
+/// coordinates of its point into every block's shared memory (cluster_messages.cuh: st.async counted on the
+/// receiver's mbarrier), each block waits for the messages of that step only, and every warp reduces all the
+/// cluster's warp maxima itself: no block-level barrier and no cluster-wide one per step. Used only where the
 /// GPU has clusters (the host checks); other GPUs run fps_kernel.
 template <int PPT>
 __global__ void __launch_bounds__(kThreads)
     fps_cluster_kernel(const float* __restrict__ xyz, const FpsCloud* __restrict__ clouds, int* __restrict__ out,
                        int cluster_size) {
 #if S3D_CUDA_ARCH >= 900
-  // Each warp's maximum and the coordinates of its point, so that no step waits on a global load of the winner.
+  namespace msg = cluster_messages;
+  // Each warp's maximum and the coordinates of its point, so that no step waits on a global load of the winner;
+  // two buffers, step s in buffer s % 2, each with the mbarrier that counts its bytes.
   __shared__ unsigned long long warp_keys[2][kMaxCluster * kWarps];
   __shared__ float4 warp_points[2][kMaxCluster * kWarps];
+  __shared__ __align__(8) unsigned long long arrived[2];
   cg::cluster_group cluster = cg::this_cluster();
-  const int rank = static_cast<int>(cluster.block_rank());
+  const unsigned rank = cluster.block_rank();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const FpsCloud c = clouds[blockIdx.x / cluster_size];
   const float* p = xyz + 3 * c.point_offset;
   const bool leader = rank == 0 && threadIdx.x == 0;
   if (leader && c.m > 0) out[c.out_offset] = c.start;
   ThreadPoints<PPT> mine;
-  mine.load(p, nullptr, c.n, rank, cluster_size);
+  mine.load(p, nullptr, c.n, static_cast<int>(rank), cluster_size);
   const int keys = cluster_size * kWarps;
-  // Every block of the cluster must have started (its shared memory exist) before another writes into it.
+  const std::uint32_t step_bytes = keys * static_cast<std::uint32_t>(sizeof(unsigned long long) + sizeof(float4));
+  if (threadIdx.x == 0) {
+    for (int b = 0; b < 2; ++b) msg::init_barrier(msg::local_address(&arrived[b]));
+    // The arrivals of steps 1 and 2; step s + 2's is made once step s is read.
+    if (c.m > 1) msg::expect_bytes(msg::local_address(&arrived[1]), step_bytes);
+    if (c.m > 2) msg::expect_bytes(msg::local_address(&arrived[0]), step_bytes);
+  }
+  // Every block has started and initialised its barriers before a peer sends to it.
   cluster.sync();
 
   float4 winner = make_float4(p[3 * c.start], p[3 * c.start + 1], p[3 * c.start + 2], 0.f);
   for (int s = 1; s < c.m; ++s) {  // c.m is the same for every block of the cluster
+    const int b = s % 2;
     float4 best = winner;
     const unsigned long long own = mine.update(winner.x, winner.y, winner.z, best);
     unsigned long long key = warp_max_redux(own);
@@ -218,22 +232,29 @@ __global__ void __launch_bounds__(kThreads)
     best.x = __shfl_sync(0xffffffffu, best.x, holder);
     best.y = __shfl_sync(0xffffffffu, best.y, holder);
     best.z = __shfl_sync(0xffffffffu, best.z, holder);
-    // Buffer s % 2 is rewritten at step s + 2, after the barrier of step s + 1 that follows every read of it.
+    // Buffer b is written again at step s + 2, which no block reaches before every warp has sent its step
+    // s + 1 message, i.e. has finished reading buffer b of step s.
     if (lane < cluster_size) {
-      const int slot = rank * kWarps + warp;
-      cluster.map_shared_rank(&warp_keys[s % 2][0], lane)[slot] = key;
-      cluster.map_shared_rank(&warp_points[s % 2][0], lane)[slot] = best;
+      const int slot = static_cast<int>(rank) * kWarps + warp;
+      const std::uint32_t barrier = msg::peer_address(msg::local_address(&arrived[b]), lane);
+      msg::send(msg::peer_address(msg::local_address(&warp_keys[b][slot]), lane), key, barrier);
+      msg::send(msg::peer_address(msg::local_address(&warp_points[b][slot]), lane), best, barrier);
     }
-    cluster.sync();
+    // Buffer b's phases are its steps b, b + 2, ...: step s is phase (s - 1) / 2.
+    msg::wait_phase(msg::local_address(&arrived[b]), static_cast<std::uint32_t>((s - 1) / 2) & 1u);
     unsigned long long mine_best = 0;
     int mine_slot = 0;
     for (int i = lane; i < keys; i += 32)
-      if (warp_keys[s % 2][i] > mine_best) mine_best = warp_keys[s % 2][i], mine_slot = i;
+      if (warp_keys[b][i] > mine_best) mine_best = warp_keys[b][i], mine_slot = i;
     key = warp_max_redux(mine_best);
     const int slot = __shfl_sync(0xffffffffu, mine_slot, __ffs(__ballot_sync(0xffffffffu, mine_best == key)) - 1);
-    winner = warp_points[s % 2][slot];
+    winner = warp_points[b][slot];
     if (leader) out[c.out_offset + s] = static_cast<int>(fps_key_index(key));
+    __syncwarp();
+    if (threadIdx.x == 0 && s + 2 < c.m) msg::expect_bytes(msg::local_address(&arrived[b]), step_bytes);
   }
+  // No block leaves while a peer may still write into its shared memory.
+  cluster.sync();
 #else
   __trap();  // never launched: the host picks fps_kernel below sm_90
 #endif
@@ -363,8 +384,12 @@ class CudaFps final : public FpsEngine::Impl {
   bool try_clusters(const FpsBatch& batch, std::int64_t total_points, std::int32_t* device_out, StreamHandle stream) {
     std::int64_t longest = 0;
     for (std::int64_t n : batch.lengths) longest = std::max(longest, n);
-    int size = 1;
-    while (size < kMaxCluster && static_cast<long long>(size) * kThreads < longest) size *= 2;
+    // At least 2 blocks (a cluster's messages go to peers: st.async into a one-block cluster is not allowed),
+    // 4 for clouds of more than 2 blocks' threads, 8 only when the points do not fit into 4 blocks' registers:
+    // a step's exchange grows with the blocks faster than the work of the points a thread owns shrinks
+    // (docs/PERFORMANCE.md, FPS batch).
+    int size = longest <= 2LL * kThreads ? 2 : 4;
+    while (size < kMaxCluster && static_cast<long long>(size) * kThreads * kMaxPointsPerThread < longest) size *= 2;
     const int ppt = points_per_thread((longest + size - 1) / size);
     if (ppt == 0) return false;
     layout(batch, static_cast<long long>(size) * batch.lengths.size(), total_points);
