@@ -65,6 +65,12 @@ TEST_P(FpsDeviceTest, KeepsPickingWhenDistinctPointsRunOut) {
   EXPECT_EQ(got[39], 0) << "with every distance 0 the smallest index is picked";
 }
 
+TEST_P(FpsDeviceTest, EveryClusterSizeMatchesReference) {
+  // sm_90 runs clouds up to 32,768 points as clusters of 2, 4 or 8 blocks (by length); the last one needs 8.
+  for (std::size_t n : {700u, 1025u, 9000u, 16385u, 30001u})
+    expect_reference(test::uniform_cloud(n, 3 + static_cast<unsigned>(n)), 300, n / 3);
+}
+
 TEST_P(FpsDeviceTest, LargeCloudUsesTheWholeDeviceAndStaysExact) {
   expect_reference(test::uniform_cloud(300001, 11), 200, 12345);
 }
