@@ -134,6 +134,13 @@ TEST(IcpStep, DegenerateAndSingularSystemsStopWithoutMoving) {
   nan_g(2) = std::numeric_limits<double>::quiet_NaN();
   detail::icp_step(s, sums_of(Matrix6d::Identity(), nan_g, 100).data(), 0, 1e6);
   EXPECT_EQ(s.stop, detail::kIcpSingular);
+
+  // An absurd rotation (beyond where the shared sine is exact on both backends) is not applied either.
+  s = detail::icp_initial_state(start);
+  Vector6d spin = Vector6d::Zero();
+  spin(1) = 2.0 * detail::kMaxIncrementAngle;
+  detail::icp_step(s, sums_of(Matrix6d::Identity(), spin, 100).data(), 0, 1e6);
+  EXPECT_EQ(s.stop, detail::kIcpSingular);
   for (int k = 0; k < 3; ++k) EXPECT_EQ(s.pose.t[k], 0.0);
   for (int k = 0; k < 21; ++k) EXPECT_EQ(s.last_a[k], 0.0);
 }

@@ -240,7 +240,7 @@ class FusionEngine::Impl {
     }
     const double step_t = (a.pose.translation() - pose_.translation()).norm();
     const double step_r = Eigen::AngleAxisd(pose_.linear().transpose() * a.pose.linear()).angle() * 180.0 / M_PI;
-    if (step_t > params_.icp.max_translation_step || step_r > params_.icp.max_rotation_step) {
+    if (!(step_t <= params_.icp.max_translation_step) || !(step_r <= params_.icp.max_rotation_step)) {  // NaN too
       a.reason = "step too large (" + std::to_string(step_t) + " m, " + std::to_string(step_r) + " deg)";
       return a;
     }

@@ -4,6 +4,7 @@
 // iteration) can run on the GPU without a host round trip per iteration and still give the CPU's bits.
 // Basic IEEE operations only (+ - * /, each rounded, no FMA contraction): no libm, no Eigen; sine and cosine
 // come from the polynomial below, not from libm or CUDA (they differ in the last bit).
+#include <cmath>
 #include <cstdint>
 
 #include "fusion_math.hpp"
@@ -152,9 +153,13 @@ S3D_HOST_DEVICE S3D_FORCEINLINE void rotation_zyx(double alpha, double beta, dou
   r[8] = cb * ca;
 }
 
+/// The largest update angle (radians) icp_step applies; beyond it the system counts as singular.
+constexpr double kMaxIncrementAngle = 1.0e6;
+
 /// One iteration after its reduction: `sums` are the kIcpTerms reduced values at `level`. Records the
 /// system; with fewer than 6 inliers gives up a coarse level (the finer ones still decide) or stops at level 0;
-/// stops on a pivot spread above `max_condition` or a singular system; else solves and applies
+/// stops on a pivot spread above `max_condition` or a singular system (|det| < 1e-15, a non-finite update or
+/// an angle above kMaxIncrementAngle); else solves and applies
 /// R <- R_inc R, t <- R_inc t + t_inc.
 S3D_HOST_DEVICE S3D_FORCEINLINE void icp_step(IcpState& s, const double* sums, int level, double max_condition) {
   s.iterations += 1;
@@ -183,8 +188,11 @@ S3D_HOST_DEVICE S3D_FORCEINLINE void icp_step(IcpState& s, const double* sums, i
     s.stop_level = level;
     return;
   }
+  // A finite update whose angles stay where sin_cos's reduction is exact (|x| < 2^20 pi/2): any real ICP step is
+  // far below, and a larger one, meaningless anyway, would leave the two backends' sines undefined.
   bool finite = true;
   for (int k = 0; k < 6; ++k) finite = finite && is_finite(x[k]);
+  for (int k = 0; k < 3; ++k) finite = finite && (x[k] < 0.0 ? -x[k] : x[k]) <= kMaxIncrementAngle;
   if (!((det < 0.0 ? -det : det) >= 1e-15) || !finite) {
     s.stop = kIcpSingular;
     s.stop_level = level;

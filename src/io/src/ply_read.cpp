@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cstring>
 #include <sstream>
+#include <stdexcept>
+#include <string>
 
 #include "byte_order.hpp"
 #include "cloud_codec.hpp"
@@ -223,8 +225,10 @@ void gather_values(std::size_t n, const std::uint8_t* in, std::size_t stride, st
       return gather_values<4>(in, stride, count, out, out_stride, swap);
     case 8:
       return gather_values<8>(in, stride, count, out, out_stride, swap);
-    default:  // x y z as one 12-byte run, made only when nothing is swapped (read_fixed_records)
+    case 12:  // x y z as one 12-byte run, made only when nothing is swapped (read_fixed_records)
       return gather_values<12>(in, stride, count, out, out_stride, false);
+    default:
+      throw std::logic_error("PLY reader: no copy for " + std::to_string(n) + "-byte values");
   }
 }
 
