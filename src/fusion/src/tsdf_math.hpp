@@ -271,24 +271,24 @@ S3D_HOST_DEVICE S3D_FORCEINLINE float trilinear(const Voxel* vol, const VolumeGr
 /// p + t * d (the one spelling of a point on the ray).
 S3D_HOST_DEVICE S3D_FORCEINLINE Vec3f ray_point(Vec3f p, Vec3f d, float t) { return p + (t * d); }
 
-/// PCL `ray_caster.cu` for pixel (x, y). The ray leaves the camera centre along R ((x - cx) / fx,
-/// (y - cy) / fy, 1) normalised (each component divided by sqrtf of the squared norm; a zero component
-/// becomes 1e-15), is clipped to the box [0, size] (slab test, entry clamped at t >= 0) and marches in steps
-/// of 0.8 * truncation reading the floor voxel's tsdf (the entry voxel clamped into the grid). A - to + change
-/// (strict signs) stops without a hit; on + to - (previous > 0, next < 0; unobserved voxels read 0 and count
-/// as neither) the trilinear values F_t, F_t+dt (either NaN:
-/// no hit) refine t* = t - (dt * F_t) / (F_t+dt - F_t). The vertex is origin + p(t*). The normal, only where
-/// the floor voxel at t is more than 1 voxel inside every border pair (1 < i < n - 2), is the central
-/// difference of trilinear tsdf at +-voxel/4 per axis, normalised (invalid if NaN or zero). Invalid = NaN.
-S3D_HOST_DEVICE S3D_FORCEINLINE void raycast_pixel(const Voxel* vol, const RaycastArgs& a, int x, int y, Vec3f& vertex,
-                                                   Vec3f& normal) {
-  vertex = invalid_vec3();
-  normal = invalid_vec3();
+/// The march's fixed step: 0.8 * truncation (PCL).
+S3D_HOST_DEVICE S3D_FORCEINLINE float march_step(const VolumeGrid& g) { return g.truncation * 0.8f; }
+/// The march gives up at this t (PCL's bound; the ray leaves the box long before).
+S3D_HOST_DEVICE S3D_FORCEINLINE float march_limit(const VolumeGrid& g) {
+  return 3.0f * ((g.size.x + g.size.y) + g.size.z);
+}
+
+/// The ray of pixel (x, y) in volume-local coordinates: it leaves the camera centre (`start`) along
+/// R ((x - cx) / fx, (y - cy) / fy, 1) normalised (each component divided by sqrtf of the squared norm; a zero
+/// component becomes 1e-15) and is clipped to the box [0, size] (slab test, entry clamped at t >= 0).
+/// Returns false when it misses the box, else its entry parameter in `t_enter`.
+S3D_HOST_DEVICE S3D_FORCEINLINE bool pixel_ray(const RaycastArgs& a, int x, int y, Vec3f& start, Vec3f& dir,
+                                               float& t_enter) {
   const VolumeGrid& g = a.grid;
-  const Vec3f start = {a.camera_to_world.t[0] - g.origin.x, a.camera_to_world.t[1] - g.origin.y,
-                       a.camera_to_world.t[2] - g.origin.z};
+  start = {a.camera_to_world.t[0] - g.origin.x, a.camera_to_world.t[1] - g.origin.y,
+           a.camera_to_world.t[2] - g.origin.z};
   const Vec3f ray_camera = {(static_cast<float>(x) - a.cx) / a.fx, (static_cast<float>(y) - a.cy) / a.fy, 1.0f};
-  Vec3f dir = a.camera_to_world.rotate(ray_camera);
+  dir = a.camera_to_world.rotate(ray_camera);
   const float len = sqrtf(squared_norm(dir));
   dir = {dir.x / len, dir.y / len, dir.z / len};
   if (dir.x == 0.0f) dir.x = 1e-15f;
@@ -301,47 +301,93 @@ S3D_HOST_DEVICE S3D_FORCEINLINE void raycast_pixel(const Voxel* vol, const Rayca
   const float tx1 = ((dir.x > 0.0f ? g.size.x : 0.0f) - start.x) / dir.x;
   const float ty1 = ((dir.y > 0.0f ? g.size.y : 0.0f) - start.y) / dir.y;
   const float tz1 = ((dir.z > 0.0f ? g.size.z : 0.0f) - start.z) / dir.z;
-  const float t_enter = fmaxf(fmaxf(fmaxf(tx0, ty0), tz0), 0.0f);
+  t_enter = fmaxf(fmaxf(fmaxf(tx0, ty0), tz0), 0.0f);
   const float t_exit = fminf(fminf(tx1, ty1), tz1);
-  if (!(t_enter < t_exit)) return;
+  return t_enter < t_exit;
+}
 
-  const float step = g.truncation * 0.8f;
-  float t = t_enter;
+/// The tsdf of the floor voxel at the ray's entry point, clamped into the grid (the march's first sample).
+S3D_HOST_DEVICE S3D_FORCEINLINE float entry_tsdf(const Voxel* vol, const VolumeGrid& g, Vec3f start, Vec3f dir,
+                                                 float t) {
   const Vec3f p0 = ray_point(start, dir, t);
   const int i0 = static_cast<int>(fminf(fmaxf(floorf(p0.x / g.voxel.x), 0.0f), static_cast<float>(g.nx - 1)));
   const int j0 = static_cast<int>(fminf(fmaxf(floorf(p0.y / g.voxel.y), 0.0f), static_cast<float>(g.ny - 1)));
   const int k0 = static_cast<int>(fminf(fmaxf(floorf(p0.z / g.voxel.z), 0.0f), static_cast<float>(g.nz - 1)));
-  float tsdf = read_tsdf(vol, g, i0, j0, k0);
-  const float max_t = 3.0f * ((g.size.x + g.size.y) + g.size.z);
+  return read_tsdf(vol, g, i0, j0, k0);
+}
+
+/// The floor voxel of march sample p in (i, j, k); false when it lies outside the grid (the march ends).
+S3D_HOST_DEVICE S3D_FORCEINLINE bool sample_cell(const VolumeGrid& g, Vec3f p, int& i, int& j, int& k) {
+  return floor_cell(p.x, g.voxel.x, 0, g.nx - 1, i) && floor_cell(p.y, g.voxel.y, 0, g.ny - 1, j) &&
+         floor_cell(p.z, g.voxel.z, 0, g.nz - 1, k);
+}
+
+/// The surface between march samples t (tsdf > 0) and t + step (q, tsdf < 0): the trilinear values F_t,
+/// F_t+dt (either NaN: no hit) refine t* = t - (dt * F_t) / (F_t+dt - F_t). The vertex is origin + p(t*). The
+/// normal, only where the floor voxel at t is more than 1 voxel inside every border pair (1 < i < n - 2), is
+/// the central difference of trilinear tsdf at +-voxel/4 per axis, normalised (invalid if NaN or zero).
+S3D_HOST_DEVICE S3D_FORCEINLINE void refine_surface(const Voxel* vol, const VolumeGrid& g, Vec3f start, Vec3f dir,
+                                                    float t, float step, Vec3f q, Vec3f& vertex, Vec3f& normal) {
+  const float f_next = trilinear(vol, g, q);
+  if (f_next != f_next) return;
+  const Vec3f pc = ray_point(start, dir, t);
+  const float f_cur = trilinear(vol, g, pc);
+  if (f_cur != f_cur) return;
+  const float ts = t - (step * f_cur) / (f_next - f_cur);
+  if (!(ts - ts == 0.0f)) return;  // inf or NaN
+  const Vec3f v = ray_point(start, dir, ts);
+  vertex = {v.x + g.origin.x, v.y + g.origin.y, v.z + g.origin.z};
+  int gi, gj, gk;
+  if (floor_cell(pc.x, g.voxel.x, 2, g.nx - 3, gi) && floor_cell(pc.y, g.voxel.y, 2, g.ny - 3, gj) &&
+      floor_cell(pc.z, g.voxel.z, 2, g.nz - 3, gk)) {
+    const float qx = g.voxel.x / 4.0f, qy = g.voxel.y / 4.0f, qz = g.voxel.z / 4.0f;
+    const float nx = trilinear(vol, g, {v.x + qx, v.y, v.z}) - trilinear(vol, g, {v.x - qx, v.y, v.z});
+    const float ny = trilinear(vol, g, {v.x, v.y + qy, v.z}) - trilinear(vol, g, {v.x, v.y - qy, v.z});
+    const float nz = trilinear(vol, g, {v.x, v.y, v.z + qz}) - trilinear(vol, g, {v.x, v.y, v.z - qz});
+    const float n = sqrtf(((nx * nx) + (ny * ny)) + (nz * nz));
+    if (n > 0.0f && n - n == 0.0f) normal = {nx / n, ny / n, nz / n};
+  }
+}
+
+/// A pixel's march before its first step: the ray, its entry t and the sample there, the step, the limit.
+struct March {
+  Vec3f start, dir;
+  float t, tsdf, step, max_t;
+};
+
+/// Sets the outputs invalid and starts pixel (x, y)'s march in `m`; false when its ray misses the box.
+S3D_HOST_DEVICE S3D_FORCEINLINE bool begin_march(const Voxel* vol, const RaycastArgs& a, int x, int y, Vec3f& vertex,
+                                                 Vec3f& normal, March& m) {
+  vertex = invalid_vec3();
+  normal = invalid_vec3();
+  if (!pixel_ray(a, x, y, m.start, m.dir, m.t)) return false;
+  m.tsdf = entry_tsdf(vol, a.grid, m.start, m.dir, m.t);
+  m.step = march_step(a.grid);
+  m.max_t = march_limit(a.grid);
+  return true;
+}
+
+/// PCL `ray_caster.cu` for pixel (x, y): the pixel_ray marches in march_step()s from its entry, reading the
+/// floor voxel's tsdf (entry_tsdf first). A - to + change (strict signs) stops without a hit; on + to -
+/// (previous > 0, next < 0; unobserved voxels read 0 and count as neither) refine_surface gives the vertex and
+/// normal. Invalid = NaN. (The CPU backend marches the same samples faster: raycast_skipping.hpp.)
+S3D_HOST_DEVICE S3D_FORCEINLINE void raycast_pixel(const Voxel* vol, const RaycastArgs& a, int x, int y, Vec3f& vertex,
+                                                   Vec3f& normal) {
+  March m;
+  if (!begin_march(vol, a, x, y, vertex, normal, m)) return;
+  const VolumeGrid& g = a.grid;
+  const Vec3f start = m.start, dir = m.dir;
+  const float step = m.step, max_t = m.max_t;
+  float t = m.t, tsdf = m.tsdf;
   for (; t < max_t; t += step) {
     const float previous = tsdf;
     const Vec3f q = ray_point(start, dir, t + step);
     int i, j, k;
-    if (!floor_cell(q.x, g.voxel.x, 0, g.nx - 1, i) || !floor_cell(q.y, g.voxel.y, 0, g.ny - 1, j) ||
-        !floor_cell(q.z, g.voxel.z, 0, g.nz - 1, k))
-      return;
+    if (!sample_cell(g, q, i, j, k)) return;
     tsdf = read_tsdf(vol, g, i, j, k);
     if (previous < 0.0f && tsdf > 0.0f) return;  // back face
     if (previous > 0.0f && tsdf < 0.0f) {        // strict, as PCL: unobserved voxels (0) are neither side
-      const float f_next = trilinear(vol, g, q);
-      if (f_next != f_next) return;
-      const Vec3f pc = ray_point(start, dir, t);
-      const float f_cur = trilinear(vol, g, pc);
-      if (f_cur != f_cur) return;
-      const float ts = t - (step * f_cur) / (f_next - f_cur);
-      if (!(ts - ts == 0.0f)) return;  // inf or NaN
-      const Vec3f v = ray_point(start, dir, ts);
-      vertex = {v.x + g.origin.x, v.y + g.origin.y, v.z + g.origin.z};
-      int gi, gj, gk;
-      if (floor_cell(pc.x, g.voxel.x, 2, g.nx - 3, gi) && floor_cell(pc.y, g.voxel.y, 2, g.ny - 3, gj) &&
-          floor_cell(pc.z, g.voxel.z, 2, g.nz - 3, gk)) {
-        const float qx = g.voxel.x / 4.0f, qy = g.voxel.y / 4.0f, qz = g.voxel.z / 4.0f;
-        const float nx = trilinear(vol, g, {v.x + qx, v.y, v.z}) - trilinear(vol, g, {v.x - qx, v.y, v.z});
-        const float ny = trilinear(vol, g, {v.x, v.y + qy, v.z}) - trilinear(vol, g, {v.x, v.y - qy, v.z});
-        const float nz = trilinear(vol, g, {v.x, v.y, v.z + qz}) - trilinear(vol, g, {v.x, v.y, v.z - qz});
-        const float n = sqrtf(((nx * nx) + (ny * ny)) + (nz * nz));
-        if (n > 0.0f && n - n == 0.0f) normal = {nx / n, ny / n, nz / n};
-      }
+      refine_surface(vol, g, start, dir, t, step, q, vertex, normal);
       return;
     }
   }

@@ -9,6 +9,7 @@
 
 #include "backend.hpp"
 #include "marching_cubes_tables.hpp"
+#include "raycast_skipping.hpp"
 #include "s3d/core/errors.hpp"
 #include "tsdf_math.hpp"
 #include "volume_common.hpp"
@@ -41,11 +42,13 @@ class CpuVolume final : public VolumeBackend {
   void reset() override {
     std::fill(voxels_.begin(), voxels_.end(), Voxel{0, 0});
     std::fill(colors_.begin(), colors_.end(), ColorVoxel{0, 0, 0, 0});
+    bricks_current_ = false;
   }
 
   void integrate(ImageView<const float> depth_m, const std::uint8_t* rgb, const CameraIntrinsics& camera,
                  const Rigid& camera_to_world) override {
     if (depth_m.empty()) return;
+    bricks_current_ = false;
     const IntegrateArgs a = make_integrate_args(grid_, depth_m, camera, camera_to_world);
     Voxel* vol = voxels_.data();
     ColorVoxel* colors = colors_.empty() || rgb == nullptr ? nullptr : colors_.data();
@@ -71,11 +74,14 @@ class CpuVolume final : public VolumeBackend {
   void raycast(const CameraIntrinsics& camera, const Rigid& camera_to_world, Maps out) override {
     const RaycastArgs a = make_raycast_args(grid_, camera, camera_to_world, out.width, out.height);
     const Voxel* vol = voxels_.data();
+    if (!bricks_current_) bricks_.build(vol, grid_);
+    bricks_current_ = true;
+    const BrickMap& bricks = bricks_;
 #pragma omp parallel for schedule(dynamic, 4)
     for (int y = 0; y < out.height; ++y)
       for (int x = 0; x < out.width; ++x) {
         const std::size_t p = static_cast<std::size_t>(y) * out.width + x;
-        raycast_pixel(vol, a, x, y, out.vertices[p], out.normals[p]);
+        raycast_pixel_skipping(vol, bricks, a, x, y, out.vertices[p], out.normals[p]);
       }
   }
 
@@ -186,6 +192,8 @@ class CpuVolume final : public VolumeBackend {
   VolumeGrid grid_;
   std::vector<Voxel> voxels_;
   std::vector<ColorVoxel> colors_;  // empty without colour
+  BrickMap bricks_;                 // of voxels_ when bricks_current_; the ray cast rebuilds it otherwise
+  bool bricks_current_ = false;
 };
 
 }  // namespace

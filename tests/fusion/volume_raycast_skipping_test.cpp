@@ -1,0 +1,157 @@
+// The CPU backend's ray cast skips empty space (raycast_skipping.hpp): its maps must equal the plain march
+// (raycast_pixel, the one the CUDA kernel runs) bit for bit, and its brick distances must be the Chebyshev
+// distances to the bricks with a negative voxel.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <vector>
+
+#include "raycast_skipping.hpp"
+#include "tsdf_math.hpp"
+#include "volume_common.hpp"
+#include "volume_test_support.hpp"
+
+namespace s3d::fusion::test {
+namespace {
+
+using detail::BrickMap;
+using detail::VolumeGrid;
+using detail::Voxel;
+
+/// The voxels of a CPU volume that integrated redkitchen frames first..last (step 4) at their poses.
+std::vector<Voxel> fused_voxels(const VolumeParams& p, int first, int last) {
+  TestVolume volume(Device(Device::Kind::kCpu), p);
+  for (int f = first; f <= last; f += 4)
+    volume.integrate(s3d::test::read_redkitchen_depth(f), redkitchen_camera(), read_redkitchen_pose(f));
+  std::vector<std::int16_t> tsdf, weight;
+  volume.download(tsdf, weight);
+  std::vector<Voxel> voxels(tsdf.size());
+  for (std::size_t v = 0; v < tsdf.size(); ++v) voxels[v] = {tsdf[v], weight[v]};
+  return voxels;
+}
+
+/// Both marches over every pixel; returns how many pixels hit a surface (asserting equality on the way).
+int compare_marches(const std::vector<Voxel>& voxels, const VolumeGrid& g, const BrickMap& bricks,
+                    const CameraIntrinsics& cam, const Eigen::Isometry3d& pose, int width, int height) {
+  const detail::RaycastArgs a = detail::make_raycast_args(g, cam, to_rigid(pose), width, height);
+  HostMaps plain, skipping;
+  plain.vertices.resize(static_cast<std::size_t>(width) * height);
+  plain.normals = skipping.vertices = skipping.normals = plain.vertices;
+  int hits = 0;
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x) {
+      const std::size_t p = static_cast<std::size_t>(y) * width + x;
+      detail::raycast_pixel(voxels.data(), a, x, y, plain.vertices[p], plain.normals[p]);
+      detail::raycast_pixel_skipping(voxels.data(), bricks, a, x, y, skipping.vertices[p], skipping.normals[p]);
+      hits += detail::is_valid(plain.vertices[p]);
+    }
+  EXPECT_TRUE(same_maps(plain, skipping));
+  return hits;
+}
+
+/// Chebyshev distance, in bricks, from every brick to the nearest one holding a negative voxel, capped: by
+/// brute force over all pairs.
+std::vector<int> brute_force_distances(const std::vector<Voxel>& voxels, const VolumeGrid& g) {
+  constexpr int s = BrickMap::kBrickSide;
+  const int bx = (g.nx + s - 1) / s, by = (g.ny + s - 1) / s, bz = (g.nz + s - 1) / s;
+  std::vector<int> negative;
+  std::vector<char> is_negative(static_cast<std::size_t>(bx) * by * bz, 0);
+  for (int k = 0; k < g.nz; ++k)
+    for (int j = 0; j < g.ny; ++j)
+      for (int i = 0; i < g.nx; ++i)
+        if (voxels[g.index(i, j, k)].tsdf < 0) is_negative[(k / s * by + j / s) * bx + i / s] = 1;
+  for (int b = 0; b < bx * by * bz; ++b)
+    if (is_negative[b]) negative.push_back(b);
+  std::vector<int> out(static_cast<std::size_t>(bx) * by * bz, BrickMap::kMaxDistance);
+  for (int z = 0; z < bz; ++z)
+    for (int y = 0; y < by; ++y)
+      for (int x = 0; x < bx; ++x)
+        for (int c : negative) {
+          const int d = std::max({std::abs(c % bx - x), std::abs(c / bx % by - y), std::abs(c / (bx * by) - z)});
+          int& o = out[(z * by + y) * bx + x];
+          o = std::min(o, d);
+        }
+  return out;
+}
+
+TEST(RaycastSkipping, BrickDistancesAreChebyshevDistances) {
+  S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299");
+  VolumeParams p = redkitchen_volume(64, 0.05f);
+  p.resolution = {61, 70, 45};  // no axis a multiple of the brick side
+  const VolumeGrid g = detail::make_grid(p);
+  const std::vector<Voxel> voxels = fused_voxels(p, 0, 20);
+  BrickMap bricks;
+  bricks.build(voxels.data(), g);
+  const std::vector<int> expected = brute_force_distances(voxels, g);
+  int zero = 0, capped = 0, between = 0;
+  for (int k = 0; k < g.nz; ++k)
+    for (int j = 0; j < g.ny; ++j)
+      for (int i = 0; i < g.nx; ++i) {
+        constexpr int s = BrickMap::kBrickSide;
+        const int want = expected[(k / s * bricks.count(1) + j / s) * bricks.count(0) + i / s];
+        ASSERT_EQ(bricks.distance(i, j, k), want) << i << " " << j << " " << k;
+        zero += want == 0;
+        capped += want == BrickMap::kMaxDistance;
+        between += want > 0 && want < BrickMap::kMaxDistance;
+      }
+  EXPECT_GT(zero, 0);  // the data has surfaces, free space and everything between
+  EXPECT_GT(capped, 0);
+  EXPECT_GT(between, 0);
+}
+
+TEST(RaycastSkipping, EqualsThePlainMarchOnRealFrames) {
+  S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299");
+  const VolumeParams p = redkitchen_volume(128, 0.03f);
+  const VolumeGrid g = detail::make_grid(p);
+  const std::vector<Voxel> voxels = fused_voxels(p, 0, 40);
+  BrickMap bricks;
+  bricks.build(voxels.data(), g);
+  int hits = 0;
+  for (int f : {0, 20, 40, 60})
+    hits += compare_marches(voxels, g, bricks, redkitchen_camera().level(1), read_redkitchen_pose(f), 320, 240);
+  // Full-size intrinsics on an odd map size (the image's top-left part).
+  hits += compare_marches(voxels, g, bricks, redkitchen_camera(), read_redkitchen_pose(30), 317, 239);
+  EXPECT_GT(hits, 4 * 320 * 240 / 2);
+}
+
+TEST(RaycastSkipping, EqualsThePlainMarchFromOutsideAndOnOddGrids) {
+  S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299");
+  // Non-cubic voxels, sizes that are not multiples of the brick side, the truncation of KinFu's volume.
+  VolumeParams p = redkitchen_volume(64, 0.03f);
+  p.resolution = {101, 77, 93};
+  p.size = {3.0f, 2.5f, 2.8f};
+  const VolumeGrid g = detail::make_grid(p);
+  const std::vector<Voxel> voxels = fused_voxels(p, 0, 40);
+  BrickMap bricks;
+  bricks.build(voxels.data(), g);
+  const Eigen::Vector3d centre(p.origin[0] + 1.5, p.origin[1] + 1.25, p.origin[2] + 1.4);
+  int hits = 0;
+  hits += compare_marches(voxels, g, bricks, redkitchen_camera(), read_redkitchen_pose(20), 161, 121);
+  // From outside the box on three sides, looking at its centre; from inside looking back at the camera.
+  for (const Eigen::Vector3d& eye : {Eigen::Vector3d(centre.x(), centre.y(), p.origin[2] - 1.0),
+                                     Eigen::Vector3d(p.origin[0] - 0.7, centre.y() + 0.3, centre.z()),
+                                     Eigen::Vector3d(centre.x() + 0.2, p.origin[1] + 3.9, centre.z() - 0.4), centre})
+    hits += compare_marches(voxels, g, bricks, redkitchen_camera().level(1),
+                            look_at(eye, centre + (centre - eye) * 0.1 + Eigen::Vector3d(0.01, 0.02, 0.03)), 160, 120);
+  EXPECT_GT(hits, 161 * 121 / 4);
+}
+
+TEST(RaycastSkipping, EmptyAndAllNegativeVolumes) {
+  VolumeParams p;
+  p.resolution = {37, 21, 30};
+  p.size = {1.0f, 0.6f, 0.9f};
+  p.origin = {-0.5f, -0.3f, 0.2f};
+  const VolumeGrid g = detail::make_grid(p);
+  const Eigen::Isometry3d pose = look_at(Eigen::Vector3d(0.1, 0.05, -0.2), Eigen::Vector3d(0, 0, 0.6));
+  for (std::int16_t value : {std::int16_t{0}, std::int16_t{-5}, std::int16_t{300}}) {
+    const std::vector<Voxel> voxels(static_cast<std::size_t>(g.count()), Voxel{value, 1});
+    BrickMap bricks;
+    bricks.build(voxels.data(), g);
+    EXPECT_EQ(bricks.distance(0, 0, 0), value < 0 ? 0 : BrickMap::kMaxDistance);
+    EXPECT_EQ(compare_marches(voxels, g, bricks, synthetic_camera().level(2), pose, 160, 120), 0);
+  }
+}
+
+}  // namespace
+}  // namespace s3d::fusion::test
