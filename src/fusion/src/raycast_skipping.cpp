@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "s3d/core/cpu_dispatch.hpp"
+
 namespace s3d::fusion::detail {
 namespace {
 
@@ -22,7 +24,35 @@ void chebyshev_line(std::uint8_t* value, std::ptrdiff_t stride, int n, std::uint
   }
 }
 
+S3D_ALWAYS_INLINE void raycast_row_body(const Voxel* vol, const BrickMap& bricks, const RaycastArgs& a, int y,
+                                        Vec3f* vertices, Vec3f* normals) {
+  for (int x = 0; x < a.width; ++x) raycast_pixel_skipping(vol, bricks, a, x, y, vertices[x], normals[x]);
+}
+
+void raycast_row_baseline(const Voxel* vol, const BrickMap& bricks, const RaycastArgs& a, int y, Vec3f* vertices,
+                          Vec3f* normals) {
+  raycast_row_body(vol, bricks, a, y, vertices, normals);
+}
+
+// floorf is one instruction with SSE4.1 (a call-free bit sequence without), and the march takes one per axis
+// per sample. `flatten` inlines every callee (trilinear, ...) so that they are AVX2 code too.
+__attribute__((flatten)) S3D_TARGET_AVX2 void raycast_row_avx2(const Voxel* vol, const BrickMap& bricks,
+                                                               const RaycastArgs& a, int y, Vec3f* vertices,
+                                                               Vec3f* normals) {
+  raycast_row_body(vol, bricks, a, y, vertices, normals);
+}
+
 }  // namespace
+
+void raycast_skipping_cpu(const Voxel* vol, const BrickMap& bricks, const RaycastArgs& a, Vec3f* vertices,
+                          Vec3f* normals) {
+  const auto row = cpu_avx2_enabled() ? raycast_row_avx2 : raycast_row_baseline;
+#pragma omp parallel for schedule(dynamic, 4)
+  for (int y = 0; y < a.height; ++y) {
+    const std::size_t first = static_cast<std::size_t>(y) * a.width;
+    row(vol, bricks, a, y, vertices + first, normals + first);
+  }
+}
 
 void BrickMap::build(const Voxel* vol, const VolumeGrid& g) {
   bx_ = (g.nx + kBrickSide - 1) >> kBrickShift;

@@ -144,4 +144,9 @@ inline void raycast_pixel_skipping(const Voxel* vol, const BrickMap& bricks, con
   }
 }
 
+/// Every pixel of an a.width x a.height map (OpenMP over rows; AVX2 code where the CPU has it and S3D_CPU_ISA
+/// allows it, the same results either way).
+void raycast_skipping_cpu(const Voxel* vol, const BrickMap& bricks, const RaycastArgs& a, Vec3f* vertices,
+                          Vec3f* normals);
+
 }  // namespace s3d::fusion::detail

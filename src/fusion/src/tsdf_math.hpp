@@ -234,6 +234,11 @@ S3D_HOST_DEVICE S3D_FORCEINLINE float read_tsdf(const Voxel* vol, const VolumeGr
   return tsdf_value(vol[g.index(i, j, k)].tsdf);
 }
 
+/// fmaxf / fminf as selects (a NaN operand gives the other one; the sign of a zero result may differ, which no
+/// caller here depends on): they were libm calls in the CPU backend's per-ray code.
+S3D_HOST_DEVICE S3D_FORCEINLINE float max_number(float a, float b) { return (a > b || b != b) ? a : b; }
+S3D_HOST_DEVICE S3D_FORCEINLINE float min_number(float a, float b) { return (a < b || b != b) ? a : b; }
+
 /// floor(coord / voxel) if it lies in [lo, hi] (then in `out`), else false (NaN too).
 S3D_HOST_DEVICE S3D_FORCEINLINE bool floor_cell(float coord, float voxel, int lo, int hi, int& out) {
   const float f = floorf(coord / voxel);
@@ -301,8 +306,8 @@ S3D_HOST_DEVICE S3D_FORCEINLINE bool pixel_ray(const RaycastArgs& a, int x, int 
   const float tx1 = ((dir.x > 0.0f ? g.size.x : 0.0f) - start.x) / dir.x;
   const float ty1 = ((dir.y > 0.0f ? g.size.y : 0.0f) - start.y) / dir.y;
   const float tz1 = ((dir.z > 0.0f ? g.size.z : 0.0f) - start.z) / dir.z;
-  t_enter = fmaxf(fmaxf(fmaxf(tx0, ty0), tz0), 0.0f);
-  const float t_exit = fminf(fminf(tx1, ty1), tz1);
+  t_enter = max_number(max_number(max_number(tx0, ty0), tz0), 0.0f);
+  const float t_exit = min_number(min_number(tx1, ty1), tz1);
   return t_enter < t_exit;
 }
 
@@ -310,9 +315,9 @@ S3D_HOST_DEVICE S3D_FORCEINLINE bool pixel_ray(const RaycastArgs& a, int x, int 
 S3D_HOST_DEVICE S3D_FORCEINLINE float entry_tsdf(const Voxel* vol, const VolumeGrid& g, Vec3f start, Vec3f dir,
                                                  float t) {
   const Vec3f p0 = ray_point(start, dir, t);
-  const int i0 = static_cast<int>(fminf(fmaxf(floorf(p0.x / g.voxel.x), 0.0f), static_cast<float>(g.nx - 1)));
-  const int j0 = static_cast<int>(fminf(fmaxf(floorf(p0.y / g.voxel.y), 0.0f), static_cast<float>(g.ny - 1)));
-  const int k0 = static_cast<int>(fminf(fmaxf(floorf(p0.z / g.voxel.z), 0.0f), static_cast<float>(g.nz - 1)));
+  const int i0 = static_cast<int>(min_number(max_number(floorf(p0.x / g.voxel.x), 0.0f), static_cast<float>(g.nx - 1)));
+  const int j0 = static_cast<int>(min_number(max_number(floorf(p0.y / g.voxel.y), 0.0f), static_cast<float>(g.ny - 1)));
+  const int k0 = static_cast<int>(min_number(max_number(floorf(p0.z / g.voxel.z), 0.0f), static_cast<float>(g.nz - 1)));
   return read_tsdf(vol, g, i0, j0, k0);
 }
 

@@ -76,13 +76,7 @@ class CpuVolume final : public VolumeBackend {
     const Voxel* vol = voxels_.data();
     if (!bricks_current_) bricks_.build(vol, grid_);
     bricks_current_ = true;
-    const BrickMap& bricks = bricks_;
-#pragma omp parallel for schedule(dynamic, 4)
-    for (int y = 0; y < out.height; ++y)
-      for (int x = 0; x < out.width; ++x) {
-        const std::size_t p = static_cast<std::size_t>(y) * out.width + x;
-        raycast_pixel_skipping(vol, bricks, a, x, y, out.vertices[p], out.normals[p]);
-      }
+    raycast_skipping_cpu(vol, bricks_, a, out.vertices, out.normals);
   }
 
   Mesh extract_mesh() override {
