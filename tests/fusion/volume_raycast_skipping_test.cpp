@@ -1,6 +1,6 @@
 // The CPU backend's ray cast skips empty space (raycast_skipping.hpp): its maps must equal the plain march
-// (raycast_pixel, the one the CUDA kernel runs) bit for bit, and its brick distances must be the Chebyshev
-// distances to the bricks with a negative voxel.
+// (raycast_pixel, the one the CUDA kernel runs) bit for bit, in its AVX2 and baseline row loops alike, and its brick
+// distances must be the Chebyshev distances to the bricks with a negative voxel.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -47,6 +47,14 @@ int compare_marches(const std::vector<Voxel>& voxels, const VolumeGrid& g, const
       hits += detail::is_valid(plain.vertices[p]);
     }
   EXPECT_TRUE(same_maps(plain, skipping));
+  // The backend's row loops: the AVX2 variant (where the CPU has it) and the baseline x86-64 one.
+  for (const char* isa : {"avx2", "baseline"}) {
+    setenv("S3D_CPU_ISA", isa, 1);
+    HostMaps rows = skipping;
+    detail::raycast_skipping_cpu(voxels.data(), bricks, a, rows.vertices.data(), rows.normals.data());
+    EXPECT_TRUE(same_maps(plain, rows)) << isa;
+  }
+  unsetenv("S3D_CPU_ISA");
   return hits;
 }
 
