@@ -184,6 +184,8 @@ TEST(VolumeParamsCheck, BadParamsThrowInvalidArgument) {
   p.resolution = {4, 4, 4};
   p.truncation = 0.0f;
   EXPECT_THROW(detail::make_cpu_volume(p), s3d::InvalidArgument);
+  p.truncation = 1e-9f;  // the ray cast's step would not advance t
+  EXPECT_THROW(detail::make_cpu_volume(p), s3d::InvalidArgument);
   p.truncation = 0.03f;
   p.max_weight = 40000;
   EXPECT_THROW(detail::make_cpu_volume(p), s3d::InvalidArgument);
