@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pc_sample/job.hpp"
@@ -203,6 +204,7 @@ int main(int argc, char** argv) {
                    "spconv indice pairs [2, K, N] with counts, CSR pairs and the output coordinates");
 
   s3d::pc_sample::Run run;
+  s3d::pc_sample::CloudPool clouds;  // the input clouds' storage, from each item's write to a later load
   tool.expand_arguments(folder_items);
   tool.on_start([&](const s3d::Device& device) {
     const Mode mode = fps->parsed()        ? Mode::kFps
@@ -235,13 +237,20 @@ int main(int argc, char** argv) {
   s3d::cli::Stages<Job, Result> stages;
   stages.load = [&](const s3d::cli::Item& item, s3d::cli::ItemContext& ctx) {
     s3d::cli::StageTimer timer(ctx, "read");
-    return s3d::pc_sample::load_job(item, ctx, run);
+    return s3d::pc_sample::load_job(item, ctx, run, clouds);
   };
   stages.handle = [&](const s3d::cli::Item& item, Job& job, s3d::cli::ItemContext& ctx, s3d::cli::NextItem<Job> next) {
     s3d::cli::StageTimer timer(ctx, "compute");
     return s3d::pc_sample::compute_grouped(item, run, std::move(job), next);
   };
   stages.write = [&](const s3d::cli::Item&, Result& result, s3d::cli::ItemContext& ctx) {
+    // The input cloud goes back to the pool whether or not its outputs could be written; a read into it
+    // replaces everything it held. (An item that fails before its write drops its cloud.)
+    struct GiveBack {
+      s3d::pc_sample::CloudPool& pool;
+      s3d::PointCloud& cloud;
+      ~GiveBack() { pool.give_back(std::move(cloud)); }
+    } give_back{clouds, result.job.in.cloud};
     return s3d::pc_sample::write_result(ctx, tool.settings(), run, result);
   };
   return tool.run(argc, argv, std::move(stages));

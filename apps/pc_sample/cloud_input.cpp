@@ -6,6 +6,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <utility>
 
 #include "cloud_rows.hpp"
 #include "s3d/core/errors.hpp"
@@ -48,9 +49,9 @@ std::string renamed(std::string message, const std::string& path, const std::str
   return message;
 }
 
-PointCloud read_named(const std::string& path, const std::string& name, io::CloudFormat format) {
+void read_named(const std::string& path, const std::string& name, io::CloudFormat format, PointCloud* cloud) {
   try {
-    return io::read_point_cloud(path, format);
+    io::read_point_cloud(path, cloud, format);
   } catch (const IoError& e) {
     throw IoError(renamed(e.what(), path, name));
   } catch (const DataError& e) {
@@ -62,12 +63,13 @@ PointCloud read_named(const std::string& path, const std::string& name, io::Clou
 
 }  // namespace
 
-InputCloud read_input_cloud(const std::string& path, const std::string& name, io::CloudFormat format,
-                            bool drop_invalid) {
+InputCloud read_input_cloud(const std::string& path, const std::string& name, io::CloudFormat format, bool drop_invalid,
+                            PointCloud storage) {
   if (format == io::CloudFormat::kAuto && name == "<stdin>") format = sniff_format(path);
   InputCloud in;
   in.name = name;
-  in.cloud = read_named(path, name, format);
+  in.cloud = std::move(storage);
+  read_named(path, name, format, &in.cloud);
   in.cloud.meta.source = name;
   const PointCloud& c = in.cloud;
   if (c.empty()) throw DataError(name + ": empty cloud (no points)");
@@ -100,6 +102,22 @@ InputCloud read_input_cloud(const std::string& path, const std::string& name, io
     in.rows = std::move(keep);
   }
   return in;
+}
+
+PointCloud CloudPool::take() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (free_.empty()) return PointCloud{};
+  PointCloud cloud = std::move(free_.back());
+  free_.pop_back();
+  return cloud;
+}
+
+void CloudPool::give_back(PointCloud cloud) noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(std::move(cloud));
+  } catch (...) {  // std::bad_alloc, std::system_error: the cloud is freed instead
+  }
 }
 
 std::array<double, 3> bbox_centre(const PointCloud& cloud) {

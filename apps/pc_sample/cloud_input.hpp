@@ -5,6 +5,7 @@
 // "Coordinates"), so that georeferenced doubles lose nothing and a shifted cloud gives the same result.
 #include <array>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -24,9 +25,29 @@ struct InputCloud {
 
 /// Reads `path` (a readable path; `name` is how messages call it). Non-finite points fail the read with
 /// "NAME: point I: non-finite coordinate ..." unless `drop_invalid`; an empty cloud fails with
-/// "NAME: empty cloud". @throws IoError, DataError, InvalidArgument (unknown extension), all naming `name`.
-InputCloud read_input_cloud(const std::string& path, const std::string& name, io::CloudFormat format,
-                            bool drop_invalid);
+/// "NAME: empty cloud". `storage`: a cloud whose storage the read reuses (io::read_point_cloud(path, &cloud);
+/// its contents are replaced, so the result does not depend on it). @throws IoError, DataError,
+/// InvalidArgument (unknown extension), all naming `name`.
+InputCloud read_input_cloud(const std::string& path, const std::string& name, io::CloudFormat format, bool drop_invalid,
+                            PointCloud storage = {});
+
+/// Clouds whose storage the next reads reuse: a batch reads each file into a cloud an earlier item gave
+/// back (io::read_point_cloud(path, &cloud)), so once the sizes settle nothing is allocated or zero-filled
+/// per file (PLY; the other formats' readers replace the storage). Loads run ahead on several worker threads,
+/// so there is one cloud per item in flight: the pool holds at most as many clouds as were in use at once
+/// (--prefetch), but each keeps the capacity of the largest file it has held, so a batch mixing sizes can
+/// keep up to --prefetch times the largest cloud until the run ends. Thread-safe.
+class CloudPool {
+ public:
+  /// A cloud given back earlier (the latest, its pages the likeliest in cache), or an empty one.
+  PointCloud take();
+  /// Keeps `cloud`'s storage for a later take() (drops it if the pool cannot grow: a later read allocates).
+  void give_back(PointCloud cloud) noexcept;
+
+ private:
+  std::mutex mutex_;
+  std::vector<PointCloud> free_;
+};
 
 /// The bounding-box centre of the cloud's coordinates in double (the original x/y/z columns when the file
 /// stored them as another type than float32).

@@ -53,7 +53,7 @@ void prepare_run(Run& run, const Device& device) {
   }
 }
 
-Job load_job(const cli::Item& item, cli::ItemContext& ctx, const Run& run) {
+Job load_job(const cli::Item& item, cli::ItemContext& ctx, const Run& run, CloudPool& clouds) {
   const auto t0 = Clock::now();
   Job job;
   job.outputs = planned_outputs(item, ctx, run.plan);
@@ -70,7 +70,8 @@ Job load_job(const cli::Item& item, cli::ItemContext& ctx, const Run& run) {
     job.seconds_read = seconds_since(t0);
     return job;
   }
-  job.in = read_input_cloud(path, input == "-" ? "<stdin>" : input, run.plan.input_format, run.plan.drop_invalid);
+  job.in = read_input_cloud(path, input == "-" ? "<stdin>" : input, run.plan.input_format, run.plan.drop_invalid,
+                            clouds.take());
   // The local origin is the input's bounding-box centre; the second cloud uses the same one, so both share
   // one frame.
   // Voxel grids are anchored in the file's frame (world, range) and would move with a local origin.

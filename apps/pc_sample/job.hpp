@@ -70,7 +70,8 @@ struct Result {
 
 /// Reads --queries / --from and checks the interp attribute list (on_start: an error is a usage error).
 void prepare_run(Run& run, const Device& device);
-Job load_job(const cli::Item& item, cli::ItemContext& ctx, const Run& run);
+/// Reads the item's input into a cloud from `clouds` (reusing its storage; the write stage gives it back).
+Job load_job(const cli::Item& item, cli::ItemContext& ctx, const Run& run, CloudPool& clouds);
 /// @throws DataError naming the input for M > N, K > N, a start outside the cloud.
 Result compute(const cli::Item& item, Run& run, Job job);
 /// fps --batch B: this item and up to B - 1 of the loaded items after it in one FpsEngine launch (the

@@ -601,6 +601,60 @@ class PcSampleTest(unittest.TestCase):
         self.assertFalse(any("batch" in r for r in recs_one))
         self.run_tool("knn", "--batch", "2", "in/c0.ply", "-o", "x.npy", code=2)  # fps only
 
+    def test_batch_of_real_plys_equals_single_runs(self):
+        """A batch reads each file into storage an earlier item gave back (CloudPool): clouds of different
+        sizes, encodings and property sets, in an order that shrinks and grows them, and failing items between
+        them, give the same outputs as one run per file; each failure names its own file and no other item."""
+        pts = self.bunny_points()
+        # big-endian doubles with a ushort label: the swapped path, x y z kept as double attributes
+        write_ply(self.path("be.ply"), [("x", "double"), ("y", "double"), ("z", "double"), ("label", "ushort")],
+                  [p + (k % 7,) for k, p in enumerate(pts)], "binary_big_endian")
+        xyz = [("x", "float"), ("y", "float"), ("z", "float")]
+        write_ply(self.path("nan.ply"), xyz, [(0.0, 0.0, 0.0), (float("nan"), 1.0, 0.0), (2.0, 0.0, 0.0)])
+        with open(os.path.join(CLOUDS, "kitti_velodyne", "000000.ply"), "rb") as f:
+            kitti_ply = f.read()
+        with open(self.path("cut.ply"), "wb") as f:
+            f.write(kitti_ply[: len(kitti_ply) // 2])  # truncated after a reusable cloud's worth of data
+        write_ply(self.path("sparse.ply"), xyz + [("label", "float")],
+                  [(p[0], p[1], p[2], float(i % 5)) for i, p in enumerate(pts[:60])])
+        inputs = [AERIAL, BUNNY_SMALL, self.path("cut.ply"), os.path.join(CLOUDS, "kitti_velodyne", "000000.ply"),
+                  self.path("be.ply"), self.path("nan.ply"), BUNNY, BUNNY_SMALL, AERIAL,
+                  os.path.join(CLOUDS, "stanford_bunny", "bun000.ply"), self.path("be.ply")]
+        failing = {2: "cut.ply", 5: "nan.ply"}
+        with open(self.path("list.txt"), "w") as f:
+            f.write("".join(p + "\n" for p in inputs))
+        for mode in (["fps", "-n", "300", "--start", "5"], ["interp", "--from", "sparse.ply", "--attributes", "label"]):
+            singles = []
+            for k, path in enumerate(inputs):
+                proc = self.run_tool("-q", *mode, path, "-o", "single.ply", "--overwrite", "--json",
+                                     code=1 if k in failing else 0)
+                if k in failing:
+                    singles.append(None)
+                    continue
+                with open(self.path("single.ply"), "rb") as f:
+                    singles.append(f.read())
+            # --prefetch 1: every item after the first reads into the previous item's cloud; the default
+            # window: several clouds in flight on two workers
+            for flags in (["--prefetch", "1"], ["--threads", "2"]):
+                out = "out%s%s" % (mode[0], flags[1])
+                proc = self.run_tool("-q", *mode, "--input-list", "list.txt", "-o", out + "/{#}.ply", "--json",
+                                     *flags, code=1)
+                recs = self.records(proc)[:-1]
+                self.assertEqual([r["status"] for r in recs],
+                                 ["failed" if k in failing else "ok" for k in range(len(inputs))])
+                errors = proc.stderr.decode().strip().splitlines()
+                self.assertEqual(len(errors), len(failing), errors)
+                for line, name in zip(errors, failing.values()):
+                    self.assertIn(name, line)
+                    self.assertEqual([n for n in failing.values() if n in line], [name])
+                for k, expected in enumerate(singles):
+                    produced = self.path(os.path.join(out, "%d.ply" % (k + 1)))
+                    if expected is None:
+                        self.assertFalse(os.path.exists(produced), produced)
+                        continue
+                    with open(produced, "rb") as f:
+                        self.assertEqual(f.read(), expected, "%s item %d (%s)" % (flags, k + 1, inputs[k]))
+
     # voxel --------------------------------------------------------------------------------------------
     def test_voxel_cloud_equals_reference(self):
         """Counts, order, centroids and the averaged attributes of `voxel` against the plain reference."""

@@ -130,6 +130,9 @@ bool has_lists(const PlyElementHeader& e) {
 /// The element's empty columns. A column of `spare` with the same name lends its storage (spare keeps the
 /// emptied column): with `keep_sizes` (binary fixed-size records, which resize each column to its final
 /// size) its values stay, so a column already of the right size is neither reallocated nor zero-filled.
+/// Only columns that values are appended to (without `keep_sizes`) get their capacity here: read_fixed_records
+/// sizes its own, and float32 x, y, z that go straight into the positions need none (reserving them anyway
+/// allocated and freed three blocks of 4 bytes a point on every read).
 std::vector<AttributeColumn> make_columns(const PlyElementHeader& e, std::vector<AttributeColumn>* spare,
                                           bool keep_sizes) {
   std::vector<AttributeColumn> columns;
@@ -151,7 +154,7 @@ std::vector<AttributeColumn> make_columns(const PlyElementHeader& e, std::vector
     if (p.is_list) {
       c.offsets.reserve(e.count + 1);
       c.offsets.push_back(0);
-    } else {
+    } else if (!keep_sizes) {
       detail::reserve_huge(&c.bytes, e.count * scalar_size(p.type));
     }
     columns.push_back(std::move(c));
