@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "raycast_skipping.hpp"
@@ -47,21 +49,28 @@ int compare_marches(const std::vector<Voxel>& voxels, const VolumeGrid& g, const
       hits += detail::is_valid(plain.vertices[p]);
     }
   EXPECT_TRUE(same_maps(plain, skipping));
-  // The backend's row loops: the AVX2 variant (where the CPU has it) and the baseline x86-64 one.
+  // The backend's row loops: the AVX2 variant (where the CPU has it) and the baseline x86-64 one, into maps
+  // that start out wrong (every pixel must be written).
+  const char* isa_before = std::getenv("S3D_CPU_ISA");
+  const std::string saved = isa_before ? isa_before : "";
   for (const char* isa : {"avx2", "baseline"}) {
     setenv("S3D_CPU_ISA", isa, 1);
     HostMaps rows = skipping;
+    std::fill(rows.vertices.begin(), rows.vertices.end(), Vec3f{1e30f, -2.0f, 3.0f});
+    rows.normals = rows.vertices;
     detail::raycast_skipping_cpu(voxels.data(), bricks, a, rows.vertices.data(), rows.normals.data());
     EXPECT_TRUE(same_maps(plain, rows)) << isa;
   }
-  unsetenv("S3D_CPU_ISA");
+  if (isa_before)
+    setenv("S3D_CPU_ISA", saved.c_str(), 1);
+  else
+    unsetenv("S3D_CPU_ISA");
   return hits;
 }
 
 /// Chebyshev distance, in bricks, from every brick to the nearest one holding a negative voxel, capped: by
 /// brute force over all pairs.
-std::vector<int> brute_force_distances(const std::vector<Voxel>& voxels, const VolumeGrid& g) {
-  constexpr int s = BrickMap::kBrickSide;
+std::vector<int> brute_force_distances(const std::vector<Voxel>& voxels, const VolumeGrid& g, int s) {
   const int bx = (g.nx + s - 1) / s, by = (g.ny + s - 1) / s, bz = (g.nz + s - 1) / s;
   std::vector<int> negative;
   std::vector<char> is_negative(static_cast<std::size_t>(bx) * by * bz, 0);
@@ -91,12 +100,12 @@ TEST(RaycastSkipping, BrickDistancesAreChebyshevDistances) {
   const std::vector<Voxel> voxels = fused_voxels(p, 0, 20);
   BrickMap bricks;
   bricks.build(voxels.data(), g);
-  const std::vector<int> expected = brute_force_distances(voxels, g);
+  const int s = 1 << bricks.shift();
+  const std::vector<int> expected = brute_force_distances(voxels, g, s);
   int zero = 0, capped = 0, between = 0;
   for (int k = 0; k < g.nz; ++k)
     for (int j = 0; j < g.ny; ++j)
       for (int i = 0; i < g.nx; ++i) {
-        constexpr int s = BrickMap::kBrickSide;
         const int want = expected[(k / s * bricks.count(1) + j / s) * bricks.count(0) + i / s];
         ASSERT_EQ(bricks.distance(i, j, k), want) << i << " " << j << " " << k;
         zero += want == 0;
@@ -143,6 +152,89 @@ TEST(RaycastSkipping, EqualsThePlainMarchFromOutsideAndOnOddGrids) {
     hits += compare_marches(voxels, g, bricks, redkitchen_camera().level(1),
                             look_at(eye, centre + (centre - eye) * 0.1 + Eigen::Vector3d(0.01, 0.02, 0.03)), 160, 120);
   EXPECT_GT(hits, 161 * 121 / 4);
+}
+
+// The backend itself: integrate, ray cast, integrate, ... (the marks the integration leaves, the distances
+// recomputed after each integration), against the plain march over the voxels it holds at each ray cast; also
+// on a grid whose longest side (300) takes bricks of 8^3.
+TEST(RaycastSkipping, BackendEqualsThePlainMarchFrameAfterFrame) {
+  S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299");
+  VolumeParams wide = redkitchen_volume(64, 0.03f);
+  wide.resolution = {300, 90, 110};
+  for (const VolumeParams& p : {redkitchen_volume(128, 0.03f), wide}) {
+    const VolumeGrid g = detail::make_grid(p);
+    TestVolume volume(Device(Device::Kind::kCpu), p);
+    const CameraIntrinsics cam = redkitchen_camera().level(1);
+    for (int f = 0; f <= 60; f += 12) {
+      volume.integrate(s3d::test::read_redkitchen_depth(f), redkitchen_camera(), read_redkitchen_pose(f));
+      const HostMaps backend = volume.raycast(cam, read_redkitchen_pose(f), 320, 240);
+      std::vector<std::int16_t> tsdf, weight;
+      volume.download(tsdf, weight);
+      std::vector<Voxel> voxels(tsdf.size());
+      for (std::size_t v = 0; v < tsdf.size(); ++v) voxels[v] = {tsdf[v], weight[v]};
+      const detail::RaycastArgs a = detail::make_raycast_args(g, cam, to_rigid(read_redkitchen_pose(f)), 320, 240);
+      HostMaps plain = backend;
+      int hits = 0;
+      for (int y = 0; y < 240; ++y)
+        for (int x = 0; x < 320; ++x) {
+          const std::size_t i = static_cast<std::size_t>(y) * 320 + x;
+          detail::raycast_pixel(voxels.data(), a, x, y, plain.vertices[i], plain.normals[i]);
+          hits += detail::is_valid(plain.vertices[i]);
+        }
+      EXPECT_TRUE(same_maps(plain, backend)) << "frame " << f << ", " << p.resolution[0] << " voxels in x";
+      EXPECT_GT(hits, 320 * 240 / 4) << "frame " << f;
+    }
+  }
+}
+
+// The claim the skipping rests on: every float t in a cube's interval puts the float sample's floor voxel inside
+// the cube, for rays nearly parallel to an axis, cameras far away, tiny voxels, and t right at the interval's
+// ends.
+TEST(RaycastSkipping, EverySampleInACubesIntervalLiesInTheCube) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  int checked = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    VolumeParams p;
+    const int n = 8 + static_cast<int>(rng() % 300);
+    p.resolution = {n, 8 + static_cast<int>(rng() % 100), 8 + static_cast<int>(rng() % 100)};
+    const float side = trial % 4 == 0 ? 0.05f : 3.0f;  // voxels of 0.1-6 mm or 1-38 cm
+    p.size = {side, side * 0.7f, side * 1.3f};
+    const VolumeGrid g = detail::make_grid(p);
+    const float far = trial % 3 == 0 ? 50.0f : 1.0f;
+    const Vec3f start = {side * 0.5f + far * unit(rng), side * 0.35f + far * unit(rng), side * 0.65f + far * unit(rng)};
+    Vec3f dir = {unit(rng), unit(rng), unit(rng)};
+    if (trial % 5 == 0) dir = {1.0f, 1e-7f * unit(rng), 1e-6f * unit(rng)};  // nearly along x
+    const float len = std::sqrt(detail::squared_norm(dir));
+    dir = {dir.x / len, dir.y / len, dir.z / len};
+    if (dir.x == 0.0f) dir.x = 1e-15f;
+    if (dir.y == 0.0f) dir.y = 1e-15f;
+    if (dir.z == 0.0f) dir.z = 1e-15f;
+    const float max_t = detail::march_limit(g) + 3.0f * far;
+    const detail::SkipRay ray(start, dir, detail::skip_margin(start, max_t));
+    const int cells[3] = {g.nx, g.ny, g.nz};
+    int first[3], end[3];
+    for (int a = 0; a < 3; ++a) {
+      first[a] = static_cast<int>(rng() % cells[a]);
+      end[a] = first[a] + 1 + static_cast<int>(rng() % (cells[a] - first[a]));
+    }
+    double lo, hi;
+    ray.interval(g, first, end, lo, hi);
+    if (!(lo <= hi) || hi < 0.0 || lo > max_t) continue;
+    const float t0 = std::max(static_cast<float>(lo), 0.0f), t1 = std::min(static_cast<float>(hi), max_t);
+    std::vector<float> ts;
+    for (float t = t0, k = 0; k < 4; ++k, t = std::nextafter(t, INFINITY)) ts.push_back(t);
+    for (float t = t1, k = 0; k < 4; ++k, t = std::nextafter(t, -INFINITY)) ts.push_back(t);
+    for (int k = 1; k < 8; ++k) ts.push_back(t0 + (t1 - t0) * (k / 8.0f));
+    for (float t : ts) {
+      if (!(t >= lo && t <= hi)) continue;  // float rounding of the ends
+      int c[3];
+      ASSERT_TRUE(detail::sample_cell(g, detail::ray_point(start, dir, t), c[0], c[1], c[2])) << trial;
+      for (int a = 0; a < 3; ++a) ASSERT_TRUE(c[a] >= first[a] && c[a] < end[a]) << trial << " axis " << a;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 10000);
 }
 
 TEST(RaycastSkipping, EmptyAndAllNegativeVolumes) {

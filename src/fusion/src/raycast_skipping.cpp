@@ -11,13 +11,13 @@ namespace {
 /// the Chebyshev distance along this axis combined with the distances of the axes done before (exact and
 /// separable: max(|dx|, |dy|, |dz|) = max(|dz|, max(|dy|, |dx|))). `line` is scratch for the n inputs.
 void chebyshev_line(std::uint8_t* value, std::ptrdiff_t stride, int n, std::uint8_t* line) {
-  constexpr int cap = BrickMap::kMaxDistance;
+  constexpr int kCap = BrickMap::kMaxDistance;
   for (int x = 0; x < n; ++x) line[x] = value[x * stride];
   for (int x = 0; x < n; ++x) {
     int best = line[x];
-    for (int d = 1; d < best && d < cap; ++d) {
-      const int lower = x - d >= 0 ? std::max<int>(d, line[x - d]) : cap;
-      const int upper = x + d < n ? std::max<int>(d, line[x + d]) : cap;
+    for (int d = 1; d < best && d < kCap; ++d) {
+      const int lower = x - d >= 0 ? std::max<int>(d, line[x - d]) : kCap;
+      const int upper = x + d < n ? std::max<int>(d, line[x + d]) : kCap;
       best = std::min(best, std::min(lower, upper));
     }
     value[x * stride] = static_cast<std::uint8_t>(best);
@@ -54,32 +54,29 @@ void raycast_skipping_cpu(const Voxel* vol, const BrickMap& bricks, const Raycas
   }
 }
 
-void BrickMap::build(const Voxel* vol, const VolumeGrid& g) {
-  bx_ = (g.nx + kBrickSide - 1) >> kBrickShift;
-  by_ = (g.ny + kBrickSide - 1) >> kBrickShift;
-  bz_ = (g.nz + kBrickSide - 1) >> kBrickShift;
-  distance_.assign(static_cast<std::size_t>(bx_) * by_ * bz_, kMaxDistance);
+void BrickMap::reset(const VolumeGrid& g) {
+  const int longest = std::max(g.nx, std::max(g.ny, g.nz));
+  shift_ = 2;
+  while (((longest - 1) >> shift_) + 1 > 64) ++shift_;
+  bx_ = ((g.nx - 1) >> shift_) + 1;
+  by_ = ((g.ny - 1) >> shift_) + 1;
+  bz_ = ((g.nz - 1) >> shift_) + 1;
+  marks_.assign(static_cast<std::size_t>(bx_) * by_ * bz_, 0);
+  distance_.assign(marks_.size(), kMaxDistance);
+}
+
+void BrickMap::update_distances() {
   std::uint8_t* dist = distance_.data();
+  const std::uint8_t* marks = marks_.data();
+  const std::ptrdiff_t bricks = static_cast<std::ptrdiff_t>(marks_.size());
   const int bx = bx_, by = by_, bz = bz_;
-  // Bricks with a negative voxel get 0; one brick layer per iteration, each writing only its own layer.
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int bk = 0; bk < bz; ++bk)
-    for (int k = bk * kBrickSide; k < g.nz && k < (bk + 1) * kBrickSide; ++k)
-      for (int j = 0; j < g.ny; ++j) {
-        const Voxel* row = vol + g.index(0, j, k);
-        std::uint8_t* flags = dist + (static_cast<std::size_t>(bk) * by + (j >> kBrickShift)) * bx;
-        for (int i0 = 0; i0 < g.nx; i0 += kBrickSide) {
-          const int i1 = i0 + kBrickSide < g.nx ? i0 + kBrickSide : g.nx;
-          unsigned bits = 0;  // the stored tsdfs OR-ed: bit 15 is set when one of them is negative
-          for (int i = i0; i < i1; ++i) bits |= static_cast<std::uint16_t>(row[i].tsdf);
-          if (bits & 0x8000u) flags[i0 >> kBrickShift] = 0;
-        }
-      }
-  // The distances, one axis after the other.
   const std::ptrdiff_t sx = 1, sy = bx, sz = static_cast<std::ptrdiff_t>(bx) * by;
   const int longest = std::max(bx, std::max(by, bz));
 #pragma omp parallel
   {
+#pragma omp for schedule(static)
+    for (std::ptrdiff_t b = 0; b < bricks; ++b) dist[b] = marks[b] ? 0 : kMaxDistance;
+    // One axis after the other (each pass reads and writes whole lines; the barriers order the passes).
     std::vector<std::uint8_t> line(static_cast<std::size_t>(longest));
 #pragma omp for schedule(static)
     for (int z = 0; z < bz; ++z)
@@ -91,6 +88,18 @@ void BrickMap::build(const Voxel* vol, const VolumeGrid& g) {
     for (int y = 0; y < by; ++y)
       for (int x = 0; x < bx; ++x) chebyshev_line(dist + y * sy + x * sx, sz, bz, line.data());
   }
+}
+
+void BrickMap::build(const Voxel* vol, const VolumeGrid& g) {
+  reset(g);
+#pragma omp parallel for schedule(static)
+  for (int k = 0; k < g.nz; ++k)
+    for (int j = 0; j < g.ny; ++j) {
+      const Voxel* row = vol + g.index(0, j, k);
+      for (int i = 0; i < g.nx; ++i)
+        if (row[i].tsdf < 0) mark(i, j, k);
+    }
+  update_distances();
 }
 
 }  // namespace s3d::fusion::detail

@@ -11,10 +11,10 @@
 // float error of ray_point and floor_cell (see skip_margin), so a skipped sample's floor voxel is in that box
 // whichever way the rounding goes.
 //
-// The boxes: the volume is cut into bricks of kBrickSide^3 voxels; each brick knows its Chebyshev distance (in
-// bricks, capped) to the nearest brick holding a negative voxel. From a sample in a brick at distance r >= 1,
-// the cube of bricks within r - 1 of it is free of negative voxels, so the march counts off every sample
-// inside that cube at once, however many bricks it spans (an empty-space skip in the manner of sphere
+// The boxes: the volume is cut into bricks (BrickMap); each brick knows its Chebyshev distance (in bricks,
+// capped) to the nearest brick that may hold a negative voxel (the integration marks them as it writes). From a sample
+// in a brick at distance r >= 1, the cube of bricks within r - 1 of it is free of negative voxels, so the march counts
+// off every sample inside that cube at once, however many bricks it spans (an empty-space skip in the manner of sphere
 // tracing, on the brick grid).
 #include <cmath>
 #include <cstdint>
@@ -24,29 +24,38 @@
 
 namespace s3d::fusion::detail {
 
-/// Per brick of kBrickSide^3 voxels: the Chebyshev distance, in bricks, to the nearest brick with a voxel of
-/// tsdf < 0 (0 for such a brick), capped at kMaxDistance. Built from the voxels before a ray cast (build), so
-/// it describes the volume being cast.
+/// Per brick of side()^3 voxels: whether a voxel in it may be negative (marked), and the Chebyshev distance, in
+/// bricks, to the nearest marked brick (0 for a marked one), capped at kMaxDistance. Bricks are 4^3 voxels up
+/// to 256 voxels a side, larger beyond, so that the map stays at most 64 bricks a side (a column of bricks fits
+/// a 64-bit mask). A mark may outlive the negative voxel that set it (the march then only skips less), never
+/// the other way round.
 class BrickMap {
  public:
-  static constexpr int kBrickShift = 2;
-  static constexpr int kBrickSide = 1 << kBrickShift;
   static constexpr int kMaxDistance = 8;
 
-  /// Sizes the map for `g`, marks the bricks with a negative voxel and computes the distances (OpenMP).
+  /// Sizes the map for `g`, nothing marked.
+  void reset(const VolumeGrid& g);
+  /// Marks the brick of voxel (i, j, k); safe from several threads at once.
+  void mark(int i, int j, int k) {
+    std::uint8_t* m = &marks_[brick_index(i >> shift_, j >> shift_, k >> shift_)];
+    if (__atomic_load_n(m, __ATOMIC_RELAXED) == 0) __atomic_store_n(m, std::uint8_t{1}, __ATOMIC_RELAXED);
+  }
+  /// Recomputes the distances from the marks (OpenMP).
+  void update_distances();
+  /// reset(g), a mark for every brick holding a voxel with a negative stored tsdf, update_distances().
   void build(const Voxel* vol, const VolumeGrid& g);
 
   /// The distance of the brick holding voxel (i, j, k).
-  int distance(int i, int j, int k) const {
-    return distance_[(static_cast<std::size_t>(k >> kBrickShift) * by_ + (j >> kBrickShift)) * bx_ +
-                     (i >> kBrickShift)];
-  }
+  int distance(int i, int j, int k) const { return distance_[brick_index(i >> shift_, j >> shift_, k >> shift_)]; }
+  /// log2 of the brick side.
+  int shift() const { return shift_; }
   /// Bricks along axis 0 (x), 1 (y) or 2 (z).
   int count(int axis) const { return axis == 0 ? bx_ : axis == 1 ? by_ : bz_; }
 
  private:
-  int bx_ = 0, by_ = 0, bz_ = 0;
-  std::vector<std::uint8_t> distance_;
+  std::size_t brick_index(int bi, int bj, int bk) const { return (static_cast<std::size_t>(bk) * by_ + bj) * bx_ + bi; }
+  int shift_ = 2, bx_ = 0, by_ = 0, bz_ = 0;
+  std::vector<std::uint8_t> marks_, distance_;
 };
 
 /// The distance (metres, volume-local) a skipped sample keeps from its box's faces. The float ray point
@@ -111,12 +120,13 @@ inline void raycast_pixel_skipping(const Voxel* vol, const BrickMap& bricks, con
       read = false;
       // The cube of bricks within free_bricks - 1 of this one, clipped to the grid, has no negative voxel.
       const int cell[3] = {i, j, k};
+      const int shift = bricks.shift();
       int first[3], end[3];
       for (int axis = 0; axis < 3; ++axis) {
-        const int b = cell[axis] >> BrickMap::kBrickShift;
+        const int b = cell[axis] >> shift;
         const int lo_brick = b - (free_bricks - 1), hi_brick = b + free_bricks;
-        first[axis] = lo_brick > 0 ? lo_brick * BrickMap::kBrickSide : 0;
-        end[axis] = hi_brick * BrickMap::kBrickSide < n[axis] ? hi_brick * BrickMap::kBrickSide : n[axis];
+        first[axis] = lo_brick > 0 ? lo_brick << shift : 0;
+        end[axis] = (hi_brick << shift) < n[axis] ? hi_brick << shift : n[axis];
       }
       double lo, hi;
       ray.interval(g, first, end, lo, hi);

@@ -37,18 +37,22 @@ class CpuVolume final : public VolumeBackend {
   explicit CpuVolume(const VolumeParams& params) : grid_(make_grid(params)) {
     voxels_.assign(static_cast<std::size_t>(grid_.count()), Voxel{0, 0});
     if (params.color) colors_.assign(voxels_.size(), ColorVoxel{0, 0, 0, 0});
+    bricks_.reset(grid_);
   }
 
   void reset() override {
     std::fill(voxels_.begin(), voxels_.end(), Voxel{0, 0});
     std::fill(colors_.begin(), colors_.end(), ColorVoxel{0, 0, 0, 0});
-    bricks_current_ = false;
+    bricks_.reset(grid_);
+    distances_current_ = false;
   }
 
   void integrate(ImageView<const float> depth_m, const std::uint8_t* rgb, const CameraIntrinsics& camera,
                  const Rigid& camera_to_world) override {
     if (depth_m.empty()) return;
-    bricks_current_ = false;
+    distances_current_ = false;
+    BrickMap& bricks = bricks_;
+    const int shift = bricks.shift();
     const IntegrateArgs a = make_integrate_args(grid_, depth_m, camera, camera_to_world);
     Voxel* vol = voxels_.data();
     ColorVoxel* colors = colors_.empty() || rgb == nullptr ? nullptr : colors_.data();
@@ -60,22 +64,26 @@ class CpuVolume final : public VolumeBackend {
       for (int i = 0; i < g.nx; ++i) {
         int k0, k1;
         if (!column_range(a, i, j, k0, k1)) continue;
+        std::uint64_t negative = 0;  // bit b: a voxel of this column in brick layer b was stored negative
         for (int k = k0; k <= k1; ++k) {
           float tsdf;
           long long pixel;
           if (!tsdf_sample(a, depth, pitch, i, j, k, tsdf, pixel)) continue;
           const long long index = g.index(i, j, k);
-          vol[index] = tsdf_fuse(vol[index], tsdf, g.max_weight);
+          const Voxel fused = tsdf_fuse(vol[index], tsdf, g.max_weight);
+          vol[index] = fused;
+          negative |= static_cast<std::uint64_t>(fused.tsdf < 0) << (k >> shift);
           if (colors && takes_color(tsdf)) colors[index] = color_fuse(colors[index], rgb + 3 * pixel, g.max_weight);
         }
+        for (; negative != 0; negative &= negative - 1) bricks.mark(i, j, __builtin_ctzll(negative) << shift);
       }
   }
 
   void raycast(const CameraIntrinsics& camera, const Rigid& camera_to_world, Maps out) override {
     const RaycastArgs a = make_raycast_args(grid_, camera, camera_to_world, out.width, out.height);
     const Voxel* vol = voxels_.data();
-    if (!bricks_current_) bricks_.build(vol, grid_);
-    bricks_current_ = true;
+    if (!distances_current_) bricks_.update_distances();
+    distances_current_ = true;
     raycast_skipping_cpu(vol, bricks_, a, out.vertices, out.normals);
   }
 
@@ -186,8 +194,8 @@ class CpuVolume final : public VolumeBackend {
   VolumeGrid grid_;
   std::vector<Voxel> voxels_;
   std::vector<ColorVoxel> colors_;  // empty without colour
-  BrickMap bricks_;                 // of voxels_ when bricks_current_; the ray cast rebuilds it otherwise
-  bool bricks_current_ = false;
+  BrickMap bricks_;                 // marked by the integration; its distances are current when distances_current_
+  bool distances_current_ = false;
 };
 
 }  // namespace
