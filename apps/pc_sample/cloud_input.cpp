@@ -113,6 +113,9 @@ PointCloud CloudPool::take() {
 }
 
 void CloudPool::give_back(PointCloud cloud) noexcept {
+  // An item that never read into its cloud (a rulebook from .npy coordinates, a failed read) has nothing to
+  // lend; keeping it would grow the pool by one cloud an item.
+  if (cloud.xyz.capacity() == 0 && cloud.attributes.empty()) return;
   try {
     std::lock_guard<std::mutex> lock(mutex_);
     free_.push_back(std::move(cloud));

@@ -34,14 +34,15 @@ InputCloud read_input_cloud(const std::string& path, const std::string& name, io
 /// Clouds whose storage the next reads reuse: a batch reads each file into a cloud an earlier item gave
 /// back (io::read_point_cloud(path, &cloud)), so once the sizes settle nothing is allocated or zero-filled
 /// per file (PLY; the other formats' readers replace the storage). Loads run ahead on several worker threads,
-/// so there is one cloud per item in flight: the pool holds at most as many clouds as were in use at once
-/// (--prefetch), but each keeps the capacity of the largest file it has held, so a batch mixing sizes can
-/// keep up to --prefetch times the largest cloud until the run ends. Thread-safe.
+/// so there is one cloud per item in flight: the pool holds at most as many clouds as were in use at once (the
+/// read-ahead window), but each keeps the capacity of the largest file it has held, so a batch mixing sizes can
+/// keep up to that many times the largest cloud until the run ends. Thread-safe.
 class CloudPool {
  public:
   /// A cloud given back earlier (the latest, its pages the likeliest in cache), or an empty one.
   PointCloud take();
-  /// Keeps `cloud`'s storage for a later take() (drops it if the pool cannot grow: a later read allocates).
+  /// Keeps `cloud`'s storage for a later take() (drops it if it has none, or if the pool cannot grow: a later
+  /// read allocates).
   void give_back(PointCloud cloud) noexcept;
 
  private:

@@ -345,7 +345,8 @@ class IcpFuseTest(unittest.TestCase):
         k = ["--intrinsics", "60,60,32,24"]
         for args in (["--mode", "icp"], ["--frames", "5:2"], ["--frames", "x"], ["--icp-iterations", "1,2,3,4,5"],
                      ["--volume-resolution", "4"], ["--depth-scale", "-1"], ["--emit", "mesh,video"],
-                     ["--eval-ranges", "0:2"], ["--eval", "auto", "--eval-ranges", "3:1"], ["--color", "maybe"]):
+                     ["--eval-ranges", "0:2"], ["--eval", "auto", "--eval-ranges", "3:1"], ["--color", "maybe"],
+                     ["--truncation", "1e-9"]):
             proc = self.run_tool(*SMALL, *k, seq, "-o", "out", *args, code=2)
             self.assertEqual(len(proc.stderr.decode().strip().splitlines()), 1, (args, proc.stderr))
         self.run_tool(*SMALL, *k, seq, code=2)  # no output

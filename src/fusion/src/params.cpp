@@ -44,6 +44,8 @@ void FusionParams::validate() const {
     S3D_EXPECTS(std::isfinite(volume.origin[a]), "volume: origin must be finite");
   }
   S3D_EXPECTS(positive(volume.truncation), "volume: truncation must be > 0");
+  S3D_EXPECTS(volume.truncation >= volume.min_truncation(),
+              "volume: truncation must be at least 1e-6 of the summed sides");
   S3D_EXPECTS(volume.max_weight >= 1 && volume.max_weight <= 32767, "volume: max_weight must be in [1, 32767]");
 }
 

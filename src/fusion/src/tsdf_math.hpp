@@ -1,7 +1,7 @@
 #pragma once
 // Internal: the per-voxel and per-pixel math of the TSDF volume, written once for the CPU backend (the oracle)
 // and the CUDA kernels. Every float expression below is spelled out in a fixed order, the project builds
-// without FMA contraction, and only +, -, *, /, sqrtf, floorf, rintf, fminf and fmaxf are used (all exactly
+// without FMA contraction, and only +, -, *, /, sqrtf, floorf, rintf and comparisons are used (all exactly
 // rounded, identical in libm and CUDA), so both backends store the same voxels, ray cast the same maps and
 // extract the same meshes bit for bit.
 //

@@ -14,10 +14,7 @@ void validate_volume(const VolumeParams& p) {
     S3D_EXPECTS(std::isfinite(p.origin[a]), "volume: origin must be finite");
   }
   S3D_EXPECTS(std::isfinite(p.truncation) && p.truncation > 0.0f, "volume: truncation must be finite and > 0");
-  // The ray cast marches in steps of 0.8 * truncation up to 3 * (sum of sides): a step below the float spacing
-  // there would never advance (and a million steps a ray is no use either).
-  const double sides = static_cast<double>(p.size[0]) + p.size[1] + p.size[2];
-  S3D_EXPECTS(p.truncation >= 1e-6 * sides, "volume: truncation must be at least 1e-6 of the sum of the sides");
+  S3D_EXPECTS(p.truncation >= p.min_truncation(), "volume: truncation must be at least 1e-6 of the summed sides");
   S3D_EXPECTS(p.max_weight >= 1 && p.max_weight <= 32767, "volume: max_weight must be in [1, 32767]");
   const long long n = static_cast<long long>(p.resolution[0]) * p.resolution[1] * p.resolution[2];
   S3D_EXPECTS(n < (1LL << 31), "volume: at most 2^31 - 1 voxels");

@@ -54,12 +54,17 @@ struct VolumeParams {
   std::array<int, 3> resolution{512, 512, 512};
   std::array<float, 3> size{3.0f, 3.0f, 3.0f};
   std::array<float, 3> origin{0.0f, 0.0f, 0.0f};
-  float truncation = 0.03f;  ///< metres
+  float truncation = 0.03f;  ///< metres, at least min_truncation()
   int max_weight = 128;
   /// Keep a colour per voxel (4 more bytes each): frames integrated with an RGB image registered to the depth
   /// update it, meshes and clouds get vertex colours.
   bool color = false;
   float voxel_size(int axis) const { return size[axis] / static_cast<float>(resolution[axis]); }
+  /// 10^-6 of the summed sides: the ray cast marches in steps of 0.8 * truncation up to 3 * (sum of the
+  /// sides), and a smaller step would not advance the float march.
+  double min_truncation() const {
+    return 1e-6 * ((static_cast<double>(size[0]) + static_cast<double>(size[1])) + static_cast<double>(size[2]));
+  }
 };
 
 enum class TrackingMode {
