@@ -634,8 +634,10 @@ class PcSampleTest(unittest.TestCase):
                 with open(self.path("single.ply"), "rb") as f:
                     singles.append(f.read())
             # --prefetch 1: every item after the first reads into the previous item's cloud; the default
-            # window: several clouds in flight on two workers
-            for flags in (["--prefetch", "1"], ["--threads", "2"]):
+            # window: several clouds in flight on two workers; fps --batch 3: items grouped into one launch
+            # (a failing item among them), the window widened for the group
+            batches = (["--batch", "3"],) if mode[0] == "fps" else ()
+            for flags in (["--prefetch", "1"], ["--threads", "2"]) + batches:
                 out = "out%s%s" % (mode[0], flags[1])
                 proc = self.run_tool("-q", *mode, "--input-list", "list.txt", "-o", out + "/{#}.ply", "--json",
                                      *flags, code=1)
