@@ -53,6 +53,7 @@ class CpuVolume final : public VolumeBackend {
     distances_current_ = false;
     BrickMap& bricks = bricks_;
     const int shift = bricks.shift();
+    const bool marking = marking_;
     const IntegrateArgs a = make_integrate_args(grid_, depth_m, camera, camera_to_world);
     Voxel* vol = voxels_.data();
     ColorVoxel* colors = colors_.empty() || rgb == nullptr ? nullptr : colors_.data();
@@ -72,7 +73,7 @@ class CpuVolume final : public VolumeBackend {
           const long long index = g.index(i, j, k);
           const Voxel fused = tsdf_fuse(vol[index], tsdf, g.max_weight);
           vol[index] = fused;
-          negative |= static_cast<std::uint64_t>(fused.tsdf < 0) << (k >> shift);
+          if (marking) negative |= static_cast<std::uint64_t>(fused.tsdf < 0) << (k >> shift);
           if (colors && takes_color(tsdf)) colors[index] = color_fuse(colors[index], rgb + 3 * pixel, g.max_weight);
         }
         for (; negative != 0; negative &= negative - 1) bricks.mark(i, j, __builtin_ctzll(negative) << shift);
@@ -82,7 +83,14 @@ class CpuVolume final : public VolumeBackend {
   void raycast(const CameraIntrinsics& camera, const Rigid& camera_to_world, Maps out) override {
     const RaycastArgs a = make_raycast_args(grid_, camera, camera_to_world, out.width, out.height);
     const Voxel* vol = voxels_.data();
-    if (!distances_current_) bricks_.update_distances();
+    // The first ray cast marks the bricks from the voxels; from then on the integration keeps the marks (a
+    // volume that is never ray cast, frame to frame, does not pay for them).
+    if (!marking_) {
+      bricks_.build(vol, grid_);
+      marking_ = true;
+    } else if (!distances_current_) {
+      bricks_.update_distances();
+    }
     distances_current_ = true;
     raycast_skipping_cpu(vol, bricks_, a, out.vertices, out.normals);
   }
@@ -194,7 +202,8 @@ class CpuVolume final : public VolumeBackend {
   VolumeGrid grid_;
   std::vector<Voxel> voxels_;
   std::vector<ColorVoxel> colors_;  // empty without colour
-  BrickMap bricks_;                 // marked by the integration; its distances are current when distances_current_
+  BrickMap bricks_;       // marked by the integration once marking_; distances current when distances_current_
+  bool marking_ = false;  // set by the first ray cast
   bool distances_current_ = false;
 };
 
