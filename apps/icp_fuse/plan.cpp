@@ -47,9 +47,6 @@ Plan make_plan(const Flags& f) {
   if (f.volume_resolution < 8 || f.volume_resolution > 2048)
     throw InvalidArgument("--volume-resolution: must be in [8, 2048] voxels per side");
   if (!(std::isfinite(f.truncation) && f.truncation > 0.0)) throw InvalidArgument("--truncation: must be > 0 metres");
-  if (f.truncation < 3e-6 * f.volume_size)  // VolumeParams::min_truncation of a cube
-    throw InvalidArgument(
-        "--truncation: must be at least 3e-6 x --volume-size (the ray cast's step would not advance)");
   if (!(std::isfinite(f.huber) && f.huber >= 0.0)) throw InvalidArgument("--huber: must be >= 0 metres (0 = off)");
   if (!(std::isfinite(f.fps) && f.fps > 0.0)) throw InvalidArgument("--fps: must be > 0");
   p.depth.max_depth = static_cast<float>(f.max_depth);
@@ -58,6 +55,9 @@ Plan make_plan(const Flags& f) {
     p.volume.size[a] = static_cast<float>(f.volume_size);
   }
   p.volume.truncation = static_cast<float>(f.truncation);
+  if (p.volume.truncation < p.volume.min_truncation())
+    throw InvalidArgument(
+        "--truncation: must be at least 3e-6 x --volume-size (the ray cast's step would not advance)");
   p.icp.huber_delta = static_cast<float>(f.huber);
   const auto its = apps::split_list(f.icp_iterations);
   if (its.empty() || its.size() > 4)

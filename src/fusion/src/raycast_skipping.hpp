@@ -12,10 +12,10 @@
 // whichever way the rounding goes.
 //
 // The boxes: the volume is cut into bricks (BrickMap); each brick knows its Chebyshev distance (in bricks,
-// capped) to the nearest brick that may hold a negative voxel (the integration marks them as it writes). From a sample
-// in a brick at distance r >= 1, the cube of bricks within r - 1 of it is free of negative voxels, so the march counts
-// off every sample inside that cube at once, however many bricks it spans (an empty-space skip in the manner of sphere
-// tracing, on the brick grid).
+// capped) to the nearest brick that may hold a negative voxel (the integration marks them as it writes). From
+// a sample in a brick at distance r >= 1, the cube of bricks within r - 1 of it is free of negative voxels, so
+// the march counts off every sample inside that cube at once, however many bricks it spans (an empty-space
+// skip in the manner of sphere tracing, on the brick grid).
 #include <cmath>
 #include <cstdint>
 #include <vector>
