@@ -1,6 +1,7 @@
-// The CPU backend's ray cast skips empty space (raycast_skipping.hpp): its maps must equal the plain march
-// (raycast_pixel, the one the CUDA kernel runs) bit for bit, in its AVX2 and baseline row loops alike, and its brick
-// distances must be the Chebyshev distances to the bricks with a negative voxel.
+// The CPU backend's ray casts: 8 rays at a time with AVX2 (raycast_lanes.hpp), else skipping empty space
+// (raycast_skipping.hpp). Their maps must equal the plain march (raycast_pixel, the one the CUDA kernel runs) bit
+// for bit, the skipping one in its AVX2 and baseline row loops alike, and the brick distances must be the
+// Chebyshev distances to the bricks with a negative voxel.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "raycast_lanes.hpp"
 #include "raycast_skipping.hpp"
+#include "s3d/core/cpu_dispatch.hpp"
 #include "tsdf_math.hpp"
 #include "volume_common.hpp"
 #include "volume_test_support.hpp"
@@ -20,6 +23,29 @@ namespace {
 using detail::BrickMap;
 using detail::VolumeGrid;
 using detail::Voxel;
+
+/// Sets S3D_CPU_ISA for its lifetime (the CPU loops read it at each call).
+class ScopedIsa {
+ public:
+  explicit ScopedIsa(const char* isa) {
+    const char* before = std::getenv("S3D_CPU_ISA");
+    had_ = before != nullptr;
+    if (had_) saved_ = before;
+    setenv("S3D_CPU_ISA", isa, 1);
+  }
+  ~ScopedIsa() {
+    if (had_)
+      setenv("S3D_CPU_ISA", saved_.c_str(), 1);
+    else
+      unsetenv("S3D_CPU_ISA");
+  }
+  ScopedIsa(const ScopedIsa&) = delete;
+  ScopedIsa& operator=(const ScopedIsa&) = delete;
+
+ private:
+  bool had_ = false;
+  std::string saved_;
+};
 
 /// The voxels of a CPU volume that integrated redkitchen frames first..last (step 4) at their poses.
 std::vector<Voxel> fused_voxels(const VolumeParams& p, int first, int last) {
@@ -51,20 +77,22 @@ int compare_marches(const std::vector<Voxel>& voxels, const VolumeGrid& g, const
   EXPECT_TRUE(same_maps(plain, skipping));
   // The backend's row loops: the AVX2 variant (where the CPU has it) and the baseline x86-64 one, into maps
   // that start out wrong (every pixel must be written).
-  const char* isa_before = std::getenv("S3D_CPU_ISA");
-  const std::string saved = isa_before ? isa_before : "";
   for (const char* isa : {"avx2", "baseline"}) {
-    setenv("S3D_CPU_ISA", isa, 1);
+    const ScopedIsa scoped(isa);
     HostMaps rows = skipping;
     std::fill(rows.vertices.begin(), rows.vertices.end(), Vec3f{1e30f, -2.0f, 3.0f});
     rows.normals = rows.vertices;
     detail::raycast_skipping_cpu(voxels.data(), bricks, a, rows.vertices.data(), rows.normals.data());
     EXPECT_TRUE(same_maps(plain, rows)) << isa;
   }
-  if (isa_before)
-    setenv("S3D_CPU_ISA", saved.c_str(), 1);
+  // 8 rays at a time (widths here are not all multiples of 8), into maps that start out wrong.
+  HostMaps lanes = skipping;
+  std::fill(lanes.vertices.begin(), lanes.vertices.end(), Vec3f{1e30f, -2.0f, 3.0f});
+  lanes.normals = lanes.vertices;
+  if (detail::raycast_lanes_cpu(voxels.data(), a, lanes.vertices.data(), lanes.normals.data()))
+    EXPECT_TRUE(same_maps(plain, lanes)) << "8 rays at a time";
   else
-    unsetenv("S3D_CPU_ISA");
+    EXPECT_FALSE(cpu_avx2_enabled()) << "the AVX2 ray cast refused a grid of " << g.count() << " voxels";
   return hits;
 }
 
@@ -145,6 +173,8 @@ TEST(RaycastSkipping, EqualsThePlainMarchFromOutsideAndOnOddGrids) {
   const Eigen::Vector3d centre(p.origin[0] + 1.5, p.origin[1] + 1.25, p.origin[2] + 1.4);
   int hits = 0;
   hits += compare_marches(voxels, g, bricks, redkitchen_camera(), read_redkitchen_pose(20), 161, 121);
+  hits +=
+      compare_marches(voxels, g, bricks, redkitchen_camera().level(3), read_redkitchen_pose(20), 13, 5);  // < 2 groups
   // From outside the box on three sides, looking at its centre; from inside looking back at the camera.
   for (const Eigen::Vector3d& eye : {Eigen::Vector3d(centre.x(), centre.y(), p.origin[2] - 1.0),
                                      Eigen::Vector3d(p.origin[0] - 0.7, centre.y() + 0.3, centre.z()),
@@ -154,37 +184,39 @@ TEST(RaycastSkipping, EqualsThePlainMarchFromOutsideAndOnOddGrids) {
   EXPECT_GT(hits, 161 * 121 / 4);
 }
 
-// The backend itself: integrate, ray cast, integrate, ... (the marks the integration leaves, the distances
-// recomputed after each integration), against the plain march over the voxels it holds at each ray cast; also
-// on a grid whose longest side (300) takes bricks of 8^3.
+// The backend itself: integrate, ray cast, integrate, ... against the plain march over the voxels it holds at
+// each ray cast, with AVX2 (8 rays at a time) and without (skipping: the marks the integration leaves, the
+// distances recomputed after each integration; also on a grid whose longest side (300) takes bricks of 8^3).
 TEST(RaycastSkipping, BackendEqualsThePlainMarchFrameAfterFrame) {
   S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299");
   VolumeParams wide = redkitchen_volume(64, 0.03f);
   wide.resolution = {300, 90, 110};
-  for (const VolumeParams& p : {redkitchen_volume(128, 0.03f), wide}) {
-    const VolumeGrid g = detail::make_grid(p);
-    TestVolume volume(Device(Device::Kind::kCpu), p);
-    const CameraIntrinsics cam = redkitchen_camera().level(1);
-    for (int f = 0; f <= 60; f += 12) {
-      volume.integrate(s3d::test::read_redkitchen_depth(f), redkitchen_camera(), read_redkitchen_pose(f));
-      const HostMaps backend = volume.raycast(cam, read_redkitchen_pose(f), 320, 240);
-      std::vector<std::int16_t> tsdf, weight;
-      volume.download(tsdf, weight);
-      std::vector<Voxel> voxels(tsdf.size());
-      for (std::size_t v = 0; v < tsdf.size(); ++v) voxels[v] = {tsdf[v], weight[v]};
-      const detail::RaycastArgs a = detail::make_raycast_args(g, cam, to_rigid(read_redkitchen_pose(f)), 320, 240);
-      HostMaps plain = backend;
-      int hits = 0;
-      for (int y = 0; y < 240; ++y)
-        for (int x = 0; x < 320; ++x) {
-          const std::size_t i = static_cast<std::size_t>(y) * 320 + x;
-          detail::raycast_pixel(voxels.data(), a, x, y, plain.vertices[i], plain.normals[i]);
-          hits += detail::is_valid(plain.vertices[i]);
-        }
-      EXPECT_TRUE(same_maps(plain, backend)) << "frame " << f << ", " << p.resolution[0] << " voxels in x";
-      EXPECT_GT(hits, 320 * 240 / 4) << "frame " << f;
+  for (const char* isa : {"avx2", "baseline"})
+    for (const VolumeParams& p : {redkitchen_volume(128, 0.03f), wide}) {
+      const ScopedIsa scoped(isa);
+      const VolumeGrid g = detail::make_grid(p);
+      TestVolume volume(Device(Device::Kind::kCpu), p);
+      const CameraIntrinsics cam = redkitchen_camera().level(1);
+      for (int f = 0; f <= 60; f += 12) {
+        volume.integrate(s3d::test::read_redkitchen_depth(f), redkitchen_camera(), read_redkitchen_pose(f));
+        const HostMaps backend = volume.raycast(cam, read_redkitchen_pose(f), 320, 240);
+        std::vector<std::int16_t> tsdf, weight;
+        volume.download(tsdf, weight);
+        std::vector<Voxel> voxels(tsdf.size());
+        for (std::size_t v = 0; v < tsdf.size(); ++v) voxels[v] = {tsdf[v], weight[v]};
+        const detail::RaycastArgs a = detail::make_raycast_args(g, cam, to_rigid(read_redkitchen_pose(f)), 320, 240);
+        HostMaps plain = backend;
+        int hits = 0;
+        for (int y = 0; y < 240; ++y)
+          for (int x = 0; x < 320; ++x) {
+            const std::size_t i = static_cast<std::size_t>(y) * 320 + x;
+            detail::raycast_pixel(voxels.data(), a, x, y, plain.vertices[i], plain.normals[i]);
+            hits += detail::is_valid(plain.vertices[i]);
+          }
+        EXPECT_TRUE(same_maps(plain, backend)) << "frame " << f << ", " << p.resolution[0] << " voxels in x, " << isa;
+        EXPECT_GT(hits, 320 * 240 / 4) << "frame " << f;
+      }
     }
-  }
 }
 
 // The claim the skipping rests on: every float t in a cube's interval puts the float sample's floor voxel inside

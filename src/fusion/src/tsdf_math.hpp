@@ -375,7 +375,8 @@ S3D_HOST_DEVICE S3D_FORCEINLINE bool begin_march(const Voxel* vol, const Raycast
 /// PCL `ray_caster.cu` for pixel (x, y): the pixel_ray marches in march_step()s from its entry, reading the
 /// floor voxel's tsdf (entry_tsdf first). A - to + change (strict signs) stops without a hit; on + to -
 /// (previous > 0, next < 0; unobserved voxels read 0 and count as neither) refine_surface gives the vertex and
-/// normal. Invalid = NaN. (The CPU backend marches the same samples faster: raycast_skipping.hpp.)
+/// normal. Invalid = NaN. (The CPU backend marches the same samples faster: 8 rays at a time with AVX2,
+/// raycast_lanes.hpp, else skipping empty space, raycast_skipping.hpp.)
 S3D_HOST_DEVICE S3D_FORCEINLINE void raycast_pixel(const Voxel* vol, const RaycastArgs& a, int x, int y, Vec3f& vertex,
                                                    Vec3f& normal) {
   March m;

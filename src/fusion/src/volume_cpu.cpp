@@ -9,6 +9,7 @@
 
 #include "backend.hpp"
 #include "marching_cubes_tables.hpp"
+#include "raycast_lanes.hpp"
 #include "raycast_skipping.hpp"
 #include "s3d/core/errors.hpp"
 #include "tsdf_math.hpp"
@@ -83,8 +84,9 @@ class CpuVolume final : public VolumeBackend {
   void raycast(const CameraIntrinsics& camera, const Rigid& camera_to_world, Maps out) override {
     const RaycastArgs a = make_raycast_args(grid_, camera, camera_to_world, out.width, out.height);
     const Voxel* vol = voxels_.data();
-    // The first ray cast marks the bricks from the voxels; from then on the integration keeps the marks (a
-    // volume that is never ray cast, frame to frame, does not pay for them).
+    if (raycast_lanes_cpu(vol, a, out.vertices, out.normals)) return;  // AVX2: 8 rays at a time, no bricks
+    // Elsewhere the march skips empty space. The first ray cast marks the bricks from the voxels; from then on
+    // the integration keeps the marks (a volume that is never ray cast, frame to frame, does not pay for them).
     if (!marking_) {
       bricks_.build(vol, grid_);
       marking_ = true;

@@ -1,0 +1,230 @@
+#include "raycast_lanes.hpp"
+
+#include <cstdint>
+
+#include "s3d/core/cpu_dispatch.hpp"
+
+// GCC's per-region target pragma (the project's compiler; elsewhere the skipping march runs).
+#if S3D_CPU_DISPATCH && !defined(__clang__)
+#define S3D_RAYCAST_LANES 1
+#include <immintrin.h>
+#else
+#define S3D_RAYCAST_LANES 0
+#endif
+
+namespace s3d::fusion::detail {
+
+#if S3D_RAYCAST_LANES
+// Everything up to the dispatcher is AVX2 code (lambdas included), only ever called where the CPU has it.
+#pragma GCC push_options
+#pragma GCC target("avx2")
+namespace {
+
+constexpr int kLanes = 8;
+
+/// Constants of the grid as 8-lane vectors.
+struct GridLanes {
+  __m256 voxel[3], last[3], below_last[3];
+  __m256i nx, nxy;
+  const int* words;
+
+  GridLanes(const Voxel* vol, const VolumeGrid& g) {
+    const float v[3] = {g.voxel.x, g.voxel.y, g.voxel.z};
+    const int n[3] = {g.nx, g.ny, g.nz};
+    for (int a = 0; a < 3; ++a) {
+      voxel[a] = _mm256_set1_ps(v[a]);
+      last[a] = _mm256_set1_ps(static_cast<float>(n[a] - 1));
+      below_last[a] = _mm256_set1_ps(static_cast<float>(n[a] - 2));
+    }
+    nx = _mm256_set1_epi32(g.nx);
+    nxy = _mm256_set1_epi32(g.nx * g.ny);
+    words = reinterpret_cast<const int*>(vol);
+  }
+
+  /// VolumeGrid::index of the cells (whole floats) in the lanes of `mask`, 0 in the others (whose cells may be
+  /// anything). int32 suffices: raycast_lanes_cpu takes grids of fewer than 2^31 voxels.
+  __m256i index(const __m256 cell[3], __m256 mask) const {
+    const __m256i i = _mm256_cvttps_epi32(cell[0]), j = _mm256_cvttps_epi32(cell[1]), k = _mm256_cvttps_epi32(cell[2]);
+    return _mm256_and_si256(_mm256_castps_si256(mask), _mm256_add_epi32(_mm256_add_epi32(i, _mm256_mullo_epi32(nx, j)),
+                                                                        _mm256_mullo_epi32(nxy, k)));
+  }
+};
+
+/// The stored tsdf of voxel word `index` in the lanes of `mask` (0 elsewhere), as tsdf_value.
+S3D_ALWAYS_INLINE __m256 gather_tsdf(const int* words, __m256i index, __m256 mask) {
+  const __m256i word = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), words, index, _mm256_castps_si256(mask), 4);
+  return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(word, 16), 16)),
+                       _mm256_set1_ps(kInvTsdfScale));
+}
+
+/// trilinear() in 8 lanes: the same operations in the same order; NaN where trilinear gives NaN or `mask` is off.
+S3D_ALWAYS_INLINE __m256 trilinear_lanes(const GridLanes& gl, __m256 px, __m256 py, __m256 pz,
+                                                         __m256 mask) {
+  const __m256 p[3] = {px, py, pz};
+  const __m256 one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
+  __m256 base[3], frac[3];
+  __m256 ok = mask;
+  for (int a = 0; a < 3; ++a) {
+    const __m256 f = _mm256_floor_ps(_mm256_div_ps(p[a], gl.voxel[a]));
+    ok = _mm256_and_ps(ok, _mm256_and_ps(_mm256_cmp_ps(f, one, _CMP_GE_OQ), _mm256_cmp_ps(f, gl.below_last[a], _CMP_LE_OQ)));
+    const __m256 below = _mm256_cmp_ps(p[a], _mm256_mul_ps(_mm256_add_ps(f, half), gl.voxel[a]), _CMP_LT_OQ);
+    base[a] = _mm256_sub_ps(f, _mm256_and_ps(below, one));
+    frac[a] = _mm256_div_ps(_mm256_sub_ps(p[a], _mm256_mul_ps(_mm256_add_ps(base[a], half), gl.voxel[a])), gl.voxel[a]);
+  }
+  const __m256i v000 = gl.index(base, ok);
+  const __m256i dx = _mm256_set1_epi32(1), dy = gl.nx, dz = gl.nxy;
+  const __m256 a = frac[0], b = frac[1], c = frac[2];
+  const __m256 a1 = _mm256_sub_ps(one, a), b1 = _mm256_sub_ps(one, b), c1 = _mm256_sub_ps(one, c);
+  const int* w = gl.words;
+  const auto term = [&](__m256i offset, __m256 wa, __m256 wb, __m256 wc) {
+    const __m256 v = gather_tsdf(w, _mm256_add_epi32(v000, offset), ok);
+    return _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(v, wa), wb), wc);
+  };
+  const __m256i zero = _mm256_setzero_si256();
+  __m256 r = term(zero, a1, b1, c1);
+  r = _mm256_add_ps(r, term(dz, a1, b1, c));
+  r = _mm256_add_ps(r, term(dy, a1, b, c1));
+  r = _mm256_add_ps(r, term(_mm256_add_epi32(dy, dz), a1, b, c));
+  r = _mm256_add_ps(r, term(dx, a, b1, c1));
+  r = _mm256_add_ps(r, term(_mm256_add_epi32(dx, dz), a, b1, c));
+  r = _mm256_add_ps(r, term(_mm256_add_epi32(dx, dy), a, b, c1));
+  r = _mm256_add_ps(r, term(_mm256_add_epi32(dx, _mm256_add_epi32(dy, dz)), a, b, c));
+  return _mm256_blendv_ps(_mm256_set1_ps(NAN), r, ok);
+}
+
+/// refine_surface() in the lanes of `hit`, writing vertex and normal of lane l to out_vertex[l], out_normal[l]
+/// where refine_surface would (the others keep what they hold).
+S3D_ALWAYS_INLINE void refine_lanes(const GridLanes& gl, const VolumeGrid& g, Vec3f start,
+                                                    const __m256 dir[3], __m256 t, float step, const __m256 q[3],
+                                                    __m256 hit, Vec3f* out_vertex, Vec3f* out_normal) {
+  const __m256 s[3] = {_mm256_set1_ps(start.x), _mm256_set1_ps(start.y), _mm256_set1_ps(start.z)};
+  const __m256 vstep = _mm256_set1_ps(step);
+  const __m256 f_next = trilinear_lanes(gl, q[0], q[1], q[2], hit);
+  __m256 ok = _mm256_and_ps(hit, _mm256_cmp_ps(f_next, f_next, _CMP_ORD_Q));
+  __m256 pc[3];
+  for (int a = 0; a < 3; ++a) pc[a] = _mm256_add_ps(s[a], _mm256_mul_ps(t, dir[a]));
+  const __m256 f_cur = trilinear_lanes(gl, pc[0], pc[1], pc[2], ok);
+  ok = _mm256_and_ps(ok, _mm256_cmp_ps(f_cur, f_cur, _CMP_ORD_Q));
+  const __m256 ts = _mm256_sub_ps(t, _mm256_div_ps(_mm256_mul_ps(vstep, f_cur), _mm256_sub_ps(f_next, f_cur)));
+  ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_sub_ps(ts, ts), _mm256_setzero_ps(), _CMP_EQ_OQ));
+  int lanes = _mm256_movemask_ps(ok);
+  if (lanes == 0) return;
+  __m256 v[3];
+  for (int a = 0; a < 3; ++a) v[a] = _mm256_add_ps(s[a], _mm256_mul_ps(ts, dir[a]));
+  const float origin[3] = {g.origin.x, g.origin.y, g.origin.z};
+  alignas(32) float vertex[3][8], normal[3][8];
+  for (int a = 0; a < 3; ++a) _mm256_store_ps(vertex[a], _mm256_add_ps(v[a], _mm256_set1_ps(origin[a])));
+  // The normal where the floor voxel at t lies in [2, n - 3] on every axis.
+  __m256 inner = ok;
+  for (int a = 0; a < 3; ++a) {
+    const __m256 f = _mm256_floor_ps(_mm256_div_ps(pc[a], gl.voxel[a]));
+    inner = _mm256_and_ps(inner, _mm256_and_ps(_mm256_cmp_ps(f, _mm256_set1_ps(2.0f), _CMP_GE_OQ),
+                                               _mm256_cmp_ps(f, _mm256_sub_ps(gl.below_last[a], _mm256_set1_ps(1.0f)),
+                                                             _CMP_LE_OQ)));
+  }
+  int normals = _mm256_movemask_ps(inner);
+  if (normals != 0) {
+    const float quarter[3] = {g.voxel.x / 4.0f, g.voxel.y / 4.0f, g.voxel.z / 4.0f};
+    __m256 d[3];
+    for (int a = 0; a < 3; ++a) {
+      __m256 plus[3] = {v[0], v[1], v[2]}, minus[3] = {v[0], v[1], v[2]};
+      plus[a] = _mm256_add_ps(v[a], _mm256_set1_ps(quarter[a]));
+      minus[a] = _mm256_sub_ps(v[a], _mm256_set1_ps(quarter[a]));
+      d[a] = _mm256_sub_ps(trilinear_lanes(gl, plus[0], plus[1], plus[2], inner),
+                           trilinear_lanes(gl, minus[0], minus[1], minus[2], inner));
+    }
+    const __m256 n = _mm256_sqrt_ps(_mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(d[0], d[0]), _mm256_mul_ps(d[1], d[1])),
+                                                  _mm256_mul_ps(d[2], d[2])));
+    inner = _mm256_and_ps(inner, _mm256_and_ps(_mm256_cmp_ps(n, _mm256_setzero_ps(), _CMP_GT_OQ),
+                                               _mm256_cmp_ps(_mm256_sub_ps(n, n), _mm256_setzero_ps(), _CMP_EQ_OQ)));
+    normals = _mm256_movemask_ps(inner);
+    for (int a = 0; a < 3; ++a) _mm256_store_ps(normal[a], _mm256_div_ps(d[a], n));
+  }
+  for (; lanes != 0; lanes &= lanes - 1) {
+    const int l = __builtin_ctz(lanes);
+    out_vertex[l] = {vertex[0][l], vertex[1][l], vertex[2][l]};
+    if (normals & (1 << l)) out_normal[l] = {normal[0][l], normal[1][l], normal[2][l]};
+  }
+}
+
+/// raycast_pixel for pixels x0 .. x0 + 7 of row y (those below a.width): the 8 marches step together, one gather
+/// of the 8 samples' voxels a step, each lane leaving the loop where raycast_pixel's loop ends; the lanes that
+/// found a + to - change then refine together.
+void raycast_group(const Voxel* vol, const GridLanes& gl, const RaycastArgs& a, int x0, int y, Vec3f* vertices,
+                   Vec3f* normals) {
+  alignas(32) float t0[kLanes], tsdf0[kLanes], d[3][kLanes];
+  int live = 0;
+  March m{};
+  for (int l = 0; l < kLanes; ++l) {
+    t0[l] = tsdf0[l] = 0.0f;
+    d[0][l] = d[1][l] = d[2][l] = 1.0f;
+    if (x0 + l >= a.width || !begin_march(vol, a, x0 + l, y, vertices[l], normals[l], m)) continue;
+    live |= 1 << l;
+    t0[l] = m.t;
+    tsdf0[l] = m.tsdf;
+    d[0][l] = m.dir.x;
+    d[1][l] = m.dir.y;
+    d[2][l] = m.dir.z;
+  }
+  if (live == 0) return;
+  // Every pixel's ray starts at the camera centre, with the same step and limit (the last lane's March has them).
+  const __m256 start[3] = {_mm256_set1_ps(m.start.x), _mm256_set1_ps(m.start.y), _mm256_set1_ps(m.start.z)};
+  const __m256 dir[3] = {_mm256_load_ps(d[0]), _mm256_load_ps(d[1]), _mm256_load_ps(d[2])};
+  const __m256 step = _mm256_set1_ps(m.step), max_t = _mm256_set1_ps(m.max_t), zero = _mm256_setzero_ps();
+  const __m256 started = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+      _mm256_and_si256(_mm256_set1_epi32(live), _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128)), _mm256_setzero_si256()));
+
+  __m256 t = _mm256_load_ps(t0), tsdf = _mm256_load_ps(tsdf0), active = started;
+  __m256 hit = zero, hit_t = zero, hit_q[3] = {zero, zero, zero};
+  // `t` advances in every lane whatever its samples said, so that the next gather's addresses and mask do not
+  // wait for this gather's data and the loads of several steps are in flight together; `active` (the lanes still
+  // marching) depends on the samples, but only selects.
+  for (;;) {
+    const __m256 before_limit = _mm256_cmp_ps(t, max_t, _CMP_LT_OQ);
+    active = _mm256_and_ps(active, before_limit);
+    if (_mm256_movemask_ps(active) == 0) break;
+    const __m256 next = _mm256_add_ps(t, step);
+    __m256 q[3], cell[3], inside = _mm256_and_ps(started, before_limit);
+    for (int axis = 0; axis < 3; ++axis) {
+      q[axis] = _mm256_add_ps(start[axis], _mm256_mul_ps(next, dir[axis]));
+      cell[axis] = _mm256_floor_ps(_mm256_div_ps(q[axis], gl.voxel[axis]));
+      inside = _mm256_and_ps(inside, _mm256_and_ps(_mm256_cmp_ps(cell[axis], zero, _CMP_GE_OQ),
+                                                   _mm256_cmp_ps(cell[axis], gl.last[axis], _CMP_LE_OQ)));
+    }
+    const __m256 sample = gather_tsdf(gl.words, gl.index(cell, inside), inside);
+    active = _mm256_and_ps(active, inside);  // sample_cell failed: the march ends without a hit
+    const __m256 back = _mm256_and_ps(_mm256_cmp_ps(tsdf, zero, _CMP_LT_OQ), _mm256_cmp_ps(sample, zero, _CMP_GT_OQ));
+    const __m256 front = _mm256_and_ps(active, _mm256_and_ps(_mm256_cmp_ps(tsdf, zero, _CMP_GT_OQ),
+                                                             _mm256_cmp_ps(sample, zero, _CMP_LT_OQ)));
+    hit = _mm256_or_ps(hit, front);
+    hit_t = _mm256_blendv_ps(hit_t, t, front);
+    for (int axis = 0; axis < 3; ++axis) hit_q[axis] = _mm256_blendv_ps(hit_q[axis], q[axis], front);
+    active = _mm256_andnot_ps(_mm256_or_ps(back, front), active);
+    tsdf = _mm256_blendv_ps(tsdf, sample, active);
+    t = next;
+  }
+  if (_mm256_movemask_ps(hit) != 0) refine_lanes(gl, a.grid, m.start, dir, hit_t, m.step, hit_q, hit, vertices, normals);
+}
+
+__attribute__((flatten)) void raycast_row_lanes(const Voxel* vol, const RaycastArgs& a, int y, Vec3f* vertices, Vec3f* normals) {
+  const GridLanes gl(vol, a.grid);
+  for (int x0 = 0; x0 < a.width; x0 += kLanes) raycast_group(vol, gl, a, x0, y, vertices + x0, normals + x0);
+}
+
+}  // namespace
+#pragma GCC pop_options
+
+bool raycast_lanes_cpu(const Voxel* vol, const RaycastArgs& a, Vec3f* vertices, Vec3f* normals) {
+  if (!cpu_avx2_enabled() || a.grid.count() > 0x7fffffffLL) return false;
+#pragma omp parallel for schedule(dynamic, 4)
+  for (int y = 0; y < a.height; ++y) {
+    const std::size_t first = static_cast<std::size_t>(y) * a.width;
+    raycast_row_lanes(vol, a, y, vertices + first, normals + first);
+  }
+  return true;
+}
+#else
+bool raycast_lanes_cpu(const Voxel*, const RaycastArgs&, Vec3f*, Vec3f*) { return false; }
+#endif
+
+}  // namespace s3d::fusion::detail
