@@ -2,6 +2,7 @@
 # tsdf_math.hpp.
 set(S3D_FUSION_VOLUME_CPU
   ${CMAKE_CURRENT_LIST_DIR}/src/marching_cubes_tables.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/integrate_lanes.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/raycast_lanes.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/raycast_skipping.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/volume_common.cpp

@@ -2,9 +2,12 @@
 // odd resolutions, and the CUDA voxels against the CPU oracle's on real 7-Scenes frames (bit-exact).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "integrate_lanes.hpp"
+#include "s3d/core/cpu_dispatch.hpp"
 #include "s3d/core/errors.hpp"
 #include "volume_common.hpp"
 #include "volume_test_support.hpp"
@@ -173,6 +176,59 @@ TEST_P(VolumeIntegrate, ColumnRangeSkipsOnlyRejectedVoxels) {
           accepted += ok;
         }
     EXPECT_GT(accepted, 1000) << "case " << c;
+  }
+}
+
+/// The CPU backend integrates 8 voxels at a time with AVX2 (integrate_lanes.hpp) and one at a time without: the
+/// same voxels bit for bit, frame after frame (running means, the weight cap), on a grid whose x side is no
+/// multiple of 8 and a 128^3 one, with real frames at full and half size.
+TEST(VolumeIntegrateCpu, AvxLanesMatchTheScalarLoop) {
+  S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299");
+  {  // the AVX2 variant below is the lanes, not the scalar loop again
+    const s3d::test::ScopedCpuIsa scoped("avx2");
+    VolumeParams tiny;
+    tiny.resolution = {8, 8, 8};
+    tiny.size = {0.4f, 0.4f, 0.4f};
+    tiny.origin = {-0.2f, -0.2f, 0.3f};
+    std::vector<detail::Voxel> voxels(512, detail::Voxel{0, 0});
+    Image<float> depth(4, 4);
+    std::fill(depth.data.begin(), depth.data.end(), 0.5f);
+    const detail::IntegrateArgs a =
+        detail::make_integrate_args(detail::make_grid(tiny), depth.cview(), {2.0f, 2.0f, 1.5f, 1.5f},
+                                    detail::Rigid{{1, 0, 0, 0, 1, 0, 0, 0, 1}, {0, 0, 0}});
+    ASSERT_EQ(detail::integrate_lanes_cpu(voxels.data(), a, depth.data.data(), depth.width), cpu_avx2_enabled());
+  }
+  VolumeParams odd = redkitchen_volume(64, 0.04f);
+  odd.resolution = {101, 77, 93};
+  odd.size = {3.0f, 2.5f, 2.8f};
+  odd.max_weight = 3;
+  for (const VolumeParams& p : {odd, redkitchen_volume(128, 0.03f)}) {
+    std::vector<std::int16_t> tsdf[2], weight[2];
+    for (int variant = 0; variant < 2; ++variant) {
+      const s3d::test::ScopedCpuIsa scoped(variant == 0 ? "avx2" : "baseline");
+      TestVolume volume(Device(Device::Kind::kCpu), p);
+      for (int f = 0; f <= 60; f += 10) {
+        const Image<float> depth = s3d::test::read_redkitchen_depth(f);
+        if (f % 20 == 0) {
+          volume.integrate(depth, redkitchen_camera(), read_redkitchen_pose(f));
+        } else {  // every other pixel of every other row, the intrinsics halved
+          Image<float> half(depth.width / 2, depth.height / 2);
+          for (int y = 0; y < half.height; ++y)
+            for (int x = 0; x < half.width; ++x) half.at(x, y) = depth.at(2 * x, 2 * y);
+          volume.integrate(half, redkitchen_camera().level(1), read_redkitchen_pose(f));
+        }
+      }
+      volume.download(tsdf[variant], weight[variant]);
+    }
+    long long capped = 0, observed = 0;
+    for (std::int16_t w : weight[1]) capped += w == p.max_weight, observed += w != 0;
+    EXPECT_GT(observed, 50000);
+    if (p.max_weight == 3) EXPECT_GT(capped, 10000);
+    ASSERT_EQ(tsdf[0].size(), tsdf[1].size());
+    for (std::size_t v = 0; v < tsdf[0].size(); ++v) {
+      ASSERT_EQ(weight[0][v], weight[1][v]) << "voxel " << v << ", " << p.resolution[0] << " voxels in x";
+      ASSERT_EQ(tsdf[0][v], tsdf[1][v]) << "voxel " << v << ", " << p.resolution[0] << " voxels in x";
+    }
   }
 }
 

@@ -24,29 +24,6 @@ using detail::BrickMap;
 using detail::VolumeGrid;
 using detail::Voxel;
 
-/// Sets S3D_CPU_ISA for its lifetime (the CPU loops read it at each call).
-class ScopedIsa {
- public:
-  explicit ScopedIsa(const char* isa) {
-    const char* before = std::getenv("S3D_CPU_ISA");
-    had_ = before != nullptr;
-    if (had_) saved_ = before;
-    setenv("S3D_CPU_ISA", isa, 1);
-  }
-  ~ScopedIsa() {
-    if (had_)
-      setenv("S3D_CPU_ISA", saved_.c_str(), 1);
-    else
-      unsetenv("S3D_CPU_ISA");
-  }
-  ScopedIsa(const ScopedIsa&) = delete;
-  ScopedIsa& operator=(const ScopedIsa&) = delete;
-
- private:
-  bool had_ = false;
-  std::string saved_;
-};
-
 /// The voxels of a CPU volume that integrated redkitchen frames first..last (step 4) at their poses.
 std::vector<Voxel> fused_voxels(const VolumeParams& p, int first, int last) {
   TestVolume volume(Device(Device::Kind::kCpu), p);
@@ -78,7 +55,7 @@ int compare_marches(const std::vector<Voxel>& voxels, const VolumeGrid& g, const
   // The backend's row loops: the AVX2 variant (where the CPU has it) and the baseline x86-64 one, into maps
   // that start out wrong (every pixel must be written).
   for (const char* isa : {"avx2", "baseline"}) {
-    const ScopedIsa scoped(isa);
+    const s3d::test::ScopedCpuIsa scoped(isa);
     HostMaps rows = skipping;
     std::fill(rows.vertices.begin(), rows.vertices.end(), Vec3f{1e30f, -2.0f, 3.0f});
     rows.normals = rows.vertices;
@@ -193,7 +170,7 @@ TEST(RaycastSkipping, BackendEqualsThePlainMarchFrameAfterFrame) {
   wide.resolution = {300, 90, 110};
   for (const char* isa : {"avx2", "baseline"})
     for (const VolumeParams& p : {redkitchen_volume(128, 0.03f), wide}) {
-      const ScopedIsa scoped(isa);
+      const s3d::test::ScopedCpuIsa scoped(isa);
       const VolumeGrid g = detail::make_grid(p);
       TestVolume volume(Device(Device::Kind::kCpu), p);
       const CameraIntrinsics cam = redkitchen_camera().level(1);

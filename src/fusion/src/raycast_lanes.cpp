@@ -58,15 +58,15 @@ S3D_ALWAYS_INLINE __m256 gather_tsdf(const int* words, __m256i index, __m256 mas
 }
 
 /// trilinear() in 8 lanes: the same operations in the same order; NaN where trilinear gives NaN or `mask` is off.
-S3D_ALWAYS_INLINE __m256 trilinear_lanes(const GridLanes& gl, __m256 px, __m256 py, __m256 pz,
-                                                         __m256 mask) {
+S3D_ALWAYS_INLINE __m256 trilinear_lanes(const GridLanes& gl, __m256 px, __m256 py, __m256 pz, __m256 mask) {
   const __m256 p[3] = {px, py, pz};
   const __m256 one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
   __m256 base[3], frac[3];
   __m256 ok = mask;
   for (int a = 0; a < 3; ++a) {
     const __m256 f = _mm256_floor_ps(_mm256_div_ps(p[a], gl.voxel[a]));
-    ok = _mm256_and_ps(ok, _mm256_and_ps(_mm256_cmp_ps(f, one, _CMP_GE_OQ), _mm256_cmp_ps(f, gl.below_last[a], _CMP_LE_OQ)));
+    ok = _mm256_and_ps(
+        ok, _mm256_and_ps(_mm256_cmp_ps(f, one, _CMP_GE_OQ), _mm256_cmp_ps(f, gl.below_last[a], _CMP_LE_OQ)));
     const __m256 below = _mm256_cmp_ps(p[a], _mm256_mul_ps(_mm256_add_ps(f, half), gl.voxel[a]), _CMP_LT_OQ);
     base[a] = _mm256_sub_ps(f, _mm256_and_ps(below, one));
     frac[a] = _mm256_div_ps(_mm256_sub_ps(p[a], _mm256_mul_ps(_mm256_add_ps(base[a], half), gl.voxel[a])), gl.voxel[a]);
@@ -94,9 +94,9 @@ S3D_ALWAYS_INLINE __m256 trilinear_lanes(const GridLanes& gl, __m256 px, __m256 
 
 /// refine_surface() in the lanes of `hit`, writing vertex and normal of lane l to out_vertex[l], out_normal[l]
 /// where refine_surface would (the others keep what they hold).
-S3D_ALWAYS_INLINE void refine_lanes(const GridLanes& gl, const VolumeGrid& g, Vec3f start,
-                                                    const __m256 dir[3], __m256 t, float step, const __m256 q[3],
-                                                    __m256 hit, Vec3f* out_vertex, Vec3f* out_normal) {
+S3D_ALWAYS_INLINE void refine_lanes(const GridLanes& gl, const VolumeGrid& g, Vec3f start, const __m256 dir[3],
+                                    __m256 t, float step, const __m256 q[3], __m256 hit, Vec3f* out_vertex,
+                                    Vec3f* out_normal) {
   const __m256 s[3] = {_mm256_set1_ps(start.x), _mm256_set1_ps(start.y), _mm256_set1_ps(start.z)};
   const __m256 vstep = _mm256_set1_ps(step);
   const __m256 f_next = trilinear_lanes(gl, q[0], q[1], q[2], hit);
@@ -118,9 +118,9 @@ S3D_ALWAYS_INLINE void refine_lanes(const GridLanes& gl, const VolumeGrid& g, Ve
   __m256 inner = ok;
   for (int a = 0; a < 3; ++a) {
     const __m256 f = _mm256_floor_ps(_mm256_div_ps(pc[a], gl.voxel[a]));
-    inner = _mm256_and_ps(inner, _mm256_and_ps(_mm256_cmp_ps(f, _mm256_set1_ps(2.0f), _CMP_GE_OQ),
-                                               _mm256_cmp_ps(f, _mm256_sub_ps(gl.below_last[a], _mm256_set1_ps(1.0f)),
-                                                             _CMP_LE_OQ)));
+    inner = _mm256_and_ps(
+        inner, _mm256_and_ps(_mm256_cmp_ps(f, _mm256_set1_ps(2.0f), _CMP_GE_OQ),
+                             _mm256_cmp_ps(f, _mm256_sub_ps(gl.below_last[a], _mm256_set1_ps(1.0f)), _CMP_LE_OQ)));
   }
   int normals = _mm256_movemask_ps(inner);
   if (normals != 0) {
@@ -133,8 +133,8 @@ S3D_ALWAYS_INLINE void refine_lanes(const GridLanes& gl, const VolumeGrid& g, Ve
       d[a] = _mm256_sub_ps(trilinear_lanes(gl, plus[0], plus[1], plus[2], inner),
                            trilinear_lanes(gl, minus[0], minus[1], minus[2], inner));
     }
-    const __m256 n = _mm256_sqrt_ps(_mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(d[0], d[0]), _mm256_mul_ps(d[1], d[1])),
-                                                  _mm256_mul_ps(d[2], d[2])));
+    const __m256 n = _mm256_sqrt_ps(
+        _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(d[0], d[0]), _mm256_mul_ps(d[1], d[1])), _mm256_mul_ps(d[2], d[2])));
     inner = _mm256_and_ps(inner, _mm256_and_ps(_mm256_cmp_ps(n, _mm256_setzero_ps(), _CMP_GT_OQ),
                                                _mm256_cmp_ps(_mm256_sub_ps(n, n), _mm256_setzero_ps(), _CMP_EQ_OQ)));
     normals = _mm256_movemask_ps(inner);
@@ -171,8 +171,9 @@ void raycast_group(const Voxel* vol, const GridLanes& gl, const RaycastArgs& a, 
   const __m256 start[3] = {_mm256_set1_ps(m.start.x), _mm256_set1_ps(m.start.y), _mm256_set1_ps(m.start.z)};
   const __m256 dir[3] = {_mm256_load_ps(d[0]), _mm256_load_ps(d[1]), _mm256_load_ps(d[2])};
   const __m256 step = _mm256_set1_ps(m.step), max_t = _mm256_set1_ps(m.max_t), zero = _mm256_setzero_ps();
-  const __m256 started = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
-      _mm256_and_si256(_mm256_set1_epi32(live), _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128)), _mm256_setzero_si256()));
+  const __m256 started = _mm256_castsi256_ps(
+      _mm256_cmpgt_epi32(_mm256_and_si256(_mm256_set1_epi32(live), _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128)),
+                         _mm256_setzero_si256()));
 
   __m256 t = _mm256_load_ps(t0), tsdf = _mm256_load_ps(tsdf0), active = started;
   __m256 hit = zero, hit_t = zero, hit_q[3] = {zero, zero, zero};
@@ -194,8 +195,8 @@ void raycast_group(const Voxel* vol, const GridLanes& gl, const RaycastArgs& a, 
     const __m256 sample = gather_tsdf(gl.words, gl.index(cell, inside), inside);
     active = _mm256_and_ps(active, inside);  // sample_cell failed: the march ends without a hit
     const __m256 back = _mm256_and_ps(_mm256_cmp_ps(tsdf, zero, _CMP_LT_OQ), _mm256_cmp_ps(sample, zero, _CMP_GT_OQ));
-    const __m256 front = _mm256_and_ps(active, _mm256_and_ps(_mm256_cmp_ps(tsdf, zero, _CMP_GT_OQ),
-                                                             _mm256_cmp_ps(sample, zero, _CMP_LT_OQ)));
+    const __m256 front = _mm256_and_ps(
+        active, _mm256_and_ps(_mm256_cmp_ps(tsdf, zero, _CMP_GT_OQ), _mm256_cmp_ps(sample, zero, _CMP_LT_OQ)));
     hit = _mm256_or_ps(hit, front);
     hit_t = _mm256_blendv_ps(hit_t, t, front);
     for (int axis = 0; axis < 3; ++axis) hit_q[axis] = _mm256_blendv_ps(hit_q[axis], q[axis], front);
@@ -203,10 +204,12 @@ void raycast_group(const Voxel* vol, const GridLanes& gl, const RaycastArgs& a, 
     tsdf = _mm256_blendv_ps(tsdf, sample, active);
     t = next;
   }
-  if (_mm256_movemask_ps(hit) != 0) refine_lanes(gl, a.grid, m.start, dir, hit_t, m.step, hit_q, hit, vertices, normals);
+  if (_mm256_movemask_ps(hit) != 0)
+    refine_lanes(gl, a.grid, m.start, dir, hit_t, m.step, hit_q, hit, vertices, normals);
 }
 
-__attribute__((flatten)) void raycast_row_lanes(const Voxel* vol, const RaycastArgs& a, int y, Vec3f* vertices, Vec3f* normals) {
+__attribute__((flatten)) void raycast_row_lanes(const Voxel* vol, const RaycastArgs& a, int y, Vec3f* vertices,
+                                                Vec3f* normals) {
   const GridLanes gl(vol, a.grid);
   for (int x0 = 0; x0 < a.width; x0 += kLanes) raycast_group(vol, gl, a, x0, y, vertices + x0, normals + x0);
 }
