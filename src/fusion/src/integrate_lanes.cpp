@@ -4,20 +4,15 @@
 
 #include "s3d/core/cpu_dispatch.hpp"
 
-// GCC's per-region target pragma (the project's compiler; elsewhere the scalar loop runs).
-#if S3D_CPU_DISPATCH && !defined(__clang__)
-#define S3D_INTEGRATE_LANES 1
+#if S3D_AVX2_REGION
 #include <immintrin.h>
-#else
-#define S3D_INTEGRATE_LANES 0
 #endif
 
 namespace s3d::fusion::detail {
 
-#if S3D_INTEGRATE_LANES
+#if S3D_AVX2_REGION
 // Everything up to the dispatcher is AVX2 code, only ever called where the CPU has it.
-#pragma GCC push_options
-#pragma GCC target("avx2")
+S3D_AVX2_REGION_BEGIN
 namespace {
 
 constexpr int kLanes = 8;
@@ -44,12 +39,12 @@ void integrate_group(Voxel* vol, const IntegrateArgs& a, const float* depth, int
   const Rigid& m = a.world_to_camera;
   const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
   // The voxel centres: x per lane, y for the row, z per k (VolumeGrid::centre's expression).
-  const __m256 px = _mm256_add_ps(
-      _mm256_set1_ps(g.origin.x),
-      _mm256_mul_ps(_mm256_add_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_set1_epi32(i0),
-                                                                      _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))),
-                                  _mm256_set1_ps(0.5f)),
-                    _mm256_set1_ps(g.voxel.x)));
+  const __m256 px =
+      _mm256_add_ps(_mm256_set1_ps(g.origin.x),
+                    _mm256_mul_ps(_mm256_add_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(
+                                                    _mm256_set1_epi32(i0), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))),
+                                                _mm256_set1_ps(0.5f)),
+                                  _mm256_set1_ps(g.voxel.x)));
   const float py = g.origin.y + (static_cast<float>(j) + 0.5f) * g.voxel.y;
   const __m256 width_last = set(static_cast<float>(a.width - 1)), height_last = set(static_cast<float>(a.height - 1));
   const __m256 truncation = set(g.truncation), scale = set(kTsdfScale);
@@ -57,9 +52,8 @@ void integrate_group(Voxel* vol, const IntegrateArgs& a, const float* depth, int
   const long long plane = static_cast<long long>(g.nx) * g.ny;
   for (int k = k_begin; k <= k_end; ++k) {
     const __m256i kk = _mm256_set1_epi32(k);
-    __m256 ok = _mm256_castsi256_ps(
-        _mm256_andnot_si256(_mm256_or_si256(_mm256_cmpgt_epi32(lane_first, kk), _mm256_cmpgt_epi32(kk, lane_last)),
-                            _mm256_set1_epi32(-1)));
+    __m256 ok = _mm256_castsi256_ps(_mm256_andnot_si256(
+        _mm256_or_si256(_mm256_cmpgt_epi32(lane_first, kk), _mm256_cmpgt_epi32(kk, lane_last)), _mm256_set1_epi32(-1)));
     const float pz = g.origin.z + (static_cast<float>(k) + 0.5f) * g.voxel.z;
     const __m256 vy = set(py), vz = set(pz);
     // c = world_to_camera p (Rigid::apply)
@@ -76,24 +70,24 @@ void integrate_group(Voxel* vol, const IntegrateArgs& a, const float* depth, int
                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const __m256 vr = _mm256_round_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(set(a.fy), cy), inv_z), set(a.cy)),
                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    ok = _mm256_and_ps(ok, _mm256_and_ps(_mm256_and_ps(_mm256_cmp_ps(ur, zero, _CMP_GE_OQ),
-                                                       _mm256_cmp_ps(ur, width_last, _CMP_LE_OQ)),
-                                         _mm256_and_ps(_mm256_cmp_ps(vr, zero, _CMP_GE_OQ),
-                                                       _mm256_cmp_ps(vr, height_last, _CMP_LE_OQ))));
+    ok = _mm256_and_ps(
+        ok,
+        _mm256_and_ps(_mm256_and_ps(_mm256_cmp_ps(ur, zero, _CMP_GE_OQ), _mm256_cmp_ps(ur, width_last, _CMP_LE_OQ)),
+                      _mm256_and_ps(_mm256_cmp_ps(vr, zero, _CMP_GE_OQ), _mm256_cmp_ps(vr, height_last, _CMP_LE_OQ))));
     if (_mm256_movemask_ps(ok) == 0) continue;
     const __m256i pixel = _mm256_and_si256(
-        _mm256_castps_si256(ok),
-        _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvttps_epi32(vr), _mm256_set1_epi32(pitch)), _mm256_cvttps_epi32(ur)));
+        _mm256_castps_si256(ok), _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvttps_epi32(vr), _mm256_set1_epi32(pitch)),
+                                                  _mm256_cvttps_epi32(ur)));
     const __m256 d = _mm256_mask_i32gather_ps(zero, depth, pixel, ok, 4);
     ok = _mm256_and_ps(ok, _mm256_cmp_ps(d, zero, _CMP_GT_OQ));
     const __m256 xn = _mm256_div_ps(_mm256_sub_ps(ur, set(a.cx)), set(a.fx));
     const __m256 yn = _mm256_div_ps(_mm256_sub_ps(vr, set(a.cy)), set(a.fy));
-    const __m256 ray_depth =
-        _mm256_mul_ps(d, _mm256_sqrt_ps(_mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(xn, xn), _mm256_mul_ps(yn, yn)), one)));
+    const __m256 ray_depth = _mm256_mul_ps(
+        d, _mm256_sqrt_ps(_mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(xn, xn), _mm256_mul_ps(yn, yn)), one)));
     const __m256 ox = _mm256_sub_ps(px, set(a.camera_centre.x)), oy = _mm256_sub_ps(vy, set(a.camera_centre.y)),
                  oz = _mm256_sub_ps(vz, set(a.camera_centre.z));
-    const __m256 distance =
-        _mm256_sqrt_ps(_mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(ox, ox), _mm256_mul_ps(oy, oy)), _mm256_mul_ps(oz, oz)));
+    const __m256 distance = _mm256_sqrt_ps(
+        _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(ox, ox), _mm256_mul_ps(oy, oy)), _mm256_mul_ps(oz, oz)));
     const __m256 sdf = _mm256_sub_ps(ray_depth, distance);
     ok = _mm256_and_ps(ok, _mm256_cmp_ps(sdf, set(-g.truncation), _CMP_GE_OQ));
     if (_mm256_movemask_ps(ok) == 0) continue;
@@ -104,8 +98,8 @@ void integrate_group(Voxel* vol, const IntegrateArgs& a, const float* depth, int
     const __m256i mask = _mm256_castps_si256(ok);
     const __m256i word = _mm256_maskload_epi32(words, mask);
     const __m256i w = _mm256_srai_epi32(word, 16);
-    const __m256 stored = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(word, 16), 16)),
-                                        set(kInvTsdfScale));
+    const __m256 stored =
+        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(word, 16), 16)), set(kInvTsdfScale));
     const __m256i w1 = _mm256_add_epi32(w, _mm256_set1_epi32(1));
     const __m256 fused =
         _mm256_div_ps(_mm256_add_ps(_mm256_mul_ps(stored, _mm256_cvtepi32_ps(w)), tsdf), _mm256_cvtepi32_ps(w1));
@@ -121,7 +115,7 @@ void integrate_group(Voxel* vol, const IntegrateArgs& a, const float* depth, int
 }
 
 }  // namespace
-#pragma GCC pop_options
+S3D_AVX2_REGION_END
 
 bool integrate_lanes_cpu(Voxel* vol, const IntegrateArgs& a, const float* depth, long long pitch) {
   const VolumeGrid& g = a.grid;

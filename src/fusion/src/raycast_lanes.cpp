@@ -4,20 +4,15 @@
 
 #include "s3d/core/cpu_dispatch.hpp"
 
-// GCC's per-region target pragma (the project's compiler; elsewhere the skipping march runs).
-#if S3D_CPU_DISPATCH && !defined(__clang__)
-#define S3D_RAYCAST_LANES 1
+#if S3D_AVX2_REGION
 #include <immintrin.h>
-#else
-#define S3D_RAYCAST_LANES 0
 #endif
 
 namespace s3d::fusion::detail {
 
-#if S3D_RAYCAST_LANES
+#if S3D_AVX2_REGION
 // Everything up to the dispatcher is AVX2 code (lambdas included), only ever called where the CPU has it.
-#pragma GCC push_options
-#pragma GCC target("avx2")
+S3D_AVX2_REGION_BEGIN
 namespace {
 
 constexpr int kLanes = 8;
@@ -215,7 +210,7 @@ __attribute__((flatten)) void raycast_row_lanes(const Voxel* vol, const RaycastA
 }
 
 }  // namespace
-#pragma GCC pop_options
+S3D_AVX2_REGION_END
 
 bool raycast_lanes_cpu(const Voxel* vol, const RaycastArgs& a, Vec3f* vertices, Vec3f* normals) {
   if (!cpu_avx2_enabled() || a.grid.count() > 0x7fffffffLL) return false;

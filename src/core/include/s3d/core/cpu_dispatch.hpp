@@ -29,6 +29,16 @@
 #define S3D_ALWAYS_INLINE inline
 #endif
 
+// A region of AVX2 code with intrinsics (lambdas included), for loops written lane by lane: GCC's per-region
+// target pragma. S3D_AVX2_REGION is 0 where there is none (other compilers and CPUs: the scalar loops run).
+#if S3D_CPU_DISPATCH && !defined(__clang__)
+#define S3D_AVX2_REGION 1
+#define S3D_AVX2_REGION_BEGIN _Pragma("GCC push_options") _Pragma("GCC target(\"avx2\")")
+#define S3D_AVX2_REGION_END _Pragma("GCC pop_options")
+#else
+#define S3D_AVX2_REGION 0
+#endif
+
 namespace s3d {
 
 /// Highest instruction-set level the hand-dispatched CPU loops may use: 2 = any (AVX-512 where a loop has it),
