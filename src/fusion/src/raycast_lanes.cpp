@@ -17,6 +17,8 @@ namespace {
 
 constexpr int kLanes = 8;
 
+inline __m256 set(float v) { return _mm256_set1_ps(v); }
+
 /// Constants of the grid as 8-lane vectors.
 struct GridLanes {
   __m256 voxel[3], last[3], below_last[3];
@@ -89,10 +91,9 @@ S3D_ALWAYS_INLINE __m256 trilinear_lanes(const GridLanes& gl, __m256 px, __m256 
 
 /// refine_surface() in the lanes of `hit`, writing vertex and normal of lane l to out_vertex[l], out_normal[l]
 /// where refine_surface would (the others keep what they hold).
-S3D_ALWAYS_INLINE void refine_lanes(const GridLanes& gl, const VolumeGrid& g, Vec3f start, const __m256 dir[3],
+S3D_ALWAYS_INLINE void refine_lanes(const GridLanes& gl, const VolumeGrid& g, const __m256 s[3], const __m256 dir[3],
                                     __m256 t, float step, const __m256 q[3], __m256 hit, Vec3f* out_vertex,
                                     Vec3f* out_normal) {
-  const __m256 s[3] = {_mm256_set1_ps(start.x), _mm256_set1_ps(start.y), _mm256_set1_ps(start.z)};
   const __m256 vstep = _mm256_set1_ps(step);
   const __m256 f_next = trilinear_lanes(gl, q[0], q[1], q[2], hit);
   __m256 ok = _mm256_and_ps(hit, _mm256_cmp_ps(f_next, f_next, _CMP_ORD_Q));
@@ -142,35 +143,79 @@ S3D_ALWAYS_INLINE void refine_lanes(const GridLanes& gl, const VolumeGrid& g, Ve
   }
 }
 
+/// max_number / min_number (tsdf_math.hpp) in 8 lanes: a NaN operand gives the other one.
+S3D_ALWAYS_INLINE __m256 max_number_lanes(__m256 a, __m256 b) {
+  return _mm256_blendv_ps(b, a, _mm256_or_ps(_mm256_cmp_ps(a, b, _CMP_GT_OQ), _mm256_cmp_ps(b, b, _CMP_UNORD_Q)));
+}
+S3D_ALWAYS_INLINE __m256 min_number_lanes(__m256 a, __m256 b) {
+  return _mm256_blendv_ps(b, a, _mm256_or_ps(_mm256_cmp_ps(a, b, _CMP_LT_OQ), _mm256_cmp_ps(b, b, _CMP_UNORD_Q)));
+}
+
+/// The 8 marches' state before their first step (begin_march in lanes).
+struct MarchLanes {
+  __m256 start[3], dir[3], t, tsdf;
+  __m256 started;  ///< the lanes whose ray meets the box (and lie below the map's width)
+};
+
+/// begin_march for pixels x0 .. x0 + 7 of row y: pixel_ray and entry_tsdf with the same operations in the same
+/// order. Sets every lane's outputs (below a.width) invalid first.
+MarchLanes begin_lanes(const GridLanes& gl, const RaycastArgs& a, int x0, int y, Vec3f* vertices, Vec3f* normals) {
+  for (int l = 0; l < kLanes && x0 + l < a.width; ++l) vertices[l] = normals[l] = invalid_vec3();
+  const VolumeGrid& g = a.grid;
+  const Rigid& r = a.camera_to_world;
+  MarchLanes m;
+  const float start[3] = {r.t[0] - g.origin.x, r.t[1] - g.origin.y, r.t[2] - g.origin.z};
+  const float size[3] = {g.size.x, g.size.y, g.size.z};
+  const __m256 x =
+      _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_set1_epi32(x0), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+  const __m256 rx = _mm256_div_ps(_mm256_sub_ps(x, set(a.cx)), set(a.fx));
+  const __m256 ry = set((static_cast<float>(y) - a.cy) / a.fy);
+  __m256 dir[3];
+  for (int k = 0; k < 3; ++k)  // Rigid::rotate of (rx, ry, 1)
+    dir[k] = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(set(r.r[3 * k]), rx), _mm256_mul_ps(set(r.r[3 * k + 1]), ry)),
+                           set(r.r[3 * k + 2] * 1.0f));
+  const __m256 len = _mm256_sqrt_ps(_mm256_add_ps(
+      _mm256_add_ps(_mm256_mul_ps(dir[0], dir[0]), _mm256_mul_ps(dir[1], dir[1])), _mm256_mul_ps(dir[2], dir[2])));
+  const __m256 zero = _mm256_setzero_ps();
+  __m256 t_enter = zero, t_exit = zero;
+  for (int k = 0; k < 3; ++k) {
+    const __m256 unit = _mm256_div_ps(dir[k], len);
+    m.dir[k] = _mm256_blendv_ps(unit, set(1e-15f), _mm256_cmp_ps(unit, zero, _CMP_EQ_OQ));
+    m.start[k] = set(start[k]);
+    const __m256 ascending = _mm256_cmp_ps(m.dir[k], zero, _CMP_GT_OQ);
+    const __m256 near = _mm256_blendv_ps(set(size[k]), zero, ascending),
+                 far = _mm256_blendv_ps(zero, set(size[k]), ascending);
+    const __m256 t0 = _mm256_div_ps(_mm256_sub_ps(near, m.start[k]), m.dir[k]);
+    const __m256 t1 = _mm256_div_ps(_mm256_sub_ps(far, m.start[k]), m.dir[k]);
+    t_enter = k == 0 ? t0 : max_number_lanes(t_enter, t0);
+    t_exit = k == 0 ? t1 : min_number_lanes(t_exit, t1);
+  }
+  m.t = max_number_lanes(t_enter, zero);
+  const __m256 in_row = _mm256_castsi256_ps(
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(a.width - x0), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+  m.started = _mm256_and_ps(in_row, _mm256_cmp_ps(m.t, t_exit, _CMP_LT_OQ));
+  // entry_tsdf: the floor voxel at the entry, clamped into the grid
+  __m256 cell[3];
+  for (int k = 0; k < 3; ++k) {
+    const __m256 p = _mm256_add_ps(m.start[k], _mm256_mul_ps(m.t, m.dir[k]));
+    cell[k] = min_number_lanes(max_number_lanes(_mm256_floor_ps(_mm256_div_ps(p, gl.voxel[k])), zero), gl.last[k]);
+  }
+  m.tsdf = gather_tsdf(gl.words, gl.index(cell, m.started), m.started);
+  return m;
+}
+
 /// raycast_pixel for pixels x0 .. x0 + 7 of row y (those below a.width): the 8 marches step together, one gather
 /// of the 8 samples' voxels a step, each lane leaving the loop where raycast_pixel's loop ends; the lanes that
 /// found a + to - change then refine together.
-void raycast_group(const Voxel* vol, const GridLanes& gl, const RaycastArgs& a, int x0, int y, Vec3f* vertices,
-                   Vec3f* normals) {
-  alignas(32) float t0[kLanes], tsdf0[kLanes], d[3][kLanes];
-  int live = 0;
-  March m{};
-  for (int l = 0; l < kLanes; ++l) {
-    t0[l] = tsdf0[l] = 0.0f;
-    d[0][l] = d[1][l] = d[2][l] = 1.0f;
-    if (x0 + l >= a.width || !begin_march(vol, a, x0 + l, y, vertices[l], normals[l], m)) continue;
-    live |= 1 << l;
-    t0[l] = m.t;
-    tsdf0[l] = m.tsdf;
-    d[0][l] = m.dir.x;
-    d[1][l] = m.dir.y;
-    d[2][l] = m.dir.z;
-  }
-  if (live == 0) return;
-  // Every pixel's ray starts at the camera centre, with the same step and limit (the last lane's March has them).
-  const __m256 start[3] = {_mm256_set1_ps(m.start.x), _mm256_set1_ps(m.start.y), _mm256_set1_ps(m.start.z)};
-  const __m256 dir[3] = {_mm256_load_ps(d[0]), _mm256_load_ps(d[1]), _mm256_load_ps(d[2])};
-  const __m256 step = _mm256_set1_ps(m.step), max_t = _mm256_set1_ps(m.max_t), zero = _mm256_setzero_ps();
-  const __m256 started = _mm256_castsi256_ps(
-      _mm256_cmpgt_epi32(_mm256_and_si256(_mm256_set1_epi32(live), _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128)),
-                         _mm256_setzero_si256()));
-
-  __m256 t = _mm256_load_ps(t0), tsdf = _mm256_load_ps(tsdf0), active = started;
+void raycast_group(const GridLanes& gl, const RaycastArgs& a, int x0, int y, Vec3f* vertices, Vec3f* normals) {
+  const MarchLanes m = begin_lanes(gl, a, x0, y, vertices, normals);
+  if (_mm256_movemask_ps(m.started) == 0) return;
+  const float step_length = march_step(a.grid);
+  const __m256* start = m.start;
+  const __m256* dir = m.dir;
+  const __m256 step = _mm256_set1_ps(step_length), max_t = _mm256_set1_ps(march_limit(a.grid));
+  const __m256 zero = _mm256_setzero_ps(), started = m.started;
+  __m256 t = m.t, tsdf = m.tsdf, active = started;
   __m256 hit = zero, hit_t = zero, hit_q[3] = {zero, zero, zero};
   // `t` advances in every lane whatever its samples said, so that the next gather's addresses and mask do not
   // wait for this gather's data and the loads of several steps are in flight together; `active` (the lanes still
@@ -200,13 +245,13 @@ void raycast_group(const Voxel* vol, const GridLanes& gl, const RaycastArgs& a, 
     t = next;
   }
   if (_mm256_movemask_ps(hit) != 0)
-    refine_lanes(gl, a.grid, m.start, dir, hit_t, m.step, hit_q, hit, vertices, normals);
+    refine_lanes(gl, a.grid, start, dir, hit_t, step_length, hit_q, hit, vertices, normals);
 }
 
 __attribute__((flatten)) void raycast_row_lanes(const Voxel* vol, const RaycastArgs& a, int y, Vec3f* vertices,
                                                 Vec3f* normals) {
   const GridLanes gl(vol, a.grid);
-  for (int x0 = 0; x0 < a.width; x0 += kLanes) raycast_group(vol, gl, a, x0, y, vertices + x0, normals + x0);
+  for (int x0 = 0; x0 < a.width; x0 += kLanes) raycast_group(gl, a, x0, y, vertices + x0, normals + x0);
 }
 
 }  // namespace
