@@ -5,7 +5,9 @@
 //   bench_fusion [--device cuda|cpu] [--mode f2m|f2f] [--frames N] [--half] [--color] [--resolution R]
 //                [--out traj.txt]
 //                [--size M] [--truncation M] [--max-depth M] [--huber M] [--iterations A,B,C] [--no-bilateral]
-// (the last ones: FusionParams fields, KinFu's defaults otherwise).
+//                [--camera fx,fy,cx,cy]
+// (the last ones: FusionParams fields, KinFu's defaults otherwise; the camera defaults to the sequence's
+// camera-intrinsics.txt, 585,585,320,240).
 // --half: 320x240 (every other pixel of every other row, intrinsics halved), the CPU real-time size.
 #include <algorithm>
 #include <cstdio>
@@ -41,6 +43,7 @@ int main(int argc, char** argv) {
   int frames = 300, resolution = 512;
   bool halved = false, color = false;
   s3d::fusion::FusionParams params;
+  float cam[4] = {585.0f, 585.0f, 320.0f, 240.0f};  // camera-intrinsics.txt of the sequence
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--size" && i + 1 < argc)
@@ -55,6 +58,8 @@ int main(int argc, char** argv) {
       int it[3] = {10, 5, 4};
       if (std::sscanf(argv[++i], "%d,%d,%d", &it[0], &it[1], &it[2]) != 3) return 2;
       params.icp.iterations = {it[0], it[1], it[2], 0};
+    } else if (a == "--camera" && i + 1 < argc) {
+      if (std::sscanf(argv[++i], "%f,%f,%f,%f", &cam[0], &cam[1], &cam[2], &cam[3]) != 4) return 2;
     } else if (a == "--no-bilateral")
       params.depth.bilateral = false;
     else if (a == "--device" && i + 1 < argc)
@@ -94,7 +99,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_fusion: %s (set S3D_DATA_DIR)\n", e.what());
     return 1;
   }
-  params.camera = {585.0f, 585.0f, 320.0f, 240.0f};  // camera-intrinsics.txt of the sequence
+  params.camera = {cam[0], cam[1], cam[2], cam[3]};
   if (halved) params.camera = params.camera.level(1);
   params.mode = mode == "f2f" ? s3d::fusion::TrackingMode::kFrameToFrame : s3d::fusion::TrackingMode::kFrameToModel;
   params.volume.resolution = {resolution, resolution, resolution};
