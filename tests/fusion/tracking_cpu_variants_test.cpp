@@ -1,6 +1,8 @@
 // The CPU oracle's vectorised loops against the formulations they reorganise: the ICP reduction against the
-// kernel's own per-thread sums (icp_thread_sum) and trees, and the AVX2 variants of the pre-processing and
-// the reduction against the baseline x86-64 ones (S3D_CPU_ISA=baseline), bit for bit on real frames.
+// kernel's own per-thread sums (icp_thread_sum) and trees, the bilateral filter (range weights shared by the
+// two pixels of each pair, rows in blocks per thread) against the kernel's bilateral_pixel, and the AVX2
+// variants of the pre-processing and the reduction against the baseline x86-64 ones (S3D_CPU_ISA=baseline),
+// bit for bit on real frames.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "s3d/core/cpu_dispatch.hpp"
+#include "s3d/core/parallel.hpp"
 #include "test_support.hpp"
 #include "tracking_common.hpp"
 #include "tracking_cpu.hpp"
@@ -94,6 +97,38 @@ TEST(TrackingCpuVariants, ReductionEqualsTheKernelsThreadSumsBitForBit) {
               << expected[28] << ", A00 " << got[0] << " vs " << expected[0];
         }
   }
+}
+
+TEST(TrackingCpuVariants, BilateralEqualsThePerPixelFilterBitForBit) {
+  S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299/frame-000008.depth.png");
+  const Image<float> real = s3d::test::read_redkitchen_depth(8);
+  const int threads_before = cpu_threads();
+  long long compared = 0;
+  for (auto [w, h] : {std::pair{640, 480}, std::pair{333, 251}, std::pair{13, 7}, std::pair{1, 1}, std::pair{5, 40}})
+    for (int radius : {6, 3, 1}) {
+      const Image<float> depth = crop(real, w, h);
+      const std::vector<float> space = detail::bilateral_space_table(radius, 4.5f);
+      const float inv = detail::inv_two_sigma2(0.03f);
+      std::vector<float> want(static_cast<std::size_t>(w) * h);
+      for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x)
+          want[static_cast<std::size_t>(y) * w + x] =
+              detail::bilateral_pixel(depth.data.data(), w, h, x, y, radius, space.data(), inv);
+      for (int threads : {1, 2, 3, 7})  // blocks of rows: each starts its ring again; more threads than rows
+        for (const char* isa : {static_cast<const char*>(nullptr), "baseline"}) {
+          std::vector<float> got(want.size(), -1.0f);
+          {
+            s3d::test::ScopedCpuIsa scoped(isa);
+            set_cpu_threads(threads);
+            detail::bilateral_cpu(depth.data.data(), w, h, radius, space.data(), inv, got.data());
+          }
+          ASSERT_EQ(test::first_difference(got, want), -1)
+              << w << "x" << h << " radius " << radius << ", " << threads << " threads, " << (isa ? isa : "avx2");
+          compared += static_cast<long long>(got.size());
+        }
+    }
+  set_cpu_threads(threads_before);
+  EXPECT_GT(compared, 4 * 640 * 480);
 }
 
 TEST(TrackingCpuVariants, Avx2AndBaselineLoopsGiveTheSameBits) {
