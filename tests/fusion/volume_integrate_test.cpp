@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -229,6 +230,38 @@ TEST(VolumeIntegrateCpu, AvxLanesMatchTheScalarLoop) {
       ASSERT_EQ(weight[0][v], weight[1][v]) << "voxel " << v << ", " << p.resolution[0] << " voxels in x";
       ASSERT_EQ(tsdf[0][v], tsdf[1][v]) << "voxel " << v << ", " << p.resolution[0] << " voxels in x";
     }
+  }
+}
+
+/// The same without data: synthetic spheres into grids narrower than 8 columns, with a partial last group, and
+/// one whose frames mostly miss it (whole groups of columns outside the frustum).
+TEST(VolumeIntegrateCpu, AvxLanesMatchTheScalarLoopOnSmallGrids) {
+  const Eigen::Vector3d centre(0.0, 0.0, 1.0);
+  for (const std::array<int, 3>& resolution :
+       {std::array<int, 3>{5, 9, 7}, std::array<int, 3>{1, 2, 3}, std::array<int, 3>{37, 41, 29}}) {
+    VolumeParams p;
+    p.resolution = resolution;
+    p.size = {0.74f, 0.82f, 0.58f};
+    p.origin = {-0.37f, -0.41f, 0.71f};
+    p.truncation = 0.05f;
+    p.max_weight = 2;
+    std::vector<std::int16_t> tsdf[2], weight[2];
+    for (int variant = 0; variant < 2; ++variant) {
+      const s3d::test::ScopedCpuIsa scoped(variant == 0 ? "avx2" : "baseline");
+      TestVolume volume(Device(Device::Kind::kCpu), p);
+      for (int f = 0; f < 4; ++f) {
+        const Eigen::Vector3d eye = centre + Eigen::Vector3d(0.3 * std::cos(f * 1.3), 0.2 * std::sin(f * 1.3), -1.0);
+        const Eigen::Vector3d target = f == 3 ? centre + Eigen::Vector3d(0.0, 3.0, 0.0) : centre;  // looks away
+        const Eigen::Isometry3d pose = look_at(eye, target);
+        volume.integrate(render_sphere(synthetic_camera(), pose, 631, 479, centre, 0.2), synthetic_camera(), pose);
+      }
+      volume.download(tsdf[variant], weight[variant]);
+    }
+    long long observed = 0;
+    for (std::int16_t w : weight[1]) observed += w != 0;
+    if (resolution[0] > 1) EXPECT_GT(observed, 20) << resolution[0] << " voxels in x";  // the sphere's voxels
+    EXPECT_EQ(tsdf[0], tsdf[1]) << resolution[0] << " voxels in x";
+    EXPECT_EQ(weight[0], weight[1]) << resolution[0] << " voxels in x";
   }
 }
 

@@ -246,6 +246,40 @@ TEST(RaycastSkipping, EverySampleInACubesIntervalLiesInTheCube) {
   EXPECT_GT(checked, 10000);
 }
 
+// Without data: a fused sphere seen by a camera whose central ray is exactly axis-parallel (its zero direction
+// components become 1e-15), by maps narrower than one group of 8, and from so far away that the entry lies
+// beyond the march's limit.
+TEST(RaycastSkipping, AxisParallelRaysNarrowMapsAndDistantCameras) {
+  VolumeParams p;
+  p.resolution = {37, 41, 29};
+  p.size = {0.74f, 0.82f, 0.58f};
+  p.origin = {-0.37f, -0.41f, 0.71f};
+  p.truncation = 0.05f;
+  const VolumeGrid g = detail::make_grid(p);
+  const Eigen::Vector3d centre(0.0, 0.0, 1.0);
+  TestVolume volume(Device(Device::Kind::kCpu), p);
+  for (int f = 0; f < 3; ++f) {
+    const Eigen::Isometry3d pose =
+        look_at(centre + Eigen::Vector3d(0.3 * std::cos(f * 1.3), 0.2 * std::sin(f * 1.3), -1.0), centre);
+    volume.integrate(render_sphere(synthetic_camera(), pose, 640, 480, centre, 0.2), synthetic_camera(), pose);
+  }
+  std::vector<std::int16_t> tsdf, weight;
+  volume.download(tsdf, weight);
+  std::vector<Voxel> voxels(tsdf.size());
+  for (std::size_t v = 0; v < tsdf.size(); ++v) voxels[v] = {tsdf[v], weight[v]};
+  BrickMap bricks;
+  bricks.build(voxels.data(), g);
+  const CameraIntrinsics integer_centre{100.0f, 100.0f, 8.0f, 6.0f};  // pixel (8, 6) looks along +z exactly
+  int hits = compare_marches(voxels, g, bricks, integer_centre, Eigen::Isometry3d::Identity(), 17, 13);
+  hits += compare_marches(voxels, g, bricks, integer_centre, Eigen::Isometry3d::Identity(), 5, 3);
+  hits += compare_marches(voxels, g, bricks, synthetic_camera().level(3), look_at(Eigen::Vector3d(0, 0, 0.2), centre),
+                          7, 60);
+  EXPECT_GT(hits, 100);
+  EXPECT_EQ(compare_marches(voxels, g, bricks, synthetic_camera().level(2),
+                            look_at(Eigen::Vector3d(0, 0, -500.0), centre), 160, 120),
+            0);  // the box is 500 m away, the march gives up after 3 * 2.14 m
+}
+
 TEST(RaycastSkipping, EmptyAndAllNegativeVolumes) {
   VolumeParams p;
   p.resolution = {37, 21, 30};

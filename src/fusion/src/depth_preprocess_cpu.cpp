@@ -2,6 +2,7 @@
 // one OpenMP loop over rows per stage around the shared per-pixel functions.
 #include <algorithm>
 #include <cstdint>
+#include <new>
 #include <vector>
 
 #include <omp.h>
@@ -78,10 +79,6 @@ S3D_ALWAYS_INLINE void bilateral_row_from_taps(const float* src, int w, int h, i
     for (int dx = -radius; dx <= radius; ++dx) {
       const float sw = space[(dy + radius) * side + (dx + radius)];
       const int x0 = std::max(0, -dx), x1 = std::min(w, w - dx);
-      const bool forward = dy > 0 || (dy == 0 && dx > 0);
-      // forward: this pixel's own value at x; backward: the partner's (row y + dy, column x + dx) for (-dx, -dy)
-      const float* ev = forward ? ring(y) + static_cast<std::ptrdiff_t>(taps.index(dx, dy)) * w
-                                : ring(yy) + static_cast<std::ptrdiff_t>(taps.index(-dx, -dy)) * w + dx;
       if (dx == 0 && dy == 0) {
         for (int x = x0; x < x1; ++x) {
           const float d = row[x], d0 = centre[x];
@@ -93,9 +90,14 @@ S3D_ALWAYS_INLINE void bilateral_row_from_taps(const float* src, int w, int h, i
         }
         continue;
       }
+      // forward: this pixel's own value, at x; backward: the partner's (row y + dy, column x + dx) for (-dx, -dy)
+      const bool forward = dy > 0 || (dy == 0 && dx > 0);
+      const float* ev = forward ? ring(y) + static_cast<std::ptrdiff_t>(taps.index(dx, dy)) * w
+                                : ring(yy) + static_cast<std::ptrdiff_t>(taps.index(-dx, -dy)) * w;
+      const int shift = forward ? 0 : dx;
       for (int x = x0; x < x1; ++x) {
         const float d = row[x + dx];
-        const float e = sw * ev[x];
+        const float e = sw * ev[x + shift];
         const float wgt = d == 0.0f ? 0.0f : e;
         sum[x] = sum[x] + (d * wgt);
         weights[x] = weights[x] + wgt;
@@ -140,17 +142,29 @@ void bilateral_cpu(const float* src, int w, int h, int radius, const float* spac
   const ForwardTaps taps{radius, w};
   const std::size_t scratch_size =
       static_cast<std::size_t>(radius + 1) * taps.count() * w + 2 * static_cast<std::size_t>(w);
+  bool out_of_memory = false;
 #pragma omp parallel
   {
     // Each thread one block of rows (the ring's first rows computed again at each block's start); the scratch
-    // stays with the thread from frame to frame.
+    // stays with the thread from frame to frame ((radius + 1) * (2 radius^2 + 2 radius) * w floats: 1.5 MB at
+    // 640 pixels and KinFu's radius 6).
     thread_local std::vector<float> scratch;
-    if (scratch.size() < scratch_size) scratch.resize(scratch_size);
     const int threads = omp_get_num_threads(), id = omp_get_thread_num();
     const int y_begin = static_cast<int>(static_cast<long long>(h) * id / threads);
     const int y_end = static_cast<int>(static_cast<long long>(h) * (id + 1) / threads);
-    if (y_begin < y_end) rows(src, w, h, y_begin, y_end, radius, space, inv_two_sigma_d2, scratch.data(), dst);
+    bool ready = y_begin < y_end;
+    if (ready && scratch.size() < scratch_size) {
+      try {  // no exception may leave an OpenMP region
+        scratch.resize(scratch_size);
+      } catch (const std::bad_alloc&) {
+        ready = false;
+#pragma omp atomic write
+        out_of_memory = true;
+      }
+    }
+    if (ready) rows(src, w, h, y_begin, y_end, radius, space, inv_two_sigma_d2, scratch.data(), dst);
   }
+  if (out_of_memory) throw std::bad_alloc();
 }
 
 void pyrdown_cpu(const float* src, int sw, int sh, float gate, float* dst) {
