@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -146,6 +147,21 @@ TEST(ImageRead, PngHeaderPromisingMorePixelsThanItsBytesCanHold) {
     FAIL();
   } catch (const s3d::IoError& e) {
     EXPECT_NE(std::string(e.what()).find("30000x30000"), std::string::npos) << e.what();
+  }
+}
+
+// A broken PNG signature with "DICM" at byte 128: OpenCV passed it to GDCM, which aborted the process (found by
+// fuzzing); refused before any decoder sees it.
+TEST(ImageRead, DicomSignatureIsRefusedNotDecoded) {
+  std::vector<std::uint8_t> bytes(200, 0);
+  const char head[] = "\x89PNG\r\n\x1a";  // the eighth signature byte is wrong: not a PNG
+  std::copy(head, head + 7, bytes.begin());
+  std::copy_n("DICM", 4, bytes.begin() + 128);
+  try {
+    decode_grey16(bytes, "scan.png");
+    FAIL();
+  } catch (const s3d::IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("scan.png: DICOM"), std::string::npos) << e.what();
   }
 }
 

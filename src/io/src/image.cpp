@@ -59,9 +59,16 @@ void silence_opencv_log() {
   (void)silenced;
 }
 
+/// DICOM's signature: "DICM" at byte 128 (OpenCV hands such bytes to GDCM, whose reader aborts the process on
+/// malformed data: found by fuzzing). Not an image format of this toolkit.
+bool is_dicom(const std::vector<std::uint8_t>& bytes) {
+  return bytes.size() >= 132 && bytes[128] == 'D' && bytes[129] == 'I' && bytes[130] == 'C' && bytes[131] == 'M';
+}
+
 cv::Mat decode(const std::vector<std::uint8_t>& bytes, const std::string& name) {
   check_png_size(bytes.data(), bytes.size(), bytes.size(), name);
   if (detail::is_png(bytes)) return checked(detail::decode_png(bytes, name), name);
+  if (is_dicom(bytes)) throw IoError(name + ": DICOM data (\"DICM\" at byte 128) is not a supported image format");
   silence_opencv_log();
   cv::Mat m;
   try {
