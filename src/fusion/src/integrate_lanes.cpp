@@ -2,11 +2,7 @@
 
 #include <algorithm>
 
-#include "s3d/core/cpu_dispatch.hpp"
-
-#if S3D_AVX2_REGION
-#include <immintrin.h>
-#endif
+#include "voxel_lanes.hpp"
 
 namespace s3d::fusion::detail {
 
@@ -15,9 +11,10 @@ namespace s3d::fusion::detail {
 S3D_AVX2_REGION_BEGIN
 namespace {
 
-constexpr int kLanes = 8;
-
-inline __m256 set(float v) { return _mm256_set1_ps(v); }
+using lanes::iota;
+using lanes::kLanes;
+using lanes::set;
+using lanes::tsdf_of_words;
 
 /// Columns (i0 .. i0 + 7, j): tsdf_sample + tsdf_fuse in the lanes whose column_range holds k, for every k of
 /// the union of those ranges.
@@ -39,12 +36,8 @@ void integrate_group(Voxel* vol, const IntegrateArgs& a, const float* depth, int
   const Rigid& m = a.world_to_camera;
   const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
   // The voxel centres: x per lane, y for the row, z per k (VolumeGrid::centre's expression).
-  const __m256 px =
-      _mm256_add_ps(_mm256_set1_ps(g.origin.x),
-                    _mm256_mul_ps(_mm256_add_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(
-                                                    _mm256_set1_epi32(i0), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))),
-                                                _mm256_set1_ps(0.5f)),
-                                  _mm256_set1_ps(g.voxel.x)));
+  const __m256 px = _mm256_add_ps(
+      set(g.origin.x), _mm256_mul_ps(_mm256_add_ps(_mm256_cvtepi32_ps(iota(i0)), set(0.5f)), set(g.voxel.x)));
   const float py = g.origin.y + (static_cast<float>(j) + 0.5f) * g.voxel.y;
   const __m256 width_last = set(static_cast<float>(a.width - 1)), height_last = set(static_cast<float>(a.height - 1));
   const __m256 truncation = set(g.truncation), scale = set(kTsdfScale);
@@ -98,8 +91,7 @@ void integrate_group(Voxel* vol, const IntegrateArgs& a, const float* depth, int
     const __m256i mask = _mm256_castps_si256(ok);
     const __m256i word = _mm256_maskload_epi32(words, mask);
     const __m256i w = _mm256_srai_epi32(word, 16);
-    const __m256 stored =
-        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(word, 16), 16)), set(kInvTsdfScale));
+    const __m256 stored = tsdf_of_words(word);
     const __m256i w1 = _mm256_add_epi32(w, _mm256_set1_epi32(1));
     const __m256 fused =
         _mm256_div_ps(_mm256_add_ps(_mm256_mul_ps(stored, _mm256_cvtepi32_ps(w)), tsdf), _mm256_cvtepi32_ps(w1));

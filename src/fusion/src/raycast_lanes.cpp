@@ -2,11 +2,7 @@
 
 #include <cstdint>
 
-#include "s3d/core/cpu_dispatch.hpp"
-
-#if S3D_AVX2_REGION
-#include <immintrin.h>
-#endif
+#include "voxel_lanes.hpp"
 
 namespace s3d::fusion::detail {
 
@@ -15,9 +11,10 @@ namespace s3d::fusion::detail {
 S3D_AVX2_REGION_BEGIN
 namespace {
 
-constexpr int kLanes = 8;
-
-inline __m256 set(float v) { return _mm256_set1_ps(v); }
+using lanes::iota;
+using lanes::kLanes;
+using lanes::set;
+using lanes::tsdf_of_words;
 
 /// Constants of the grid as 8-lane vectors.
 struct GridLanes {
@@ -50,8 +47,7 @@ struct GridLanes {
 /// The stored tsdf of voxel word `index` in the lanes of `mask` (0 elsewhere), as tsdf_value.
 S3D_ALWAYS_INLINE __m256 gather_tsdf(const int* words, __m256i index, __m256 mask) {
   const __m256i word = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), words, index, _mm256_castps_si256(mask), 4);
-  return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(word, 16), 16)),
-                       _mm256_set1_ps(kInvTsdfScale));
+  return tsdf_of_words(word);
 }
 
 /// trilinear() in 8 lanes: the same operations in the same order; NaN where trilinear gives NaN or `mask` is off.
@@ -166,8 +162,7 @@ MarchLanes begin_lanes(const GridLanes& gl, const RaycastArgs& a, int x0, int y,
   MarchLanes m;
   const float start[3] = {r.t[0] - g.origin.x, r.t[1] - g.origin.y, r.t[2] - g.origin.z};
   const float size[3] = {g.size.x, g.size.y, g.size.z};
-  const __m256 x =
-      _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_set1_epi32(x0), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+  const __m256 x = _mm256_cvtepi32_ps(iota(x0));
   const __m256 rx = _mm256_div_ps(_mm256_sub_ps(x, set(a.cx)), set(a.fx));
   const __m256 ry = set((static_cast<float>(y) - a.cy) / a.fy);
   __m256 dir[3];
@@ -191,8 +186,7 @@ MarchLanes begin_lanes(const GridLanes& gl, const RaycastArgs& a, int x0, int y,
     t_exit = k == 0 ? t1 : min_number_lanes(t_exit, t1);
   }
   m.t = max_number_lanes(t_enter, zero);
-  const __m256 in_row = _mm256_castsi256_ps(
-      _mm256_cmpgt_epi32(_mm256_set1_epi32(a.width - x0), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+  const __m256 in_row = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(a.width), iota(x0)));
   m.started = _mm256_and_ps(in_row, _mm256_cmp_ps(m.t, t_exit, _CMP_LT_OQ));
   // entry_tsdf: the floor voxel at the entry, clamped into the grid
   __m256 cell[3];
