@@ -61,6 +61,13 @@ int main(int argc, char** argv) {
   app.add_option("--huber", f.huber, "Huber threshold on the point-to-plane residual, metres (0 = off)")
       ->capture_default_str()
       ->group(track_group);
+  app.add_option("--noise-weighting", f.noise_weighting,
+                 "weight each ICP residual by the inverse variance of depth noise at its depth (Kinect's "
+                 "model, sigma = 1.2 mm + 1.9 mm (z - 0.4 m)^2); off = KinFu's plain least squares")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}))
+      ->type_name("on|off")
+      ->group(track_group);
   app.add_option("--emit", f.emit,
                  "outputs in each sequence's folder: trajectory (trajectory.txt, always written), mesh "
                  "(mesh.ply), cloud (cloud.ply); frames.jsonl is always written")

@@ -59,6 +59,9 @@ Plan make_plan(const Flags& f) {
     throw InvalidArgument(
         "--truncation: must be at least 3e-6 x --volume-size (the ray cast's step would not advance)");
   p.icp.huber_delta = static_cast<float>(f.huber);
+  if (f.noise_weighting != "on" && f.noise_weighting != "off")
+    throw InvalidArgument("--noise-weighting: `" + f.noise_weighting + "` is not on or off");
+  p.icp.noise_weighting = f.noise_weighting == "on";
   const auto its = apps::split_list(f.icp_iterations);
   if (its.empty() || its.size() > 4)
     throw InvalidArgument("--icp-iterations: `" + f.icp_iterations + "`: give 1 to 4 counts, finest level first");

@@ -22,8 +22,9 @@ struct Flags {
   double truncation = 0.03;
   std::string icp_iterations = "10,5,4";
   double huber = 0.0;
-  std::string eval;         ///< ground-truth file or `auto`; empty: no evaluation
-  std::string eval_ranges;  ///< `A:B,C:D`: ATE also over these frame ranges (each aligned on its own)
+  std::string noise_weighting = "on";  ///< on | off
+  std::string eval;                    ///< ground-truth file or `auto`; empty: no evaluation
+  std::string eval_ranges;             ///< `A:B,C:D`: ATE also over these frame ranges (each aligned on its own)
   std::string frames;
   std::string emit = "trajectory,mesh";
   std::string color = "auto";  ///< auto | on | off

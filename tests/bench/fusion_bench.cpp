@@ -5,6 +5,7 @@
 //   bench_fusion [--device cuda|cpu] [--mode f2m|f2f] [--frames N] [--half] [--color] [--resolution R]
 //                [--out traj.txt]
 //                [--size M] [--truncation M] [--max-depth M] [--huber M] [--iterations A,B,C] [--no-bilateral]
+//                [--noise-weighting on|off] [--distance-gate M] [--angle-gate DEG]
 //                [--camera fx,fy,cx,cy]
 // (the last ones: FusionParams fields, KinFu's defaults otherwise; the camera defaults to the sequence's
 // camera-intrinsics.txt, 585,585,320,240).
@@ -60,7 +61,13 @@ int main(int argc, char** argv) {
       params.icp.iterations = {it[0], it[1], it[2], 0};
     } else if (a == "--camera" && i + 1 < argc) {
       if (std::sscanf(argv[++i], "%f,%f,%f,%f", &cam[0], &cam[1], &cam[2], &cam[3]) != 4) return 2;
-    } else if (a == "--no-bilateral")
+    } else if (a == "--noise-weighting" && i + 1 < argc)
+      params.icp.noise_weighting = std::string(argv[++i]) == "on";
+    else if (a == "--distance-gate" && i + 1 < argc)
+      params.icp.distance_gate = std::stof(argv[++i]);
+    else if (a == "--angle-gate" && i + 1 < argc)
+      params.icp.angle_gate = std::stof(argv[++i]);
+    else if (a == "--no-bilateral")
       params.depth.bilateral = false;
     else if (a == "--device" && i + 1 < argc)
       device = argv[++i];

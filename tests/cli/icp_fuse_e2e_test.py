@@ -340,13 +340,25 @@ class IcpFuseTest(unittest.TestCase):
         k = self.records(proc)[0]["intrinsics"]
         self.assertEqual((k["fx"], k["fy"], k["cx"], k["cy"]), (60, 60, 31.5, 23.5))
 
+    def test_noise_weighting_is_on_by_default_and_can_be_turned_off(self):
+        seq = self.real_copy(frames=4)
+        runs = {}
+        for name, args in (("default", []), ("on", ["--noise-weighting", "on"]), ("off", ["--noise-weighting", "off"])):
+            self.run_tool(*SMALL, seq, "-o", name, *args)
+            runs[name] = read_trajectory(self.path(name, "trajectory.txt"))
+            self.assertEqual(len(runs[name]), 4, name)
+        self.assertEqual(runs["default"], runs["on"])
+        self.assertNotEqual(runs["on"][1:], runs["off"][1:])  # the first pose is the fixed initial one
+        for a, b in zip(runs["on"], runs["off"]):  # both track the same small motion
+            self.assertLess(sum((x - y) ** 2 for x, y in zip(a[1:4], b[1:4])) ** 0.5, 0.01)
+
     def test_usage_errors(self):
         seq = self.synthetic(frames=2)
         k = ["--intrinsics", "60,60,32,24"]
         for args in (["--mode", "icp"], ["--frames", "5:2"], ["--frames", "x"], ["--icp-iterations", "1,2,3,4,5"],
                      ["--volume-resolution", "4"], ["--depth-scale", "-1"], ["--emit", "mesh,video"],
                      ["--eval-ranges", "0:2"], ["--eval", "auto", "--eval-ranges", "3:1"], ["--color", "maybe"],
-                     ["--truncation", "1e-9"]):
+                     ["--truncation", "1e-9"], ["--noise-weighting", "yes"]):
             proc = self.run_tool(*SMALL, *k, seq, "-o", "out", *args, code=2)
             self.assertEqual(len(proc.stderr.decode().strip().splitlines()), 1, (args, proc.stderr))
         self.run_tool(*SMALL, *k, seq, code=2)  # no output

@@ -2,6 +2,7 @@
 // backend bit-identical to the CPU oracle on real 7-Scenes frames, odd sizes and all-invalid frames.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -175,19 +176,30 @@ TEST(TrackingCpu, IdentityPoseSystemIsExactlyZeroGradient) {
   EXPECT_EQ(s.residual_sq, 0.0);
 }
 
+/// Frame 5 (current) against frame 0 (reference, at its ground-truth pose p0), both pre-processed on the CPU.
+struct Frame5AgainstFrame0 {
+  FusionParams p = test::redkitchen_params();
+  Eigen::Isometry3d p0 = test::read_redkitchen_pose(0);
+  std::unique_ptr<detail::TrackingBackend> ref, cur;
+  Frame5AgainstFrame0() {
+    const Image<float> d0 = s3d::test::read_redkitchen_depth(0), d5 = s3d::test::read_redkitchen_depth(5);
+    ref = detail::make_cpu_tracking(p, d0.width, d0.height);
+    cur = detail::make_cpu_tracking(p, d0.width, d0.height);
+    ref->preprocess(d0.cview());
+    cur->preprocess(d5.cview());
+    ref->reference_from_frame(test::to_rigid(p0));
+  }
+  /// The ICP inputs of `level` at the estimate p0 (frame 5 is about 1 cm and 0.5 degrees from it).
+  detail::IcpInputs inputs(int level, const detail::IcpGates& gates) const {
+    return detail::make_icp_inputs(cur->frame_maps(level), ref->reference_maps(level), test::to_rigid(p0),
+                                   test::to_rigid(p0.inverse()), p.camera.level(level), gates);
+  }
+};
+
 TEST(TrackingCpu, ReductionTreeAgreesWithAPlainDoubleSum) {
   S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299/frame-000005.depth.png");
-  const Image<float> d0 = s3d::test::read_redkitchen_depth(0), d5 = s3d::test::read_redkitchen_depth(5);
-  const FusionParams p = test::redkitchen_params();
-  auto ref = detail::make_cpu_tracking(p, d0.width, d0.height);
-  auto cur = detail::make_cpu_tracking(p, d0.width, d0.height);
-  ref->preprocess(d0.cview());
-  cur->preprocess(d5.cview());
-  const Eigen::Isometry3d p0 = test::read_redkitchen_pose(0);
-  ref->reference_from_frame(test::to_rigid(p0));
-  const detail::Maps cm = cur->frame_maps(0);
-  const detail::IcpInputs in = detail::make_icp_inputs(cm, ref->reference_maps(0), test::to_rigid(p0),
-                                                       test::to_rigid(p0.inverse()), p.camera, detail::IcpGates{});
+  const Frame5AgainstFrame0 f;
+  const detail::IcpInputs in = f.inputs(0, detail::IcpGates{});
   double plain[detail::kIcpTerms] = {};
   for (int i = 0; i < in.cur_pixels; ++i) {
     float acc[detail::kIcpTerms] = {};
@@ -199,6 +211,60 @@ TEST(TrackingCpu, ReductionTreeAgreesWithAPlainDoubleSum) {
   ASSERT_GT(plain[28], 1000.0);
   for (int k = 0; k < detail::kIcpTerms; ++k)
     EXPECT_NEAR(tree[k], plain[k], 1e-5 * std::fabs(plain[k]) + 1e-9) << "term " << k;
+}
+
+// The weighted system against the unweighted rows scaled in double by the noise model written out here: A
+// and g are sums of (1.2 mm)^2 / (sigma(z)^2 + sigma_model^2) times each unweighted row, z the current point's
+// depth, sigma(z) = 1.2 mm + 1.9 mm/m^2 (z - 0.4 m)^2 (flat below 0.4 m); the residual and the inlier count
+// stay unweighted.
+TEST(TrackingCpu, NoiseWeightingScalesEachRowByTheInverseResidualVariance) {
+  S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299/frame-000005.depth.png");
+  const Frame5AgainstFrame0 f;
+  detail::IcpGates plain_gates;
+  plain_gates.noise_weighting = false;
+  for (const float model_sigma : {0.0f, 0.0017f, 0.01f})
+    for (int l = 0; l < f.p.depth.levels; ++l) {
+      detail::IcpGates weighted;
+      weighted.model_sigma = model_sigma;
+      const detail::Maps cm = f.cur->frame_maps(l);
+      const detail::IcpInputs plain_in = f.inputs(l, plain_gates);
+      double expected[detail::kIcpTerms] = {};
+      double depth_min = 1e9, depth_max = 0.0;
+      for (int i = 0; i < plain_in.cur_pixels; ++i) {
+        float acc[detail::kIcpTerms] = {};
+        detail::icp_pixel(plain_in, i, acc);
+        if (acc[28] == 0.0f) continue;
+        const double z = cm.vertices[i].z, dz = std::max(0.0, z - 0.4), sigma = 0.0012 + 0.0019 * dz * dz;
+        const double w = (0.0012 * 0.0012) / (sigma * sigma + double(model_sigma) * double(model_sigma));
+        for (int k = 0; k < 27; ++k) expected[k] += w * acc[k];
+        expected[27] += acc[27];
+        expected[28] += acc[28];
+        depth_min = std::min(depth_min, z), depth_max = std::max(depth_max, z);
+      }
+      double got[detail::kIcpTerms], unweighted[detail::kIcpTerms];
+      detail::icp_reduce_cpu(f.inputs(l, weighted), got);
+      detail::icp_reduce_cpu(plain_in, unweighted);
+      ASSERT_GT(expected[28], 100.0) << "level " << l;
+      ASSERT_GT(depth_max - depth_min, 1.0) << "level " << l << ": the frame should span depths of different weights";
+      EXPECT_LT(got[0], 0.5 * unweighted[0]) << "level " << l << ": the rows are not weighted";
+      for (int k = 0; k < detail::kIcpTerms; ++k)
+        EXPECT_NEAR(got[k], expected[k], 1e-4 * std::fabs(expected[k]) + 1e-9)
+            << "model sigma " << model_sigma << " level " << l << " term " << k;
+    }
+}
+
+TEST(TrackingCpu, DepthNoiseWeightIsTheInverseVarianceOfTheKinectModel) {
+  EXPECT_EQ(detail::depth_noise_weight(0.4f, 0.0f), 1.0f);
+  EXPECT_EQ(detail::depth_noise_weight(0.1f, 0.0f), 1.0f);  // flat below 0.4 m, where the model's fit ends
+  EXPECT_EQ(detail::depth_noise_weight(0.0f, 0.0f), 1.0f);
+  for (float z : {0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.5f, 8.0f}) {
+    const double s = 0.0012 + 0.0019 * (z - 0.4) * (z - 0.4);
+    EXPECT_NEAR(detail::depth_noise_weight(z, 0.0f), (0.0012 / s) * (0.0012 / s), 1e-6 * (0.0012 / s) * (0.0012 / s))
+        << "z " << z;
+  }
+  EXPECT_LT(detail::depth_noise_weight(3.0f, 0.0f), detail::depth_noise_weight(2.9f, 0.0f));
+  // A model variance caps the weight of near points: (1.2 mm)^2 / ((1.2 mm)^2 + (1.2 mm)^2) at 0.4 m.
+  EXPECT_EQ(detail::depth_noise_weight(0.4f, 0.0012f * 0.0012f), 0.5f);
 }
 
 TEST(TrackingCpu, OddAndTinySizesHaveFloorHalvedLevels) {
@@ -298,9 +364,10 @@ TEST_P(TrackingDeviceTest, IcpSystemMatchesCpuAtSeveralPoses) {
   off.translation() += Eigen::Vector3d(0.02, -0.01, 0.015);
   off.linear() = off.linear() * Eigen::AngleAxisd(0.03, Eigen::Vector3d(0.2, 1, 0.1).normalized()).toRotationMatrix();
   estimates.push_back(off);
-  detail::IcpGates huber;
+  detail::IcpGates huber, unweighted;
   huber.huber_delta = 0.01f;
-  for (const detail::IcpGates& g : {detail::IcpGates{}, huber})
+  unweighted.noise_weighting = false;
+  for (const detail::IcpGates& g : {detail::IcpGates{}, huber, unweighted})
     for (std::size_t e = 0; e < estimates.size(); ++e)
       for (int l = 0; l < p.depth.levels; ++l) {
         const auto est = test::to_rigid(estimates[e]), w2r = test::to_rigid(p0.inverse());
@@ -308,8 +375,9 @@ TEST_P(TrackingDeviceTest, IcpSystemMatchesCpuAtSeveralPoses) {
         const detail::IcpSystem b = cpu->build_system(l, est, w2r, p.camera.level(l), g);
         EXPECT_GT(b.inliers, 100) << "estimate " << e << " level " << l;
         EXPECT_TRUE(test::same_system(a, b))
-            << "estimate " << e << " level " << l << " huber " << g.huber_delta << ": inliers " << a.inliers << " vs "
-            << b.inliers << ", A00 " << a.a[0] << " vs " << b.a[0] << ", g0 " << a.g[0] << " vs " << b.g[0];
+            << "estimate " << e << " level " << l << " huber " << g.huber_delta << " noise weighting "
+            << g.noise_weighting << ": inliers " << a.inliers << " vs " << b.inliers << ", A00 " << a.a[0] << " vs "
+            << b.a[0] << ", g0 " << a.g[0] << " vs " << b.g[0];
       }
 }
 
@@ -318,15 +386,17 @@ TEST_P(TrackingDeviceTest, IcpAttemptOnTheDeviceMatchesCpu) {
   S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299/frame-000008.depth.png");
   auto [cpu, dev] = frame8_against_frame0(test::redkitchen_params());
   const Eigen::Isometry3d p0 = test::read_redkitchen_pose(0);
-  detail::IcpGates huber;
+  detail::IcpGates huber, unweighted;
   huber.huber_delta = 0.01f;
-  for (const detail::IcpGates& g : {detail::IcpGates{}, huber}) {
+  unweighted.noise_weighting = false;
+  for (const detail::IcpGates& g : {detail::IcpGates{}, huber, unweighted}) {
     const detail::IcpRequest request{test::to_icp_pose(p0), test::to_rigid(p0.inverse()), g};
     const detail::IcpState a = dev->run_icp(request), b = cpu->run_icp(request);
     EXPECT_EQ(b.stop, detail::kIcpRunning);
     EXPECT_EQ(b.iterations, 19);
-    EXPECT_TRUE(test::same_state(a, b)) << "huber " << g.huber_delta << ": t " << a.pose.t[0] << " vs " << b.pose.t[0]
-                                        << ", iterations " << a.iterations << " vs " << b.iterations;
+    EXPECT_TRUE(test::same_state(a, b)) << "huber " << g.huber_delta << " noise weighting " << g.noise_weighting
+                                        << ": t " << a.pose.t[0] << " vs " << b.pose.t[0] << ", iterations "
+                                        << a.iterations << " vs " << b.iterations;
   }
   // Gates that reject everything: level 2 and 1 are given up, level 0 stops the attempt, on both.
   detail::IcpGates closed;

@@ -41,9 +41,11 @@ struct IcpSystem {
 };
 
 struct IcpGates {
-  float distance = 0.10f;    ///< metres
-  float sin_angle = 0.342f;  ///< |n_cur x n_ref| must be below this
-  float huber_delta = 0.0f;  ///< 0 = off
+  float distance = 0.10f;       ///< metres
+  float sin_angle = 0.342f;     ///< |n_cur x n_ref| must be below this
+  float huber_delta = 0.0f;     ///< 0 = off
+  bool noise_weighting = true;  ///< depth_noise_weight on each row
+  float model_sigma = 0.0f;     ///< metres, the reference's own error, added to the depth noise in quadrature
 };
 
 /// One ICP attempt: every level from the coarsest, params.icp.iterations[level] iterations each, from `start`.

@@ -175,6 +175,14 @@ class FusionEngine::Impl {
     const double angle = std::min(90.0, double(params_.icp.angle_gate) * angle_scale);
     g.sin_angle = static_cast<float>(std::sin(angle * M_PI / 180.0));
     g.huber_delta = params_.icp.huber_delta;
+    g.noise_weighting = params_.icp.noise_weighting;
+    // The ray-cast model has an error of its own, which depth does not predict: its voxels quantise the
+    // surface (the standard deviation of a uniform error over one voxel, voxel / sqrt(12)).
+    if (params_.mode == TrackingMode::kFrameToModel) {
+      const VolumeParams& v = params_.volume;
+      const float voxel = std::max({v.voxel_size(0), v.voxel_size(1), v.voxel_size(2)});
+      g.model_sigma = static_cast<float>(voxel / std::sqrt(12.0));
+    }
     return g;
   }
 

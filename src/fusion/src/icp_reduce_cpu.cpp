@@ -42,6 +42,8 @@ S3D_ALWAYS_INLINE void icp_tile_body(const IcpInputs& in, int tile, float* sums)
   const int rw = in.ref_width, rh = in.ref_height;
   const float fw = static_cast<float>(rw), fh = static_cast<float>(rh);
   const float gate2 = in.distance_gate2, sin2 = in.sin_angle2, huber = in.huber_delta;
+  const int noise = in.noise_weighting;
+  const float model_variance = in.model_variance;
   std::fill(acc, acc + kIcpTerms * kReduceThreads, 0.0f);
   for (int k = 0; k < kPixelsPerThread; ++k) {
     const int base = tile * kTilePixels + k * kReduceThreads;
@@ -71,7 +73,8 @@ S3D_ALWAYS_INLINE void icp_tile_body(const IcpInputs& in, int tile, float* sums)
       // Every operation evaluated unconditionally, selects after (GCC does not if-convert a conditional
       // operation that might trap).
       const float huber_weight = div_rn(huber, ab);
-      const float weight = (huber > 0.0f) & (ab > huber) ? huber_weight : 1.0f;
+      const float robust_weight = (huber > 0.0f) & (ab > huber) ? huber_weight : 1.0f;
+      const float weight = noise ? robust_weight * depth_noise_weight(v.z, model_variance) : robust_weight;
       int t = 0;
 #pragma GCC unroll 6
       for (int a = 0; a < 6; ++a) {

@@ -43,6 +43,8 @@ inline IcpInputs make_icp_inputs(Maps cur, Maps ref, const Rigid& estimate, cons
   in.distance_gate2 = gates.distance * gates.distance;
   in.sin_angle2 = gates.sin_angle * gates.sin_angle;
   in.huber_delta = gates.huber_delta;
+  in.noise_weighting = gates.noise_weighting ? 1 : 0;
+  in.model_variance = gates.model_sigma * gates.model_sigma;
   return in;
 }
 
