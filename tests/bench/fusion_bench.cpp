@@ -7,8 +7,8 @@
 //                [--size M] [--truncation M] [--max-depth M] [--huber M] [--iterations A,B,C] [--no-bilateral]
 //                [--noise-weighting on|off] [--distance-gate M] [--angle-gate DEG]
 //                [--camera fx,fy,cx,cy]
-// (the last ones: FusionParams fields, KinFu's defaults otherwise; the camera defaults to the sequence's
-// camera-intrinsics.txt, 585,585,320,240).
+// (the last ones: FusionParams fields, the library's defaults otherwise, KinFu's plus the ICP's noise weighting;
+// the camera defaults to the sequence's camera-intrinsics.txt, 585,585,320,240).
 // --half: 320x240 (every other pixel of every other row, intrinsics halved), the CPU real-time size.
 #include <algorithm>
 #include <cstdio>
