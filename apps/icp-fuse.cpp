@@ -62,8 +62,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->group(track_group);
   app.add_option("--noise-weighting", f.noise_weighting,
-                 "weight each ICP residual by the inverse variance of depth noise at its depth (Kinect's "
-                 "model, sigma = 1.2 mm + 1.9 mm (z - 0.4 m)^2); off = KinFu's plain least squares")
+                 "weight each ICP residual by its inverse variance: depth noise at its depth (Kinect's model, "
+                 "sigma = 1.2 mm + 1.9 mm (z - 0.4 m)^2), plus in f2m the model's voxel quantisation (voxel / "
+                 "sqrt(12)); off = KinFu's plain least squares")
       ->capture_default_str()
       ->check(CLI::IsMember({"on", "off"}))
       ->type_name("on|off")

@@ -61,9 +61,11 @@ int main(int argc, char** argv) {
       params.icp.iterations = {it[0], it[1], it[2], 0};
     } else if (a == "--camera" && i + 1 < argc) {
       if (std::sscanf(argv[++i], "%f,%f,%f,%f", &cam[0], &cam[1], &cam[2], &cam[3]) != 4) return 2;
-    } else if (a == "--noise-weighting" && i + 1 < argc)
-      params.icp.noise_weighting = std::string(argv[++i]) == "on";
-    else if (a == "--distance-gate" && i + 1 < argc)
+    } else if (a == "--noise-weighting" && i + 1 < argc) {
+      const std::string v = argv[++i];
+      if (v != "on" && v != "off") return 2;
+      params.icp.noise_weighting = v == "on";
+    } else if (a == "--distance-gate" && i + 1 < argc)
       params.icp.distance_gate = std::stof(argv[++i]);
     else if (a == "--angle-gate" && i + 1 < argc)
       params.icp.angle_gate = std::stof(argv[++i]);
@@ -149,12 +151,14 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "{\"bench\": \"fusion\", \"device\": \"%s\", \"mode\": \"%s\", \"color\": %s, \"width\": %d, \"height\": %d, "
-      "\"resolution\": "
-      "%d, "
-      "\"frames\": %d, \"median_ms\": {\"preprocess\": %.4f, \"track\": %.4f, \"integrate\": %.4f, \"raycast\": %.4f, "
+      "\"resolution\": %d, \"noise_weighting\": %s, \"huber\": %g, \"max_depth\": %g, \"distance_gate\": %g, "
+      "\"angle_gate\": %g, \"frames\": %d, \"median_ms\": {\"preprocess\": %.4f, \"track\": %.4f, \"integrate\": %.4f, "
+      "\"raycast\": %.4f, "
       "\"frame\": %.4f}, \"iterations\": %d, \"lost\": %d, \"recovered\": %d, \"invalid\": %d}\n",
       engine.device().to_string().c_str(), mode.c_str(), color ? "true" : "false", depth[0].width, depth[0].height,
-      resolution, frames, median(pre), median(track), median(integrate), median(raycast), median(total), iterations,
-      lost, recovered, invalid);
+      resolution, params.icp.noise_weighting ? "true" : "false", double(params.icp.huber_delta),
+      double(params.depth.max_depth), double(params.icp.distance_gate), double(params.icp.angle_gate), frames,
+      median(pre), median(track), median(integrate), median(raycast), median(total), iterations, lost, recovered,
+      invalid);
   return 0;
 }

@@ -125,9 +125,14 @@ TEST(IcpStep, DegenerateAndSingularSystemsStopWithoutMoving) {
   EXPECT_EQ(s.stop_level, 1);
   EXPECT_TRUE(std::isinf(s.condition));
 
-  s = detail::icp_initial_state(start);
-  detail::icp_step(s, sums_of(1e-3 * Matrix6d::Identity(), Vector6d::Ones(), 100).data(), 0, 1e6);
-  EXPECT_EQ(s.stop, detail::kIcpSingular);  // well conditioned, det 1e-18
+  // Scale alone does not make a system singular: the noise weighting scales a far scene's system by 1e-6
+  // and more (det 1e-36 and less), and the update is the same as at scale 1.
+  for (const double scale : {1e-3, 1e-6, 1e-12}) {
+    s = detail::icp_initial_state(start);
+    detail::icp_step(s, sums_of(scale * Matrix6d::Identity(), scale * Vector6d::Ones(), 100).data(), 0, 1e6);
+    EXPECT_EQ(s.stop, detail::kIcpRunning) << scale;
+    EXPECT_NEAR(s.pose.t[0], 1.0, 1e-9) << scale;
+  }
 
   s = detail::icp_initial_state(start);
   Vector6d nan_g = Vector6d::Ones();

@@ -74,9 +74,10 @@ TEST(TrackingCpuVariants, ReductionEqualsTheKernelsThreadSumsBitForBit) {
   const FusionParams p = test::redkitchen_params();
   const Image<float> f0 = s3d::test::read_redkitchen_depth(0), f8 = s3d::test::read_redkitchen_depth(8);
   const Eigen::Isometry3d p0 = test::read_redkitchen_pose(0);
-  detail::IcpGates huber, unweighted;
-  huber.huber_delta = 0.01f;
-  unweighted.noise_weighting = false;
+  detail::IcpGates huber, unweighted, huber_unweighted, model;
+  huber.huber_delta = huber_unweighted.huber_delta = 0.01f;
+  unweighted.noise_weighting = huber_unweighted.noise_weighting = false;
+  model.model_sigma = 0.0017f;  // frame to model's default at 512^3 over 3 m
   for (auto [w, h] : {std::pair{640, 480}, std::pair{333, 251}}) {
     auto ref = detail::make_cpu_tracking(p, w, h);
     auto cur = detail::make_cpu_tracking(p, w, h);
@@ -84,7 +85,7 @@ TEST(TrackingCpuVariants, ReductionEqualsTheKernelsThreadSumsBitForBit) {
     ref->reference_from_frame(test::to_rigid(p0));
     cur->preprocess(crop(f8, w, h).cview());
     for (const Eigen::Isometry3d& estimate : estimates_for_frame8())
-      for (const detail::IcpGates& gates : {detail::IcpGates{}, huber, unweighted})
+      for (const detail::IcpGates& gates : {detail::IcpGates{}, huber, unweighted, huber_unweighted, model})
         for (int l = 0; l < p.depth.levels; ++l) {
           const detail::IcpInputs in =
               detail::make_icp_inputs(cur->frame_maps(l), ref->reference_maps(l), test::to_rigid(estimate),
@@ -95,8 +96,8 @@ TEST(TrackingCpuVariants, ReductionEqualsTheKernelsThreadSumsBitForBit) {
           EXPECT_GT(expected[28], 50.0) << w << "x" << h << " level " << l;
           EXPECT_EQ(std::memcmp(expected, got, sizeof got), 0)
               << w << "x" << h << " level " << l << " huber " << gates.huber_delta << " noise weighting "
-              << gates.noise_weighting << ": inliers " << got[28] << " vs " << expected[28] << ", A00 " << got[0]
-              << " vs " << expected[0];
+              << gates.noise_weighting << " model sigma " << gates.model_sigma << ": inliers " << got[28] << " vs "
+              << expected[28] << ", A00 " << got[0] << " vs " << expected[0];
         }
   }
 }

@@ -189,9 +189,10 @@ struct Frame5AgainstFrame0 {
     cur->preprocess(d5.cview());
     ref->reference_from_frame(test::to_rigid(p0));
   }
-  /// The ICP inputs of `level` at the estimate p0 (frame 5 is about 1 cm and 0.5 degrees from it).
-  detail::IcpInputs inputs(int level, const detail::IcpGates& gates) const {
-    return detail::make_icp_inputs(cur->frame_maps(level), ref->reference_maps(level), test::to_rigid(p0),
+  /// The ICP inputs of `level` at `estimate` (default p0; frame 5 is about 1 cm and 0.5 degrees from it).
+  detail::IcpInputs inputs(int level, const detail::IcpGates& gates) const { return inputs(level, gates, p0); }
+  detail::IcpInputs inputs(int level, const detail::IcpGates& gates, const Eigen::Isometry3d& estimate) const {
+    return detail::make_icp_inputs(cur->frame_maps(level), ref->reference_maps(level), test::to_rigid(estimate),
                                    test::to_rigid(p0.inverse()), p.camera.level(level), gates);
   }
 };
@@ -222,35 +223,41 @@ TEST(TrackingCpu, NoiseWeightingScalesEachRowByTheInverseResidualVariance) {
   const Frame5AgainstFrame0 f;
   detail::IcpGates plain_gates;
   plain_gates.noise_weighting = false;
-  for (const float model_sigma : {0.0f, 0.0017f, 0.01f})
-    for (int l = 0; l < f.p.depth.levels; ++l) {
-      detail::IcpGates weighted;
-      weighted.model_sigma = model_sigma;
-      const detail::Maps cm = f.cur->frame_maps(l);
-      const detail::IcpInputs plain_in = f.inputs(l, plain_gates);
-      double expected[detail::kIcpTerms] = {};
-      double depth_min = 1e9, depth_max = 0.0;
-      for (int i = 0; i < plain_in.cur_pixels; ++i) {
-        float acc[detail::kIcpTerms] = {};
-        detail::icp_pixel(plain_in, i, acc);
-        if (acc[28] == 0.0f) continue;
-        const double z = cm.vertices[i].z, dz = std::max(0.0, z - 0.4), sigma = 0.0012 + 0.0019 * dz * dz;
-        const double w = (0.0012 * 0.0012) / (sigma * sigma + double(model_sigma) * double(model_sigma));
-        for (int k = 0; k < 27; ++k) expected[k] += w * acc[k];
-        expected[27] += acc[27];
-        expected[28] += acc[28];
-        depth_min = std::min(depth_min, z), depth_max = std::max(depth_max, z);
+  // At the reference's pose and moved off it: the weight must follow the current point's own depth, not the
+  // depth it projects to in the reference.
+  Eigen::Isometry3d off = f.p0;
+  off.translation() += Eigen::Vector3d(0.03, -0.02, 0.05);
+  off.linear() = off.linear() * Eigen::AngleAxisd(0.04, Eigen::Vector3d(0.3, 1, 0.2).normalized()).toRotationMatrix();
+  for (const Eigen::Isometry3d& estimate : {f.p0, off})
+    for (const float model_sigma : {0.0f, 0.0017f, 0.01f})
+      for (int l = 0; l < f.p.depth.levels; ++l) {
+        detail::IcpGates weighted;
+        weighted.model_sigma = model_sigma;
+        const detail::Maps cm = f.cur->frame_maps(l);
+        const detail::IcpInputs plain_in = f.inputs(l, plain_gates, estimate);
+        double expected[detail::kIcpTerms] = {};
+        double depth_min = 1e9, depth_max = 0.0;
+        for (int i = 0; i < plain_in.cur_pixels; ++i) {
+          float acc[detail::kIcpTerms] = {};
+          detail::icp_pixel(plain_in, i, acc);
+          if (acc[28] == 0.0f) continue;
+          const double z = cm.vertices[i].z, dz = std::max(0.0, z - 0.4), sigma = 0.0012 + 0.0019 * dz * dz;
+          const double w = (0.0012 * 0.0012) / (sigma * sigma + double(model_sigma) * double(model_sigma));
+          for (int k = 0; k < 27; ++k) expected[k] += w * acc[k];
+          expected[27] += acc[27];
+          expected[28] += acc[28];
+          depth_min = std::min(depth_min, z), depth_max = std::max(depth_max, z);
+        }
+        double got[detail::kIcpTerms], unweighted[detail::kIcpTerms];
+        detail::icp_reduce_cpu(f.inputs(l, weighted, estimate), got);
+        detail::icp_reduce_cpu(plain_in, unweighted);
+        ASSERT_GT(expected[28], 100.0) << "level " << l;
+        ASSERT_GT(depth_max - depth_min, 1.0) << "level " << l << ": the frame should span depths of different weights";
+        EXPECT_LT(got[0], 0.5 * unweighted[0]) << "level " << l << ": the rows are not weighted";
+        for (int k = 0; k < detail::kIcpTerms; ++k)
+          EXPECT_NEAR(got[k], expected[k], 1e-4 * std::fabs(expected[k]) + 1e-9)
+              << "model sigma " << model_sigma << " level " << l << " term " << k;
       }
-      double got[detail::kIcpTerms], unweighted[detail::kIcpTerms];
-      detail::icp_reduce_cpu(f.inputs(l, weighted), got);
-      detail::icp_reduce_cpu(plain_in, unweighted);
-      ASSERT_GT(expected[28], 100.0) << "level " << l;
-      ASSERT_GT(depth_max - depth_min, 1.0) << "level " << l << ": the frame should span depths of different weights";
-      EXPECT_LT(got[0], 0.5 * unweighted[0]) << "level " << l << ": the rows are not weighted";
-      for (int k = 0; k < detail::kIcpTerms; ++k)
-        EXPECT_NEAR(got[k], expected[k], 1e-4 * std::fabs(expected[k]) + 1e-9)
-            << "model sigma " << model_sigma << " level " << l << " term " << k;
-    }
 }
 
 TEST(TrackingCpu, DepthNoiseWeightIsTheInverseVarianceOfTheKinectModel) {
@@ -364,10 +371,11 @@ TEST_P(TrackingDeviceTest, IcpSystemMatchesCpuAtSeveralPoses) {
   off.translation() += Eigen::Vector3d(0.02, -0.01, 0.015);
   off.linear() = off.linear() * Eigen::AngleAxisd(0.03, Eigen::Vector3d(0.2, 1, 0.1).normalized()).toRotationMatrix();
   estimates.push_back(off);
-  detail::IcpGates huber, unweighted;
-  huber.huber_delta = 0.01f;
-  unweighted.noise_weighting = false;
-  for (const detail::IcpGates& g : {detail::IcpGates{}, huber, unweighted})
+  detail::IcpGates huber, unweighted, huber_unweighted, model;
+  huber.huber_delta = huber_unweighted.huber_delta = 0.01f;
+  unweighted.noise_weighting = huber_unweighted.noise_weighting = false;
+  model.model_sigma = 0.0017f;  // frame to model's default at 512^3 over 3 m
+  for (const detail::IcpGates& g : {detail::IcpGates{}, huber, unweighted, huber_unweighted, model})
     for (std::size_t e = 0; e < estimates.size(); ++e)
       for (int l = 0; l < p.depth.levels; ++l) {
         const auto est = test::to_rigid(estimates[e]), w2r = test::to_rigid(p0.inverse());
@@ -376,8 +384,8 @@ TEST_P(TrackingDeviceTest, IcpSystemMatchesCpuAtSeveralPoses) {
         EXPECT_GT(b.inliers, 100) << "estimate " << e << " level " << l;
         EXPECT_TRUE(test::same_system(a, b))
             << "estimate " << e << " level " << l << " huber " << g.huber_delta << " noise weighting "
-            << g.noise_weighting << ": inliers " << a.inliers << " vs " << b.inliers << ", A00 " << a.a[0] << " vs "
-            << b.a[0] << ", g0 " << a.g[0] << " vs " << b.g[0];
+            << g.noise_weighting << " model sigma " << g.model_sigma << ": inliers " << a.inliers << " vs " << b.inliers
+            << ", A00 " << a.a[0] << " vs " << b.a[0] << ", g0 " << a.g[0] << " vs " << b.g[0];
       }
 }
 
@@ -386,10 +394,11 @@ TEST_P(TrackingDeviceTest, IcpAttemptOnTheDeviceMatchesCpu) {
   S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299/frame-000008.depth.png");
   auto [cpu, dev] = frame8_against_frame0(test::redkitchen_params());
   const Eigen::Isometry3d p0 = test::read_redkitchen_pose(0);
-  detail::IcpGates huber, unweighted;
-  huber.huber_delta = 0.01f;
-  unweighted.noise_weighting = false;
-  for (const detail::IcpGates& g : {detail::IcpGates{}, huber, unweighted}) {
+  detail::IcpGates huber, unweighted, huber_unweighted, model;
+  huber.huber_delta = huber_unweighted.huber_delta = 0.01f;
+  unweighted.noise_weighting = huber_unweighted.noise_weighting = false;
+  model.model_sigma = 0.0017f;  // frame to model's default at 512^3 over 3 m
+  for (const detail::IcpGates& g : {detail::IcpGates{}, huber, unweighted, huber_unweighted, model}) {
     const detail::IcpRequest request{test::to_icp_pose(p0), test::to_rigid(p0.inverse()), g};
     const detail::IcpState a = dev->run_icp(request), b = cpu->run_icp(request);
     EXPECT_EQ(b.stop, detail::kIcpRunning);

@@ -23,7 +23,7 @@ enum IcpStop : int {
   kIcpRunning = 0,
   kIcpTooFewCorrespondences = 1,  ///< level 0 with fewer than 6 inliers
   kIcpDegenerate = 2,             ///< LDLT pivot spread above the limit (or a pivot <= 0)
-  kIcpSingular = 3,               ///< |det| < 1e-15 or a non-finite update
+  kIcpSingular = 3,               ///< a non-finite update or an angle above kMaxIncrementAngle
 };
 
 /// The state of one ICP attempt, carried from iteration to iteration (device memory on CUDA).
@@ -158,8 +158,9 @@ constexpr double kMaxIncrementAngle = 1.0e6;
 
 /// One iteration after its reduction: `sums` are the kIcpTerms reduced values at `level`. Records the
 /// system; with fewer than 6 inliers gives up a coarse level (the finer ones still decide) or stops at level 0;
-/// stops on a pivot spread above `max_condition` or a singular system (|det| < 1e-15, a non-finite update or
-/// an angle above kMaxIncrementAngle); else solves and applies
+/// stops on a pivot spread above `max_condition` (scale-free: the noise weighting scales a far scene's system
+/// by 1e-6 and more; a pivot <= 0 counts as infinite spread) or a singular update (non-finite, or an angle
+/// above kMaxIncrementAngle); else solves and applies
 /// R <- R_inc R, t <- R_inc t + t_inc.
 S3D_HOST_DEVICE S3D_FORCEINLINE void icp_step(IcpState& s, const double* sums, int level, double max_condition) {
   s.iterations += 1;
@@ -176,11 +177,10 @@ S3D_HOST_DEVICE S3D_FORCEINLINE void icp_step(IcpState& s, const double* sums, i
   }
   double d[6], x[6];
   ldlt6_solve(sums, sums + 21, d, x);
-  double lo = d[0], hi = d[0], det = d[0];
+  double lo = d[0], hi = d[0];
   for (int k = 1; k < 6; ++k) {
     lo = d[k] < lo ? d[k] : lo;
     hi = d[k] > hi ? d[k] : hi;
-    det = det * d[k];
   }
   s.condition = lo > 0.0 ? hi / lo : static_cast<double>(INFINITY);
   if (!(s.condition <= max_condition)) {
@@ -193,7 +193,7 @@ S3D_HOST_DEVICE S3D_FORCEINLINE void icp_step(IcpState& s, const double* sums, i
   bool finite = true;
   for (int k = 0; k < 6; ++k) finite = finite && is_finite(x[k]);
   for (int k = 0; k < 3; ++k) finite = finite && (x[k] < 0.0 ? -x[k] : x[k]) <= kMaxIncrementAngle;
-  if (!((det < 0.0 ? -det : det) >= 1e-15) || !finite) {
+  if (!finite) {
     s.stop = kIcpSingular;
     s.stop_level = level;
     return;
