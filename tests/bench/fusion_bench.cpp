@@ -152,8 +152,8 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"bench\": \"fusion\", \"device\": \"%s\", \"mode\": \"%s\", \"color\": %s, \"width\": %d, \"height\": %d, "
       "\"resolution\": %d, \"noise_weighting\": %s, \"huber\": %g, \"max_depth\": %g, \"distance_gate\": %g, "
-      "\"angle_gate\": %g, \"frames\": %d, \"median_ms\": {\"preprocess\": %.4f, \"track\": %.4f, \"integrate\": %.4f, "
-      "\"raycast\": %.4f, "
+      "\"angle_gate\": %g, \"frames\": %d, "
+      "\"median_ms\": {\"preprocess\": %.4f, \"track\": %.4f, \"integrate\": %.4f, \"raycast\": %.4f, "
       "\"frame\": %.4f}, \"iterations\": %d, \"lost\": %d, \"recovered\": %d, \"invalid\": %d}\n",
       engine.device().to_string().c_str(), mode.c_str(), color ? "true" : "false", depth[0].width, depth[0].height,
       resolution, params.icp.noise_weighting ? "true" : "false", double(params.icp.huber_delta),

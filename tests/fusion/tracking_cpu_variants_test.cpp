@@ -74,10 +74,6 @@ TEST(TrackingCpuVariants, ReductionEqualsTheKernelsThreadSumsBitForBit) {
   const FusionParams p = test::redkitchen_params();
   const Image<float> f0 = s3d::test::read_redkitchen_depth(0), f8 = s3d::test::read_redkitchen_depth(8);
   const Eigen::Isometry3d p0 = test::read_redkitchen_pose(0);
-  detail::IcpGates huber, unweighted, huber_unweighted, model;
-  huber.huber_delta = huber_unweighted.huber_delta = 0.01f;
-  unweighted.noise_weighting = huber_unweighted.noise_weighting = false;
-  model.model_sigma = 0.0017f;  // frame to model's default at 512^3 over 3 m
   for (auto [w, h] : {std::pair{640, 480}, std::pair{333, 251}}) {
     auto ref = detail::make_cpu_tracking(p, w, h);
     auto cur = detail::make_cpu_tracking(p, w, h);
@@ -85,7 +81,7 @@ TEST(TrackingCpuVariants, ReductionEqualsTheKernelsThreadSumsBitForBit) {
     ref->reference_from_frame(test::to_rigid(p0));
     cur->preprocess(crop(f8, w, h).cview());
     for (const Eigen::Isometry3d& estimate : estimates_for_frame8())
-      for (const detail::IcpGates& gates : {detail::IcpGates{}, huber, unweighted, huber_unweighted, model})
+      for (const detail::IcpGates& gates : test::icp_gate_variants())
         for (int l = 0; l < p.depth.levels; ++l) {
           const detail::IcpInputs in =
               detail::make_icp_inputs(cur->frame_maps(l), ref->reference_maps(l), test::to_rigid(estimate),

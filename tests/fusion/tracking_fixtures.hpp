@@ -93,6 +93,16 @@ inline Eigen::Isometry3d read_redkitchen_pose(int frame) {
   return pose;
 }
 
+/// The ICP weightings every CPU-vs-kernel and CPU-vs-CUDA test runs: the defaults (noise weighting, no model
+/// term), Huber with and without the noise weighting, neither, and frame to model's model term (512^3 over 3 m).
+inline std::vector<detail::IcpGates> icp_gate_variants() {
+  detail::IcpGates huber, unweighted, huber_unweighted, model;
+  huber.huber_delta = huber_unweighted.huber_delta = 0.01f;
+  unweighted.noise_weighting = huber_unweighted.noise_weighting = false;
+  model.model_sigma = 0.0017f;
+  return {detail::IcpGates{}, huber, unweighted, huber_unweighted, model};
+}
+
 inline detail::Rigid to_rigid(const Eigen::Isometry3d& pose) {
   detail::Rigid r{};
   for (int i = 0; i < 3; ++i) {

@@ -371,11 +371,7 @@ TEST_P(TrackingDeviceTest, IcpSystemMatchesCpuAtSeveralPoses) {
   off.translation() += Eigen::Vector3d(0.02, -0.01, 0.015);
   off.linear() = off.linear() * Eigen::AngleAxisd(0.03, Eigen::Vector3d(0.2, 1, 0.1).normalized()).toRotationMatrix();
   estimates.push_back(off);
-  detail::IcpGates huber, unweighted, huber_unweighted, model;
-  huber.huber_delta = huber_unweighted.huber_delta = 0.01f;
-  unweighted.noise_weighting = huber_unweighted.noise_weighting = false;
-  model.model_sigma = 0.0017f;  // frame to model's default at 512^3 over 3 m
-  for (const detail::IcpGates& g : {detail::IcpGates{}, huber, unweighted, huber_unweighted, model})
+  for (const detail::IcpGates& g : test::icp_gate_variants())
     for (std::size_t e = 0; e < estimates.size(); ++e)
       for (int l = 0; l < p.depth.levels; ++l) {
         const auto est = test::to_rigid(estimates[e]), w2r = test::to_rigid(p0.inverse());
@@ -394,11 +390,7 @@ TEST_P(TrackingDeviceTest, IcpAttemptOnTheDeviceMatchesCpu) {
   S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299/frame-000008.depth.png");
   auto [cpu, dev] = frame8_against_frame0(test::redkitchen_params());
   const Eigen::Isometry3d p0 = test::read_redkitchen_pose(0);
-  detail::IcpGates huber, unweighted, huber_unweighted, model;
-  huber.huber_delta = huber_unweighted.huber_delta = 0.01f;
-  unweighted.noise_weighting = huber_unweighted.noise_weighting = false;
-  model.model_sigma = 0.0017f;  // frame to model's default at 512^3 over 3 m
-  for (const detail::IcpGates& g : {detail::IcpGates{}, huber, unweighted, huber_unweighted, model}) {
+  for (const detail::IcpGates& g : test::icp_gate_variants()) {
     const detail::IcpRequest request{test::to_icp_pose(p0), test::to_rigid(p0.inverse()), g};
     const detail::IcpState a = dev->run_icp(request), b = cpu->run_icp(request);
     EXPECT_EQ(b.stop, detail::kIcpRunning);
