@@ -1,12 +1,13 @@
 // Marching cubes and the surface cloud: the table against the cube cases, a sphere's mesh on the sphere
 // (voxel/10), closed, consistently oriented and with shared vertices, the cloud on the sphere, empty volumes,
-// thread-count independence, and the CUDA mesh and cloud against the CPU's bit for bit.
+// thread-count and slab-size independence, and the CUDA mesh and cloud against the CPU's bit for bit.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -269,6 +270,35 @@ TEST_P(VolumeMesh, OddResolutionMatchesTheCpu) {
   EXPECT_TRUE(same_cloud(cpu.cloud(), gpu.cloud()));
 }
 
+TEST_P(VolumeMesh, SlabsDoNotChangeTheMeshOrTheCloud) {
+  // Extraction runs over slabs of z slices (volume_common.hpp: MeshSlab); one slab of the whole depth is the
+  // plain whole-volume pass. No seam may show: the same vertices, triangles, colours and points at any slab size.
+  S3D_SKIP_IF_NO_DEVICE(GetParam());
+  VolumeParams p = sphere_params();
+  p.color = true;
+  TestVolume volume(GetParam(), p);
+  const CameraIntrinsics cam = synthetic_camera();
+  Image<std::uint8_t> rgb(640, 480, 3);
+  for (int y = 0; y < 480; ++y)
+    for (int x = 0; x < 640; ++x) {
+      std::uint8_t* c = &rgb.data[3 * (static_cast<std::size_t>(y) * 640 + x)];
+      c[0] = static_cast<std::uint8_t>(x * 255 / 639), c[1] = static_cast<std::uint8_t>(y * 255 / 479), c[2] = 77;
+    }
+  for (const Eigen::Isometry3d& pose : sphere_views())
+    volume.integrate(render_sphere(cam, pose, 640, 480, kCentre, kRadius), cam, pose, rgb.data.data());
+  const int depth = p.resolution[2];
+  const Mesh whole = volume.mesh(depth);
+  const SurfaceCloud whole_cloud = volume.cloud(depth);
+  ASSERT_GT(whole.triangles.size(), 3000u);
+  ASSERT_EQ(whole.colors.size(), whole.vertices.size());
+  for (int slices : {1, 2, 5, 16, depth - 1, 0}) {
+    SCOPED_TRACE("slab of " + std::to_string(slices) + " slices");
+    EXPECT_TRUE(same_mesh(whole, volume.mesh(slices)));
+    EXPECT_TRUE(same_cloud(whole_cloud, volume.cloud(slices)));
+  }
+  expect_closed_manifold(volume.mesh(1));
+}
+
 TEST_P(VolumeMesh, RealMeshAndCloudMatchTheCpuBitForBit) {
   S3D_SKIP_IF_NO_DEVICE(GetParam());
   S3D_SKIP_CPU_VS_CPU(GetParam());
@@ -304,9 +334,11 @@ TEST_P(VolumeMesh, RealColoredMeshAndCloudMatchTheCpuBitForBit) {
   ASSERT_GT(mesh.triangles.size(), 10000u);
   ASSERT_EQ(mesh.colors.size(), mesh.vertices.size());
   EXPECT_TRUE(same_mesh(mesh, gpu.mesh()));
+  EXPECT_TRUE(same_mesh(mesh, gpu.mesh(7))) << "slabs of 7 slices";
   const SurfaceCloud cloud = cpu.cloud();
   ASSERT_EQ(cloud.colors.size(), cloud.points.size());
   EXPECT_TRUE(same_cloud(cloud, gpu.cloud()));
+  EXPECT_TRUE(same_cloud(cloud, gpu.cloud(7))) << "slabs of 7 slices";
 }
 
 TEST_P(VolumeMesh, ConstantColorGivesEveryVertexThatColor) {

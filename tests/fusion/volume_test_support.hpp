@@ -147,8 +147,9 @@ class TestVolume {
     return out;
   }
 
-  Mesh mesh() { return backend_->extract_mesh(); }
-  SurfaceCloud cloud() { return backend_->extract_cloud(); }
+  /// slab_slices 0: the library's slabs; > 0: that many z slices a slab (the result must not depend on it).
+  Mesh mesh(int slab_slices = 0) { return backend_->extract_mesh(slab_slices); }
+  SurfaceCloud cloud(int slab_slices = 0) { return backend_->extract_cloud(slab_slices); }
   void reset() { backend_->reset(); }
   void download(std::vector<std::int16_t>& tsdf, std::vector<std::int16_t>& weight) {
     backend_->download(tsdf, weight);

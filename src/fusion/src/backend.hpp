@@ -104,8 +104,10 @@ class VolumeBackend {
   /// Ray casts the zero crossing seen from `camera_to_world` into `out` (world-frame vertices and normals,
   /// backend memory, level-0 size); pixels without a surface are invalid.
   virtual void raycast(const CameraIntrinsics& camera, const Rigid& camera_to_world, Maps out) = 0;
-  virtual Mesh extract_mesh() = 0;
-  virtual SurfaceCloud extract_cloud() = 0;
+  /// Marching cubes / the zero crossings along the axes (volume_common.hpp), over slabs of `slab_slices` z
+  /// slices (0: as many as keep the scratch near kSlabVoxels voxels); the result does not depend on it.
+  virtual Mesh extract_mesh(int slab_slices) = 0;
+  virtual SurfaceCloud extract_cloud(int slab_slices) = 0;
   /// Host copies of the voxels (x fastest, then y, then z), for tests: tsdf scaled to int16, weights.
   virtual void download(std::vector<std::int16_t>& tsdf, std::vector<std::int16_t>& weight) = 0;
   /// Host copies of the voxels' colours, r g b weight per voxel (empty without colour), for tests.

@@ -319,13 +319,13 @@ FrameResult FusionEngine::integrate_with_pose(ImageView<const float> depth_m, co
 Mesh FusionEngine::extract_mesh() const {
   std::optional<ScopedDevice> scope;
   impl_->enter(scope);
-  return impl_->volume().extract_mesh();
+  return impl_->volume().extract_mesh(/*slab_slices=*/0);
 }
 
 SurfaceCloud FusionEngine::extract_cloud() const {
   std::optional<ScopedDevice> scope;
   impl_->enter(scope);
-  return impl_->volume().extract_cloud();
+  return impl_->volume().extract_cloud(/*slab_slices=*/0);
 }
 
 void FusionEngine::reset() { impl_->reset(); }

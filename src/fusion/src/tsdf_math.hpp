@@ -76,6 +76,15 @@ inline VolumeGrid make_grid(const VolumeParams& p) {
   return g;
 }
 
+/// Per-voxel scratch that covers the z slices from some slice on (a slab of surface extraction, not the whole
+/// volume): the element of the voxel with linear index `index` is data[index - first].
+template <typename T>
+struct SliceWindow {
+  T* data;
+  long long first;  ///< linear index of the window's first voxel
+  S3D_HOST_DEVICE S3D_FORCEINLINE T& operator[](long long index) const { return data[index - first]; }
+};
+
 /// The inverse of a rigid transform, computed in double on the host and rounded once to float, so that both
 /// backends get the same world-to-camera transform.
 inline Rigid inverse_rigid(const Rigid& m) {
@@ -451,10 +460,10 @@ S3D_HOST_DEVICE S3D_FORCEINLINE int cube_case(const Voxel* vol, const VolumeGrid
 
 /// The mesh vertices voxel (i, j, k) owns, as bits (1 x, 2 y, 4 z): the edge to the next voxel along that axis
 /// changes sign (< 0 against >= 0) and lies in at least one cube of non-trivial case (`cases`: cube_case per
-/// cube, stored at the voxel index of its corner 0, 0 for the last voxel of each axis). Every such edge is
-/// used by a triangle of that cube, so no vertex is unreferenced.
-S3D_HOST_DEVICE S3D_FORCEINLINE int edge_mask(const Voxel* vol, const std::uint8_t* cases, const VolumeGrid& g, int i,
-                                              int j, int k) {
+/// cube, stored at the voxel index of its corner 0, 0 for the last voxel of each axis; slices k - 1 and k are
+/// read). Every such edge is used by a triangle of that cube, so no vertex is unreferenced.
+S3D_HOST_DEVICE S3D_FORCEINLINE int edge_mask(const Voxel* vol, SliceWindow<const std::uint8_t> cases,
+                                              const VolumeGrid& g, int i, int j, int k) {
   const Voxel v = vol[g.index(i, j, k)];
   if (v.weight == 0) return 0;
   const bool inside = v.tsdf < 0;

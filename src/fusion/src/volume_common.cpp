@@ -1,6 +1,7 @@
 // Host set-up shared by both volume backends (see volume_common.hpp).
 #include "volume_common.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "s3d/core/errors.hpp"
@@ -47,6 +48,25 @@ RaycastArgs make_raycast_args(const VolumeGrid& g, const CameraIntrinsics& camer
   a.width = width;
   a.height = height;
   return a;
+}
+
+int slab_slices(const VolumeGrid& g, int requested) {
+  if (requested > 0) return std::min(requested, g.nz);
+  const long long plane = static_cast<long long>(g.nx) * g.ny;
+  return static_cast<int>(std::clamp<long long>(kSlabVoxels / plane, 1, g.nz));
+}
+
+MeshSlab mesh_slab(const VolumeGrid& g, int k0, int slices) {
+  MeshSlab s{};
+  s.k0 = k0;
+  s.k1 = static_cast<int>(std::min<long long>(static_cast<long long>(k0) + slices, g.nz));
+  s.case_first = std::max(k0 - 1, 0);
+  s.end = std::min(s.k1 + 1, g.nz);
+  return s;
+}
+
+void check_mesh_size(long long vertices, long long triangles) {
+  S3D_EXPECTS(vertices < (1LL << 31) && triangles < (1LL << 31) / 3, "extract_mesh: the mesh exceeds 2^31 entries");
 }
 
 }  // namespace s3d::fusion::detail

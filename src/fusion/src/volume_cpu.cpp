@@ -100,92 +100,125 @@ class CpuVolume final : public VolumeBackend {
     raycast_skipping_cpu(vol, bricks_, a, out.vertices, out.normals);
   }
 
-  Mesh extract_mesh() override {
+  Mesh extract_mesh(int slab_slices_requested) override {
     const VolumeGrid g = grid_;
     const Voxel* vol = voxels_.data();
-    const long long n = g.count();
-    std::vector<std::uint8_t> cases(static_cast<std::size_t>(n), 0), masks(static_cast<std::size_t>(n), 0);
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int k = 0; k < g.nz - 1; ++k)
-      for (int j = 0; j < g.ny - 1; ++j)
-        for (int i = 0; i < g.nx - 1; ++i)
-          cases[g.index(i, j, k)] = static_cast<std::uint8_t>(cube_case(vol, g, i, j, k));
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int k = 0; k < g.nz; ++k)
-      for (int j = 0; j < g.ny; ++j)
-        for (int i = 0; i < g.nx; ++i)
-          masks[g.index(i, j, k)] = static_cast<std::uint8_t>(edge_mask(vol, cases.data(), g, i, j, k));
-    // Exclusive scans: vertices per voxel, triangles per cube.
-    std::vector<std::int32_t> vertex_offset(static_cast<std::size_t>(n)), triangle_offset(static_cast<std::size_t>(n));
-    long long vertices = 0, triangles = 0;
-    for (long long v = 0; v < n; ++v) {
-      vertex_offset[v] = static_cast<std::int32_t>(vertices);
-      triangle_offset[v] = static_cast<std::int32_t>(triangles);
-      vertices += mask_count(masks[v]);
-      triangles += kMcTriangleCount[cases[v]];
-    }
-    S3D_EXPECTS(vertices < (1LL << 31) && triangles < (1LL << 31) / 3, "extract_mesh: the mesh exceeds 2^31 entries");
-    Mesh mesh;
-    mesh.vertices.resize(static_cast<std::size_t>(3 * vertices));
-    mesh.normals.resize(static_cast<std::size_t>(3 * vertices));
-    mesh.triangles.resize(static_cast<std::size_t>(3 * triangles));
     const ColorVoxel* colors = colors_.empty() ? nullptr : colors_.data();
-    if (colors) mesh.colors.resize(static_cast<std::size_t>(3 * vertices));
-    float* pos = mesh.vertices.data();
-    float* nor = mesh.normals.data();
-    std::uint8_t* rgb = mesh.colors.data();
-    std::int32_t* tri = mesh.triangles.data();
+    const long long plane = static_cast<long long>(g.nx) * g.ny;
+    const int slices = slab_slices(g, slab_slices_requested);
+    std::vector<std::uint8_t> cases, masks;
+    std::vector<std::int32_t> vertex_offset, triangle_offset;
+    Mesh mesh;
+    long long vertices = 0, triangles = 0;
+    for (int k0 = 0; k0 < g.nz; k0 += slices) {
+      const MeshSlab s = mesh_slab(g, k0, slices);
+      const long long case_first = plane * s.case_first, first = plane * s.k0, last = plane * s.k1, end = plane * s.end;
+      cases.assign(static_cast<std::size_t>(end - case_first), 0);
+      masks.assign(static_cast<std::size_t>(end - first), 0);
+      const SliceWindow<std::uint8_t> case_at{cases.data(), case_first}, mask_at{masks.data(), first};
+      const int case_end = std::min(s.end, g.nz - 1);  // the last slice's cubes are empty
 #pragma omp parallel for collapse(2) schedule(static)
-    for (int k = 0; k < g.nz; ++k)
-      for (int j = 0; j < g.ny; ++j)
-        for (int i = 0; i < g.nx; ++i) {
-          const long long v = g.index(i, j, k);
-          const int mask = masks[v];
-          if (mask == 0) continue;
-          write_edge_vertices(vol, colors, g, i, j, k, mask, vertex_offset[v], pos, nor, rgb);
-        }
+      for (int k = s.case_first; k < case_end; ++k)
+        for (int j = 0; j < g.ny - 1; ++j)
+          for (int i = 0; i < g.nx - 1; ++i)
+            case_at[g.index(i, j, k)] = static_cast<std::uint8_t>(cube_case(vol, g, i, j, k));
+      const SliceWindow<const std::uint8_t> cases_read{cases.data(), case_first}, masks_read{masks.data(), first};
 #pragma omp parallel for collapse(2) schedule(static)
-    for (int k = 0; k < g.nz - 1; ++k)
-      for (int j = 0; j < g.ny - 1; ++j)
-        for (int i = 0; i < g.nx - 1; ++i) {
-          const long long c = g.index(i, j, k);
-          emit_cube_triangles(&kMcTriangles[cases[c]][0], kMcTriangleCount[cases[c]], g, i, j, k, masks.data(),
-                              vertex_offset.data(), tri + 3LL * triangle_offset[c]);
+      for (int k = s.k0; k < s.end; ++k)
+        for (int j = 0; j < g.ny; ++j)
+          for (int i = 0; i < g.nx; ++i)
+            mask_at[g.index(i, j, k)] = static_cast<std::uint8_t>(edge_mask(vol, cases_read, g, i, j, k));
+      // Exclusive scans from the slab's first voxel: vertices over [k0, end) (slice k1's are the next slab's,
+      // counted on from this slab's last), triangles over the slab's cubes.
+      vertex_offset.resize(static_cast<std::size_t>(end - first));
+      triangle_offset.resize(static_cast<std::size_t>(last - first));
+      long long slab_vertices = 0, slab_triangles = 0, running = 0;
+      for (long long v = first; v < end; ++v) {
+        if (v == last) slab_vertices = running;
+        vertex_offset[v - first] = static_cast<std::int32_t>(running);
+        running += mask_count(masks[v - first]);
+        if (v < last) {
+          triangle_offset[v - first] = static_cast<std::int32_t>(slab_triangles);
+          slab_triangles += kMcTriangleCount[cases[v - case_first]];
         }
+      }
+      if (last == end) slab_vertices = running;
+      check_mesh_size(vertices + slab_vertices, triangles + slab_triangles);
+      mesh.vertices.resize(static_cast<std::size_t>(3 * (vertices + slab_vertices)));
+      mesh.normals.resize(mesh.vertices.size());
+      if (colors) mesh.colors.resize(mesh.vertices.size());
+      mesh.triangles.resize(static_cast<std::size_t>(3 * (triangles + slab_triangles)));
+      float* pos = mesh.vertices.data();
+      float* nor = mesh.normals.data();
+      std::uint8_t* rgb = mesh.colors.data();
+      std::int32_t* tri = mesh.triangles.data() + 3 * triangles;
+      const SliceWindow<const std::int32_t> offset_read{vertex_offset.data(), first};
+      const auto first_vertex = static_cast<std::int32_t>(vertices);
+#pragma omp parallel for collapse(2) schedule(static)
+      for (int k = s.k0; k < s.k1; ++k)
+        for (int j = 0; j < g.ny; ++j)
+          for (int i = 0; i < g.nx; ++i) {
+            const long long v = g.index(i, j, k);
+            const int mask = masks_read[v];
+            if (mask == 0) continue;
+            write_edge_vertices(vol, colors, g, i, j, k, mask, vertices + offset_read[v], pos, nor, rgb);
+          }
+#pragma omp parallel for collapse(2) schedule(static)
+      for (int k = s.k0; k < std::min(s.k1, g.nz - 1); ++k)
+        for (int j = 0; j < g.ny - 1; ++j)
+          for (int i = 0; i < g.nx - 1; ++i) {
+            const long long c = g.index(i, j, k);
+            const int cube = cases_read[c];
+            emit_cube_triangles(&kMcTriangles[cube][0], kMcTriangleCount[cube], g, i, j, k, masks_read, offset_read,
+                                first_vertex, tri + 3LL * triangle_offset[c - first]);
+          }
+      vertices += slab_vertices;
+      triangles += slab_triangles;
+    }
     return mesh;
   }
 
-  SurfaceCloud extract_cloud() override {
+  SurfaceCloud extract_cloud(int slab_slices_requested) override {
     const VolumeGrid g = grid_;
     const Voxel* vol = voxels_.data();
-    const long long n = g.count();
-    std::vector<std::uint8_t> masks(static_cast<std::size_t>(n));
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int k = 0; k < g.nz; ++k)
-      for (int j = 0; j < g.ny; ++j)
-        for (int i = 0; i < g.nx; ++i) masks[g.index(i, j, k)] = static_cast<std::uint8_t>(cloud_mask(vol, g, i, j, k));
-    std::vector<std::int64_t> offset(static_cast<std::size_t>(n));
-    long long points = 0;
-    for (long long v = 0; v < n; ++v) {
-      offset[v] = points;
-      points += mask_count(masks[v]);
-    }
-    SurfaceCloud cloud;
-    cloud.points.resize(static_cast<std::size_t>(3 * points));
-    cloud.normals.resize(static_cast<std::size_t>(3 * points));
     const ColorVoxel* colors = colors_.empty() ? nullptr : colors_.data();
-    if (colors) cloud.colors.resize(static_cast<std::size_t>(3 * points));
-    float* pos = cloud.points.data();
-    float* nor = cloud.normals.data();
-    std::uint8_t* rgb = cloud.colors.data();
+    const long long plane = static_cast<long long>(g.nx) * g.ny;
+    const int slices = slab_slices(g, slab_slices_requested);
+    std::vector<std::uint8_t> masks;
+    std::vector<std::int64_t> offset;
+    SurfaceCloud cloud;
+    long long points = 0;
+    for (int k0 = 0; k0 < g.nz; k0 += slices) {
+      const MeshSlab s = mesh_slab(g, k0, slices);
+      const long long first = plane * s.k0, last = plane * s.k1;
+      masks.resize(static_cast<std::size_t>(last - first));
+      const SliceWindow<std::uint8_t> mask_at{masks.data(), first};
 #pragma omp parallel for collapse(2) schedule(static)
-    for (int k = 0; k < g.nz; ++k)
-      for (int j = 0; j < g.ny; ++j)
-        for (int i = 0; i < g.nx; ++i) {
-          const long long v = g.index(i, j, k);
-          const int mask = masks[v];
-          write_edge_vertices(vol, colors, g, i, j, k, mask, offset[v], pos, nor, rgb);
-        }
+      for (int k = s.k0; k < s.k1; ++k)
+        for (int j = 0; j < g.ny; ++j)
+          for (int i = 0; i < g.nx; ++i)
+            mask_at[g.index(i, j, k)] = static_cast<std::uint8_t>(cloud_mask(vol, g, i, j, k));
+      offset.resize(masks.size());
+      long long slab_points = 0;
+      for (std::size_t v = 0; v < masks.size(); ++v) {
+        offset[v] = points + slab_points;
+        slab_points += mask_count(masks[v]);
+      }
+      cloud.points.resize(static_cast<std::size_t>(3 * (points + slab_points)));
+      cloud.normals.resize(cloud.points.size());
+      if (colors) cloud.colors.resize(cloud.points.size());
+      float* pos = cloud.points.data();
+      float* nor = cloud.normals.data();
+      std::uint8_t* rgb = cloud.colors.data();
+#pragma omp parallel for collapse(2) schedule(static)
+      for (int k = s.k0; k < s.k1; ++k)
+        for (int j = 0; j < g.ny; ++j)
+          for (int i = 0; i < g.nx; ++i) {
+            const long long v = g.index(i, j, k) - first;
+            write_edge_vertices(vol, colors, g, i, j, k, masks[v], offset[v], pos, nor, rgb);
+          }
+      points += slab_points;
+    }
     return cloud;
   }
 

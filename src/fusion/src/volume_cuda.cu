@@ -3,11 +3,12 @@
 // - integrate: one thread per (x, y) column marching z (KinFu tsdf23); the warp covers consecutive x, so every
 //   voxel access is coalesced; a voxel is read and written only when it is updated (its colour likewise).
 // - raycast: one thread per pixel.
-// - extract_mesh / extract_cloud: per-voxel passes (cube cases, owned-edge masks), CUB exclusive scans of the
-//   per-voxel counts (deterministic: integer sums), then per-voxel writes at the scanned offsets. Vertex and
-//   triangle order is therefore by voxel / cube linear index, then axis / table order, as on the CPU.
+// - extract_mesh / extract_cloud: slab by slab (volume_common.hpp: MeshSlab), per-voxel passes (cube cases,
+//   owned-edge masks), CUB exclusive scans of the per-voxel counts (deterministic: integer sums), then
+//   per-voxel writes at the scanned offsets, appended to the host mesh. Vertex and triangle order is therefore
+//   by voxel / cube linear index, then axis / table order, as on the CPU.
 // Every method synchronizes the backend's stream before returning; inputs (depth, maps) must be complete on
-// entry. Scratch for the extraction is allocated per call (extraction is a once-per-sequence operation).
+// entry. The extraction's scratch (one slab's) is allocated per call: extraction is a once-per-sequence operation.
 #include <cuda_runtime.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -73,51 +74,57 @@ __global__ void raycast_kernel(const Voxel* vol, RaycastArgs a, Vec3f* vertices,
   normals[p] = n;
 }
 
-/// (i, j, k) of a thread of a 1-D launch over all voxels (linear index, x fastest).
+/// (i, j, k) of a thread of a 1-D launch over the voxels [first, last) (linear index, x fastest).
 struct VoxelThread {
   int i, j, k;
+  long long v;
   bool valid;
 };
-__device__ __forceinline__ VoxelThread voxel_thread(const VolumeGrid& g) {
+__device__ __forceinline__ VoxelThread voxel_thread(const VolumeGrid& g, long long first, long long last) {
   VoxelThread t;
-  const long long v = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  t.valid = v < g.count();
+  t.v = first + static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  t.valid = t.v < last;
   const long long plane = static_cast<long long>(g.nx) * g.ny;
-  t.k = static_cast<int>(v / plane);
-  const long long r = v - static_cast<long long>(t.k) * plane;
+  t.k = static_cast<int>(t.v / plane);
+  const long long r = t.v - static_cast<long long>(t.k) * plane;
   t.j = static_cast<int>(r / g.nx);
   t.i = static_cast<int>(r - static_cast<long long>(t.j) * g.nx);
   return t;
 }
 
-__global__ void cube_case_kernel(const Voxel* vol, VolumeGrid g, std::uint8_t* cases) {
-  const VoxelThread t = voxel_thread(g);
+__global__ void cube_case_kernel(const Voxel* vol, VolumeGrid g, long long first, long long last,
+                                 SliceWindow<std::uint8_t> cases) {
+  const VoxelThread t = voxel_thread(g, first, last);
   if (!t.valid) return;
   int c = 0;
   if (t.i + 1 < g.nx && t.j + 1 < g.ny && t.k + 1 < g.nz) c = cube_case(vol, g, t.i, t.j, t.k);
-  cases[g.index(t.i, t.j, t.k)] = static_cast<std::uint8_t>(c);
+  cases[t.v] = static_cast<std::uint8_t>(c);
 }
 
-__global__ void edge_mask_kernel(const Voxel* vol, const std::uint8_t* cases, VolumeGrid g, std::uint8_t* masks) {
-  const VoxelThread t = voxel_thread(g);
+__global__ void edge_mask_kernel(const Voxel* vol, SliceWindow<const std::uint8_t> cases, VolumeGrid g, long long first,
+                                 long long last, SliceWindow<std::uint8_t> masks) {
+  const VoxelThread t = voxel_thread(g, first, last);
   if (!t.valid) return;
-  masks[g.index(t.i, t.j, t.k)] = static_cast<std::uint8_t>(edge_mask(vol, cases, g, t.i, t.j, t.k));
+  masks[t.v] = static_cast<std::uint8_t>(edge_mask(vol, cases, g, t.i, t.j, t.k));
 }
 
-__global__ void cloud_mask_kernel(const Voxel* vol, VolumeGrid g, std::uint8_t* masks) {
-  const VoxelThread t = voxel_thread(g);
+__global__ void cloud_mask_kernel(const Voxel* vol, VolumeGrid g, long long first, long long last,
+                                  SliceWindow<std::uint8_t> masks) {
+  const VoxelThread t = voxel_thread(g, first, last);
   if (!t.valid) return;
-  masks[g.index(t.i, t.j, t.k)] = static_cast<std::uint8_t>(cloud_mask(vol, g, t.i, t.j, t.k));
+  masks[t.v] = static_cast<std::uint8_t>(cloud_mask(vol, g, t.i, t.j, t.k));
 }
 
-__global__ void edge_vertex_kernel(const Voxel* vol, const ColorVoxel* colors, VolumeGrid g, const std::uint8_t* masks,
-                                   const std::int32_t* offset, float* positions, float* normals, std::uint8_t* rgb) {
-  const VoxelThread t = voxel_thread(g);
+/// The vertices of the voxels [first, last), at their offsets from the slab's first vertex.
+__global__ void edge_vertex_kernel(const Voxel* vol, const ColorVoxel* colors, VolumeGrid g, long long first,
+                                   long long last, SliceWindow<const std::uint8_t> masks,
+                                   SliceWindow<const std::int32_t> offset, float* positions, float* normals,
+                                   std::uint8_t* rgb) {
+  const VoxelThread t = voxel_thread(g, first, last);
   if (!t.valid) return;
-  const long long v = g.index(t.i, t.j, t.k);
-  const int mask = masks[v];
+  const int mask = masks[t.v];
   if (mask == 0) return;
-  long long out = offset[v];
+  long long out = offset[t.v];
   for (int axis = 0; axis < 3; ++axis) {
     if (!(mask & (1 << axis))) continue;
     Vec3f p, n;
@@ -129,17 +136,18 @@ __global__ void edge_vertex_kernel(const Voxel* vol, const ColorVoxel* colors, V
   }
 }
 
-__global__ void triangle_kernel(VolumeGrid g, const std::uint8_t* cases, const std::uint8_t* masks,
-                                const std::int32_t* vertex_offset, const std::int32_t* triangle_offset,
+/// The triangles of the cubes [first, last), at their offsets from the slab's first triangle.
+__global__ void triangle_kernel(VolumeGrid g, long long first, long long last, SliceWindow<const std::uint8_t> cases,
+                                SliceWindow<const std::uint8_t> masks, SliceWindow<const std::int32_t> vertex_offset,
+                                std::int32_t first_vertex, SliceWindow<const std::int32_t> triangle_offset,
                                 std::int32_t* triangles) {
-  const VoxelThread t = voxel_thread(g);
+  const VoxelThread t = voxel_thread(g, first, last);
   if (!t.valid) return;
-  const long long c = g.index(t.i, t.j, t.k);
-  const int cube = cases[c];
+  const int cube = cases[t.v];
   const int count = c_mc_triangle_count[cube];
   if (count == 0) return;
-  emit_cube_triangles(&c_mc_triangles[cube][0], count, g, t.i, t.j, t.k, masks, vertex_offset,
-                      triangles + 3LL * triangle_offset[c]);
+  emit_cube_triangles(&c_mc_triangles[cube][0], count, g, t.i, t.j, t.k, masks, vertex_offset, first_vertex,
+                      triangles + 3LL * triangle_offset[t.v]);
 }
 
 /// Per-item counts for the scans; item n (one past the end) counts 0, so offset[n] is the total.
@@ -227,81 +235,121 @@ class CudaVolume final : public VolumeBackend {
     stream_.synchronize();
   }
 
-  Mesh extract_mesh() override {
+  Mesh extract_mesh(int slab_slices_requested) override {
     ScopedDevice scope(device_.index());
     cudaStream_t st = stream_.get();
-    const long long n = grid_.count();
-    DeviceBuffer<std::uint8_t> cases(static_cast<std::size_t>(n), st), masks(static_cast<std::size_t>(n), st);
-    DeviceBuffer<std::int32_t> vertex_offset(static_cast<std::size_t>(n + 1), st);
-    DeviceBuffer<std::int32_t> triangle_offset(static_cast<std::size_t>(n + 1), st);
-    const dim3 block(kVoxelBlock), grid = voxel_launch_grid();
-    cube_case_kernel<<<grid, block, 0, st>>>(voxels_.data(), grid_, cases.data());
-    S3D_CUDA_CHECK_LAUNCH();
-    edge_mask_kernel<<<grid, block, 0, st>>>(voxels_.data(), cases.data(), grid_, masks.data());
-    S3D_CUDA_CHECK_LAUNCH();
-    const long long vertices = exclusive_scan(
-        thrust::make_transform_iterator(thrust::counting_iterator<long long>(0), MaskCount{masks.data(), n}),
-        vertex_offset.data(), n + 1);
-    const long long triangles = exclusive_scan(
-        thrust::make_transform_iterator(thrust::counting_iterator<long long>(0), TriangleCount{cases.data(), n}),
-        triangle_offset.data(), n + 1);
+    const VolumeGrid g = grid_;
+    const long long plane = static_cast<long long>(g.nx) * g.ny;
+    const int slices = slab_slices(g, slab_slices_requested);
+    // Sized for the largest slab: cube cases over slices + 2 slices, masks and vertex offsets over slices + 1.
+    const long long window = plane * std::min(slices + 1, g.nz);
+    DeviceBuffer<std::uint8_t> cases(static_cast<std::size_t>(plane * std::min(slices + 2, g.nz)), st);
+    DeviceBuffer<std::uint8_t> masks(static_cast<std::size_t>(window), st);
+    DeviceBuffer<std::int32_t> vertex_offset(static_cast<std::size_t>(window + 1), st);
+    DeviceBuffer<std::int32_t> triangle_offset(static_cast<std::size_t>(plane * slices + 1), st);
+    DeviceBuffer<float> positions, normals;
+    DeviceBuffer<std::int32_t> ids;
+    DeviceBuffer<std::uint8_t> rgb;
+    const bool color = colors_.size() > 0;
+    const dim3 block(kVoxelBlock);
     Mesh mesh;
-    DeviceBuffer<float> positions(static_cast<std::size_t>(3 * vertices), st);
-    DeviceBuffer<float> normals(static_cast<std::size_t>(3 * vertices), st);
-    DeviceBuffer<std::int32_t> ids(static_cast<std::size_t>(3 * triangles), st);
-    DeviceBuffer<std::uint8_t> rgb(colors_.size() > 0 ? static_cast<std::size_t>(3 * vertices) : 0, st);
-    if (vertices > 0) {
-      edge_vertex_kernel<<<grid, block, 0, st>>>(voxels_.data(), colors_.size() > 0 ? colors_.data() : nullptr, grid_,
-                                                 masks.data(), vertex_offset.data(), positions.data(), normals.data(),
-                                                 rgb.data());
+    long long vertices = 0, triangles = 0;
+    for (int k0 = 0; k0 < g.nz; k0 += slices) {
+      const MeshSlab s = mesh_slab(g, k0, slices);
+      const long long case_first = plane * s.case_first, first = plane * s.k0, last = plane * s.k1, end = plane * s.end;
+      const SliceWindow<const std::uint8_t> cases_read{cases.data(), case_first}, masks_read{masks.data(), first};
+      const SliceWindow<const std::int32_t> vertex_read{vertex_offset.data(), first},
+          triangle_read{triangle_offset.data(), first};
+      cube_case_kernel<<<launch_grid(end - case_first), block, 0, st>>>(
+          voxels_.data(), g, case_first, end, SliceWindow<std::uint8_t>{cases.data(), case_first});
       S3D_CUDA_CHECK_LAUNCH();
-    }
-    if (triangles > 0) {
-      triangle_kernel<<<grid, block, 0, st>>>(grid_, cases.data(), masks.data(), vertex_offset.data(),
-                                              triangle_offset.data(), ids.data());
+      edge_mask_kernel<<<launch_grid(end - first), block, 0, st>>>(voxels_.data(), cases_read, g, first, end,
+                                                                   SliceWindow<std::uint8_t>{masks.data(), first});
       S3D_CUDA_CHECK_LAUNCH();
+      // Vertices over [k0, end) (slice k1's continue from this slab's last), triangles over the slab's cubes.
+      const long long slab_vertices =
+          exclusive_scan(thrust::make_transform_iterator(thrust::counting_iterator<long long>(0),
+                                                         MaskCount{masks.data(), end - first}),
+                         vertex_offset.data(), end - first + 1, last - first);
+      const long long slab_triangles = exclusive_scan(
+          thrust::make_transform_iterator(thrust::counting_iterator<long long>(0),
+                                          TriangleCount{cases.data() + (first - case_first), last - first}),
+          triangle_offset.data(), last - first + 1, last - first);
+      check_mesh_size(vertices + slab_vertices, triangles + slab_triangles);
+      positions.resize(static_cast<std::size_t>(3 * slab_vertices), st);
+      normals.resize(positions.size(), st);
+      rgb.resize(color ? positions.size() : 0, st);
+      ids.resize(static_cast<std::size_t>(3 * slab_triangles), st);
+      if (slab_vertices > 0) {
+        edge_vertex_kernel<<<launch_grid(last - first), block, 0, st>>>(
+            voxels_.data(), color ? colors_.data() : nullptr, g, first, last, masks_read, vertex_read, positions.data(),
+            normals.data(), rgb.data());
+        S3D_CUDA_CHECK_LAUNCH();
+      }
+      if (slab_triangles > 0) {
+        triangle_kernel<<<launch_grid(last - first), block, 0, st>>>(g, first, last, cases_read, masks_read,
+                                                                     vertex_read, static_cast<std::int32_t>(vertices),
+                                                                     triangle_read, ids.data());
+        S3D_CUDA_CHECK_LAUNCH();
+      }
+      mesh.vertices.resize(static_cast<std::size_t>(3 * (vertices + slab_vertices)));
+      mesh.normals.resize(mesh.vertices.size());
+      if (color) mesh.colors.resize(mesh.vertices.size());
+      mesh.triangles.resize(static_cast<std::size_t>(3 * (triangles + slab_triangles)));
+      positions.copy_to_host_async(mesh.vertices.data() + 3 * vertices, positions.size(), st);
+      normals.copy_to_host_async(mesh.normals.data() + 3 * vertices, normals.size(), st);
+      if (color) rgb.copy_to_host_async(mesh.colors.data() + 3 * vertices, rgb.size(), st);
+      ids.copy_to_host_async(mesh.triangles.data() + 3 * triangles, ids.size(), st);
+      stream_.synchronize();  // the host arrays may move when the next slab grows them
+      vertices += slab_vertices;
+      triangles += slab_triangles;
     }
-    mesh.vertices.resize(static_cast<std::size_t>(3 * vertices));
-    mesh.normals.resize(static_cast<std::size_t>(3 * vertices));
-    mesh.triangles.resize(static_cast<std::size_t>(3 * triangles));
-    positions.copy_to_host_async(mesh.vertices.data(), mesh.vertices.size(), st);
-    normals.copy_to_host_async(mesh.normals.data(), mesh.normals.size(), st);
-    ids.copy_to_host_async(mesh.triangles.data(), mesh.triangles.size(), st);
-    mesh.colors.resize(rgb.size());
-    rgb.copy_to_host_async(mesh.colors.data(), mesh.colors.size(), st);
-    stream_.synchronize();
     return mesh;
   }
 
-  SurfaceCloud extract_cloud() override {
+  SurfaceCloud extract_cloud(int slab_slices_requested) override {
     ScopedDevice scope(device_.index());
     cudaStream_t st = stream_.get();
-    const long long n = grid_.count();
-    DeviceBuffer<std::uint8_t> masks(static_cast<std::size_t>(n), st);
-    DeviceBuffer<std::int32_t> offset(static_cast<std::size_t>(n + 1), st);
-    const dim3 block(kVoxelBlock), grid = voxel_launch_grid();
-    cloud_mask_kernel<<<grid, block, 0, st>>>(voxels_.data(), grid_, masks.data());
-    S3D_CUDA_CHECK_LAUNCH();
-    const long long points = exclusive_scan(
-        thrust::make_transform_iterator(thrust::counting_iterator<long long>(0), MaskCount{masks.data(), n}),
-        offset.data(), n + 1);
+    const VolumeGrid g = grid_;
+    const long long plane = static_cast<long long>(g.nx) * g.ny;
+    const int slices = slab_slices(g, slab_slices_requested);
+    DeviceBuffer<std::uint8_t> masks(static_cast<std::size_t>(plane * slices), st);
+    DeviceBuffer<std::int32_t> offset(static_cast<std::size_t>(plane * slices + 1), st);
+    DeviceBuffer<float> positions, normals;
+    DeviceBuffer<std::uint8_t> rgb;
+    const bool color = colors_.size() > 0;
+    const dim3 block(kVoxelBlock);
     SurfaceCloud cloud;
-    DeviceBuffer<float> positions(static_cast<std::size_t>(3 * points), st);
-    DeviceBuffer<float> normals(static_cast<std::size_t>(3 * points), st);
-    DeviceBuffer<std::uint8_t> rgb(colors_.size() > 0 ? static_cast<std::size_t>(3 * points) : 0, st);
-    if (points > 0) {
-      edge_vertex_kernel<<<grid, block, 0, st>>>(voxels_.data(), colors_.size() > 0 ? colors_.data() : nullptr, grid_,
-                                                 masks.data(), offset.data(), positions.data(), normals.data(),
-                                                 rgb.data());
+    long long points = 0;
+    for (int k0 = 0; k0 < g.nz; k0 += slices) {
+      const MeshSlab s = mesh_slab(g, k0, slices);
+      const long long first = plane * s.k0, last = plane * s.k1;
+      cloud_mask_kernel<<<launch_grid(last - first), block, 0, st>>>(voxels_.data(), g, first, last,
+                                                                     SliceWindow<std::uint8_t>{masks.data(), first});
       S3D_CUDA_CHECK_LAUNCH();
+      const long long slab_points =
+          exclusive_scan(thrust::make_transform_iterator(thrust::counting_iterator<long long>(0),
+                                                         MaskCount{masks.data(), last - first}),
+                         offset.data(), last - first + 1, last - first);
+      positions.resize(static_cast<std::size_t>(3 * slab_points), st);
+      normals.resize(positions.size(), st);
+      rgb.resize(color ? positions.size() : 0, st);
+      if (slab_points > 0) {
+        edge_vertex_kernel<<<launch_grid(last - first), block, 0, st>>>(
+            voxels_.data(), color ? colors_.data() : nullptr, g, first, last,
+            SliceWindow<const std::uint8_t>{masks.data(), first}, SliceWindow<const std::int32_t>{offset.data(), first},
+            positions.data(), normals.data(), rgb.data());
+        S3D_CUDA_CHECK_LAUNCH();
+      }
+      cloud.points.resize(static_cast<std::size_t>(3 * (points + slab_points)));
+      cloud.normals.resize(cloud.points.size());
+      if (color) cloud.colors.resize(cloud.points.size());
+      positions.copy_to_host_async(cloud.points.data() + 3 * points, positions.size(), st);
+      normals.copy_to_host_async(cloud.normals.data() + 3 * points, normals.size(), st);
+      if (color) rgb.copy_to_host_async(cloud.colors.data() + 3 * points, rgb.size(), st);
+      stream_.synchronize();  // the host arrays may move when the next slab grows them
+      points += slab_points;
     }
-    cloud.points.resize(static_cast<std::size_t>(3 * points));
-    cloud.normals.resize(static_cast<std::size_t>(3 * points));
-    positions.copy_to_host_async(cloud.points.data(), cloud.points.size(), st);
-    normals.copy_to_host_async(cloud.normals.data(), cloud.normals.size(), st);
-    cloud.colors.resize(rgb.size());
-    rgb.copy_to_host_async(cloud.colors.data(), cloud.colors.size(), st);
-    stream_.synchronize();
     return cloud;
   }
 
@@ -330,7 +378,7 @@ class CudaVolume final : public VolumeBackend {
  private:
   static unsigned int detail_grid(long long n, int block) { return static_cast<unsigned int>((n + block - 1) / block); }
 
-  dim3 voxel_launch_grid() const { return dim3(detail_grid(grid_.count(), kVoxelBlock)); }
+  static dim3 launch_grid(long long voxels) { return dim3(detail_grid(voxels, kVoxelBlock)); }
 
   void clear() {
     const long long n = grid_.count();
@@ -339,10 +387,9 @@ class CudaVolume final : public VolumeBackend {
     S3D_CUDA_CHECK_LAUNCH();
   }
 
-  /// Exclusive sum of `items` counts into `out`; returns out[items - 1] (the total when the last count is 0).
-  /// Synchronizes the stream.
+  /// Exclusive sum of `items` counts into `out`; returns out[at]. Synchronizes the stream.
   template <typename Iterator>
-  long long exclusive_scan(Iterator in, std::int32_t* out, long long items) {
+  long long exclusive_scan(Iterator in, std::int32_t* out, long long items, long long at) {
     cudaStream_t st = stream_.get();
     std::size_t bytes = 0;
     S3D_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, items, st));
@@ -350,7 +397,7 @@ class CudaVolume final : public VolumeBackend {
     S3D_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scratch_.data(), bytes, in, out, items, st));
     S3D_CUDA_CHECK_LAUNCH();
     std::int32_t total = 0;
-    S3D_CUDA_CHECK(cudaMemcpyAsync(&total, out + (items - 1), sizeof total, cudaMemcpyDeviceToHost, st));
+    S3D_CUDA_CHECK(cudaMemcpyAsync(&total, out + at, sizeof total, cudaMemcpyDeviceToHost, st));
     stream_.synchronize();
     return total;
   }
