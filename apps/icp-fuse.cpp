@@ -27,7 +27,8 @@ int main(int argc, char** argv) {
   const char* out_group = "Output and evaluation";
   app.add_option("--depth-scale", f.depth_scale,
                  "depth units per metre: mm (1000), tum (5000; TUM RGB-D, ICL-NUIM) or a number "
-                 "(default: 1000 for PNG, 1 for PFM)")
+                 "(default: 5000 for a TUM RGB-D depth.txt with its `# depth maps` header, else 1000 for PNG, "
+                 "1 for PFM)")
       ->group(in_group);
   app.add_option("--intrinsics", f.intrinsics,
                  "fx,fy,cx,cy in pixels, a 3x3 K file (7-Scenes camera-intrinsics.txt), TUM `fx fy cx cy`, or a "

@@ -194,6 +194,10 @@ Sequence load_sequence(const cli::Item& item, cli::ItemContext& ctx, const Plan&
     throw DataError(item.inputs[0] + ": --frames selects none of its " + std::to_string(seq.listing.frames.size()) +
                     " frames");
   seq.intrinsics_spec = intrinsics_source(seq.listing, item, plan);
+  seq.depth_scale = plan.depth_scale > 0.0 ? plan.depth_scale : seq.listing.depth_scale;
+  if (plan.depth_scale <= 0.0 && seq.listing.depth_scale > 0.0)
+    spdlog::info("{}: depth scale {} (TUM RGB-D depth.txt header; --depth-scale overrides)", item.inputs[0],
+                 seq.listing.depth_scale);
   if (!plan.eval.empty()) {
     std::string gt = plan.eval;
     if (plan.eval == "auto") {
@@ -233,7 +237,7 @@ Fused fuse_sequence(const cli::Item& item, Sequence& seq, cli::ItemContext& ctx,
   std::size_t requested = 0;
   auto request_more = [&] {
     for (; requested < frames.size() && ahead.size() < kReadAhead; ++requested)
-      ahead.push_back(std::async(std::launch::async, read_frame, frames[requested], plan.depth_scale, out.color));
+      ahead.push_back(std::async(std::launch::async, read_frame, frames[requested], seq.depth_scale, out.color));
   };
   request_more();
   std::string first_error;
@@ -359,6 +363,7 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
   const auto& seq = fused.sequence;
   rec["layout"] = seq.listing.layout;
   rec["timestamps"] = seq.listing.timestamps_from_index ? "index/fps" : "list";
+  if (seq.depth_scale > 0.0) rec["depth_scale"] = seq.depth_scale;
   rec["frames"] = seq.frames.size();
   rec["frames_done"] = fused.frames.size();
   for (auto it = counts.begin(); it != counts.end(); ++it) rec[it.key()] = it.value();

@@ -23,6 +23,8 @@ struct Sequence {
   io::RgbdSequence listing;           ///< all frames of the sequence
   std::vector<io::RgbdFrame> frames;  ///< those inside --frames
   std::string intrinsics_spec;        ///< what to read the intrinsics from
+  /// Depth units per metre: --depth-scale, else what the listing states (TUM's header), else 0 (by format).
+  double depth_scale = 0.0;
   std::optional<fusion::Trajectory> ground_truth;
   std::string ground_truth_source;  ///< a file, or "<folder>/frame-*.pose.txt"
 };

@@ -295,6 +295,16 @@ class IcpFuseTest(unittest.TestCase):
         with open(self.path("out", "frames.jsonl")) as f:
             first = json.loads(f.readline())
         self.assertEqual(first["valid_pixels"], 64 * 48)
+        self.assertEqual(item["depth_scale"], 5000)
+        # TUM's own depth.txt header sets 5000 without the flag; --depth-scale still wins over it.
+        proc = self.run_tool(*SMALL, seq, "--intrinsics", "60,60,32,24", "-o", "guessed", "--json",
+                             "--emit", "trajectory")
+        self.assertEqual(self.records(proc)[0]["depth_scale"], 5000)
+        with open(self.path("out", "trajectory.txt")) as a, open(self.path("guessed", "trajectory.txt")) as b:
+            self.assertEqual(a.read(), b.read())
+        proc = self.run_tool(*SMALL, seq, "--depth-scale", "mm", "--intrinsics", "60,60,32,24", "-o", "mm",
+                             "--json", "--emit", "trajectory")
+        self.assertEqual(self.records(proc)[0]["depth_scale"], 1000)
 
     def test_manifest_names_and_per_sequence_intrinsics(self):
         a = self.synthetic("a", frames=2)

@@ -62,6 +62,22 @@ TEST_F(RgbdSequenceTest, TumFolderWithAssociatedRgb) {
   EXPECT_EQ(seq.frames[1].rgb_path, path("rgb/b.png"));
   EXPECT_EQ(seq.groundtruth_path, path("groundtruth.txt"));
   EXPECT_TRUE(seq.intrinsics_path.empty());
+  EXPECT_EQ(seq.depth_scale, kDepthScaleTum);                                    // TUM's `# depth maps` header
+  EXPECT_EQ(list_rgbd_sequence(path("depth.txt")).depth_scale, kDepthScaleTum);  // the list given itself
+}
+
+TEST_F(RgbdSequenceTest, DepthListWithoutTumsHeaderStatesNoScale) {
+  // 7-Scenes copies carry a depth.txt of their own (millimetres), without TUM's header; a header that comes
+  // after the first frame is not TUM's either.
+  text("depth.txt", "0.000000 frame-000000.depth.png\n# depth maps\n0.033333 frame-000001.depth.png\n");
+  depth_png("frame-000000.depth.png", 1000);
+  depth_png("frame-000001.depth.png", 1000);
+  const auto seq = list_rgbd_sequence(dir_.string());
+  EXPECT_EQ(seq.layout, "tum");
+  ASSERT_EQ(seq.frames.size(), 2u);
+  EXPECT_EQ(seq.depth_scale, 0.0);
+  text("other.txt", "# frames\nframe-000000.depth.png\n");
+  EXPECT_EQ(list_rgbd_sequence(path("other.txt")).depth_scale, 0.0);
 }
 
 TEST_F(RgbdSequenceTest, SevenScenesFolderInNameOrder) {

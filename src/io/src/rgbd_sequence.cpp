@@ -39,18 +39,26 @@ struct ListLine {
   std::string path;
 };
 
+/// TUM RGB-D's own depth lists open with this comment (then `# file: 'NAME.bag'`); their PNGs hold 5000
+/// units per metre, where 7-Scenes copies with a depth.txt of their own (no such header) hold millimetres.
+constexpr const char* kTumDepthHeader = "# depth maps";
+
 /// `path` or `timestamp path` lines; `#` comments and blank lines skipped. A first token that reads as a
 /// number followed by more text is a timestamp (TUM lists), so a file named `1.png` alone on its line stays
-/// a path.
-std::vector<ListLine> read_list(const std::string& file) {
+/// a path. `tum_header` (optional) says whether a comment before the first frame is TUM's depth header.
+std::vector<ListLine> read_list(const std::string& file, bool* tum_header = nullptr) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw IoError(file + ": cannot open");
   std::vector<ListLine> out;
   std::size_t number = 0;
+  if (tum_header) *tum_header = false;
   for (std::string line; std::getline(in, line);) {
     ++number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     const auto first = line.find_first_not_of(" \t");
+    if (first != std::string::npos && line[first] == '#' && tum_header && out.empty() &&
+        line.compare(first, std::strlen(kTumDepthHeader), kTumDepthHeader) == 0)
+      *tum_header = true;
     if (first == std::string::npos || line[first] == '#') continue;
     line = line.substr(first, line.find_last_not_of(" \t") - first + 1);
     ListLine l;
@@ -118,7 +126,9 @@ RgbdSequence list_rgbd_sequence(const std::string& path, double fps) {
   if (!fs::exists(path, ec)) throw IoError(path + ": no such file or folder");
   if (!fs::is_directory(path, ec)) {
     seq.layout = "list";
-    frames_from_list(read_list(path), fs::path(path).parent_path(), fps, &seq);
+    bool tum = false;
+    frames_from_list(read_list(path, &tum), fs::path(path).parent_path(), fps, &seq);
+    if (tum) seq.depth_scale = kDepthScaleTum;
     if (seq.frames.empty()) throw DataError(path + ": the list names no frames");
     // A list in a dataset folder (TUM's depth.txt given itself) finds the folder's files as a folder would.
     for (auto [name, field] : {std::pair<const char*, std::string*>{"camera-intrinsics.txt", &seq.intrinsics_path},
@@ -137,7 +147,9 @@ RgbdSequence list_rgbd_sequence(const std::string& path, double fps) {
   seq.groundtruth_path = beside("groundtruth.txt");
   if (const std::string depth_list = beside("depth.txt"); !depth_list.empty()) {
     seq.layout = "tum";
-    frames_from_list(read_list(depth_list), folder, fps, &seq);
+    bool tum = false;
+    frames_from_list(read_list(depth_list, &tum), folder, fps, &seq);
+    if (tum) seq.depth_scale = kDepthScaleTum;
     if (seq.frames.empty()) throw DataError(depth_list + ": the list names no frames");
     if (const std::string rgb_list = beside("rgb.txt"); !rgb_list.empty() && !seq.timestamps_from_index)
       associate_rgb(read_list(rgb_list), folder, &seq);

@@ -3,7 +3,7 @@
 // reading of one depth frame into metres. The layouts recognised (docs/ICP-FUSE.md, "Inputs"):
 // - a TUM RGB-D / ICL-NUIM folder: `depth.txt` (`timestamp path` lines after `#` comments, paths relative
 //   to the folder), optional `rgb.txt` associated to it by timestamp (|dt| < 0.02 s, greedy, TUM
-//   `associate.py`), optional `groundtruth.txt`;
+//   `associate.py`), optional `groundtruth.txt`; TUM's own header (`# depth maps`) sets 5000 units/m;
 // - a 7-Scenes folder: `frame-XXXXXX.depth.png` in name order (+ `frame-XXXXXX.pose.txt`,
 //   `frame-XXXXXX.color.png` or `.color.jpg`, `camera-intrinsics.txt`), timestamps frame index / fps;
 // - sgm-depth's `--emit depth` output under --output-dir: every `*_depth.pfm` / `*_depth.png` (PFM metres
@@ -41,6 +41,9 @@ struct RgbdSequence {
   /// The folder's (a list file's: the list's folder's) `camera-intrinsics.txt`, empty when absent.
   std::string intrinsics_path;
   std::string groundtruth_path;  ///< likewise its `groundtruth.txt`
+  /// Depth units per metre the listing itself states, 0 when it states none (then each file's format
+  /// decides: default_depth_scale). 5000 for a list that opens with TUM RGB-D's `# depth maps` header.
+  double depth_scale = 0.0;
 };
 
 /// Lists the frames of the sequence at `path` (a folder or a list file; see the file comment). `fps` gives
