@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "cloud_fixtures.hpp"
+#include "fps_impl.hpp"
 #include "s3d/core/errors.hpp"
+#include "s3d/core/parallel.hpp"
 #include "s3d/points/fps.hpp"
 #include "test_support.hpp"
 
@@ -140,6 +142,25 @@ TEST_P(FpsDeviceTest, RejectsBadShapes) {
   EXPECT_THROW(engine.run(view, 5, 10), InvalidArgument);
   EXPECT_THROW(engine.run(PointsView<const float>{xyz.data(), 0}, 0), InvalidArgument);
   EXPECT_TRUE(engine.run(view, 0).empty());
+}
+
+// The CPU backend's threads: every team size, and the hand-over of the remaining steps to one thread after any
+// step, give the reference's indices (a lattice above the threading threshold: ties across the threads' blocks).
+TEST(FpsCpuThreads, AnyTeamAndAnyHandOverGiveTheReference) {
+  const std::vector<float> xyz = test::lattice(71, 67, 61);  // 290,177 points
+  const std::size_t n = xyz.size() / 3, m = 150, start = 7;
+  const auto want = reference_fps(xyz.data(), n, m, start);
+  const int threads_before = cpu_threads();
+  for (int threads : {1, 2, 3, 5}) {
+    set_cpu_threads(threads);
+    for (std::int64_t alone_after : {-1, 1, 2, 33, 148, 149}) {
+      std::vector<std::int32_t> got(m, -7);
+      detail::fps_cpu_cloud(xyz.data(), static_cast<std::int64_t>(n), static_cast<std::int64_t>(m),
+                            static_cast<std::int64_t>(start), got.data(), alone_after);
+      EXPECT_EQ(got, want) << "threads " << threads << ", alone after step " << alone_after;
+    }
+  }
+  set_cpu_threads(threads_before);
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, FpsDeviceTest, ::testing::ValuesIn(s3d::test::test_devices()),

@@ -30,8 +30,11 @@ namespace detail {
 std::unique_ptr<FpsEngine::Impl> make_cpu_fps(const Device& device);
 /// Defined only when CUDA is built. @throws DeviceUnavailable, CudaError.
 std::unique_ptr<FpsEngine::Impl> make_cuda_fps(const Device& device);
-/// The CPU oracle for one cloud (also used by the CUDA backend's tests through the public API).
-void fps_cpu_cloud(const float* xyz, std::int64_t n, std::int64_t samples, std::int64_t start, std::int32_t* out);
+/// The CPU oracle for one cloud (also used by the CUDA backend's tests through the public API). A large cloud's
+/// threads hand the remaining steps to one thread when they wait more than they work; `alone_after` >= 1 makes
+/// them do so after that step whatever they measure (for the tests: the result must not change).
+void fps_cpu_cloud(const float* xyz, std::int64_t n, std::int64_t samples, std::int64_t start, std::int32_t* out,
+                   std::int64_t alone_after = -1);
 }  // namespace detail
 
 }  // namespace s3d::points
