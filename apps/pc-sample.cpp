@@ -74,9 +74,13 @@ int main(int argc, char** argv) {
   CLI::App* fps = app.add_subcommand("fps", "exact farthest point sampling: the sampled cloud or its indices");
   fps->add_option("-n,--samples", f.samples, "number of points M to sample")->type_name("M");
   fps->add_option("--ratio", f.ratio, "sample ceil(r * N) points instead of -n, 0 < r <= 1")->type_name("R");
-  fps->add_option("--start", f.start, "first point: an index, or `random` (from --seed and the item's index)")
+  fps->add_option("--start", f.start,
+                  "first point: a row of the file (default: the first point kept, row 0 unless --drop-invalid "
+                  "dropped it), or `random` (from --seed and the item's index)")
+      ->type_name("I|random");
+  fps->add_option("--seed", f.seed, "seed of --start random, a whole number in [0, 2^64)")
+      ->type_name("UINT")
       ->capture_default_str();
-  fps->add_option("--seed", f.seed, "seed of --start random")->capture_default_str();
   fps->add_flag("--allow-fewer", f.allow_fewer, "M > N samples all N points instead of failing");
   fps->add_flag("--drop-faces", f.fps_drop_faces, "write no face or other element, only the points");
   fps->add_option("--batch", f.batch,

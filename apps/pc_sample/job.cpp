@@ -84,23 +84,40 @@ Job load_job(const cli::Item& item, cli::ItemContext& ctx, const Run& run, Cloud
 
 namespace {
 
+/// ⌈r·N⌉, where an r·N within 1e-9 (relative) of a whole number is that number: 0.07 × 100 is 7, not the 8 that
+/// the double product 7.000000000000001 would give. At least 1.
+std::int64_t samples_for_ratio(double ratio, std::int64_t n) {
+  const double x = ratio * static_cast<double>(n);
+  const double whole = std::round(x);
+  const double m = std::fabs(x - whole) <= 1e-9 * std::max(1.0, x) ? whole : std::ceil(x);
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(m));
+}
+
 /// fps: M and the start of one item. @throws DataError naming the input.
 std::pair<std::int64_t, std::int64_t> fps_call(const cli::Item& item, const Plan& p, const Job& job) {
   const std::string& name = job.in.name;
   const std::int64_t n = static_cast<std::int64_t>(job.in.cloud.size());
-  std::int64_t m = p.samples > 0 ? p.samples : static_cast<std::int64_t>(std::ceil(p.ratio * double(n)));
+  std::int64_t m = p.samples > 0 ? p.samples : samples_for_ratio(p.ratio, n);
   if (m > n) {
     if (!p.allow_fewer)
       throw DataError(name + ": -n " + std::to_string(m) + " exceeds the cloud's " + std::to_string(n) +
                       " points (--allow-fewer samples all of them)");
     m = n;
   }
-  const std::int64_t start =
-      p.random_start ? static_cast<std::int64_t>(splitmix64(p.seed + item.index) % std::uint64_t(n)) : p.start;
-  if (start >= n)
-    throw DataError(name + ": --start " + std::to_string(start) + " is not a point of the cloud (" + std::to_string(n) +
-                    " points)");
-  return {m, start};
+  if (p.random_start) return {m, static_cast<std::int64_t>(splitmix64(p.seed + item.index) % std::uint64_t(n))};
+  if (p.start < 0) return {m, 0};  // no --start: the first point kept
+  // --start names a row of the file, as every index pc-sample writes does, also under --drop-invalid.
+  const auto& rows = job.in.rows;
+  const std::int64_t file_rows = n + static_cast<std::int64_t>(job.in.dropped_invalid);
+  if (p.start >= file_rows)
+    throw DataError(name + ": --start " + std::to_string(p.start) + " is not a point of the cloud (" +
+                    std::to_string(file_rows) + " points)");
+  if (rows.empty()) return {m, p.start};
+  const auto it = std::lower_bound(rows.begin(), rows.end(), p.start);
+  if (it == rows.end() || *it != p.start)
+    throw DataError(name + ": --start " + std::to_string(p.start) +
+                    " is a point that --drop-invalid dropped (a non-finite coordinate)");
+  return {m, static_cast<std::int64_t>(it - rows.begin())};
 }
 
 }  // namespace

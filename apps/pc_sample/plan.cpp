@@ -183,15 +183,23 @@ Plan make_plan(Mode mode, const Flags& f) {
   p.drop_invalid = f.drop_invalid;
   switch (mode) {
     case Mode::kFps: {
-      S3D_EXPECTS((f.samples > 0) != (f.ratio > 0.0), "fps: give exactly one of -n M (M >= 1) or --ratio r");
-      S3D_EXPECTS(f.ratio == 0.0 || (f.ratio > 0.0 && f.ratio <= 1.0), "--ratio must be in (0, 1]");
+      S3D_EXPECTS((f.samples > 0) != !f.ratio.empty(), "fps: give exactly one of -n M (M >= 1) or --ratio r");
+      if (!f.ratio.empty()) {
+        std::size_t used = 0;
+        try {
+          p.ratio = std::stod(f.ratio, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        S3D_EXPECTS(used == f.ratio.size() && p.ratio > 0.0 && p.ratio <= 1.0,
+                    "--ratio: expected a number in (0, 1], got '" + f.ratio + "'");
+      }
       S3D_EXPECTS(f.batch >= 1 && f.batch <= 4096, "--batch must be in [1, 4096]");
       p.batch = f.batch;
       p.samples = f.samples;
-      p.ratio = f.ratio;
       if (f.start == "random") {
         p.random_start = true;
-      } else {
+      } else if (!f.start.empty()) {
         std::size_t used = 0;
         try {
           p.start = std::stoll(f.start, &used);
@@ -201,7 +209,18 @@ Plan make_plan(Mode mode, const Flags& f) {
         S3D_EXPECTS(used == f.start.size() && p.start >= 0,
                     "--start: expected an index >= 0 or `random`, got '" + f.start + "'");
       }
-      p.seed = f.seed;
+      {
+        std::size_t used = 0;
+        try {
+          // stoull accepts a sign and wraps "-5" around; a seed is digits only.
+          if (!f.seed.empty() && std::isdigit(static_cast<unsigned char>(f.seed[0])))
+            p.seed = std::stoull(f.seed, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        S3D_EXPECTS(used == f.seed.size() && used > 0,
+                    "--seed: expected a whole number in [0, 2^64), got '" + f.seed + "'");
+      }
       p.allow_fewer = f.allow_fewer;
       S3D_EXPECTS(f.fps_emit == "cloud" || f.fps_emit == "indices",
                   "--emit: expected cloud or indices, got '" + f.fps_emit + "'");
@@ -218,7 +237,7 @@ Plan make_plan(Mode mode, const Flags& f) {
                   "--order: expected index or distance, got '" + f.order + "'");
       p.ball.order = f.order == "index" ? points::BallOrder::kIndex : points::BallOrder::kDistance;
       S3D_EXPECTS(std::isfinite(f.radius) && f.radius > 0.0f,
-                  "--radius must be > 0 (got " + std::to_string(f.radius) + ")");
+                  "--radius must be finite and > 0 (got " + std::to_string(f.radius) + ")");
       p.ball.validate();
       p.queries = f.ball_queries;
       p.arrays = parse_arrays(f.ball_emit);

@@ -23,9 +23,9 @@ struct Flags {
   std::string input_format = "auto";
   // fps
   std::int64_t samples = 0;  // -n
-  double ratio = 0.0;        // --ratio
-  std::string start = "0";   // index or `random`
-  std::uint64_t seed = 0;
+  std::string ratio;         // --ratio (empty: not given)
+  std::string start;         // a row of the file, `random`, or empty: the first point kept
+  std::string seed = "0";    // --seed: a whole number in [0, 2^64)
   bool allow_fewer = false;
   bool fps_drop_faces = false;
   std::string fps_emit = "cloud";
@@ -94,7 +94,7 @@ struct Plan {
   std::int64_t samples = 0;  // 0 = from ratio
   double ratio = 0.0;
   bool random_start = false;
-  std::int64_t start = 0;
+  std::int64_t start = -1;  // a row of the file; -1: the first point kept
   std::uint64_t seed = 0;
   bool allow_fewer = false;
   bool emit_indices = false;  // fps: indices instead of the cloud

@@ -501,6 +501,57 @@ class PcSampleTest(unittest.TestCase):
             f.write(whole.replace(b"property float z", b"property float128 z"))
         self.assert_fails(["fps", "type.ply", "-n", "1", "-o", "out.ply"], 1, "type.ply")
 
+    def test_start_ratio_seed_and_header_contracts(self):
+        xyz = [("x", "float"), ("y", "float"), ("z", "float")]
+        write_ply(self.path("nan.ply"), xyz, [(0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (float("nan"), 0.0, 0.0),
+                                              (2.0, 2.0, 2.0), (4.0, 1.0, 0.0)])
+        # --start names a row of the file under --drop-invalid too (rows of dropped points are refused)
+        proc = self.run_tool("fps", "nan.ply", "-n", "2", "--start", "3", "--drop-invalid", "--emit", "indices",
+                             "-o", "s.txt", "--json")
+        self.assertEqual(self.records(proc)[0]["start"], 3)
+        with open(self.path("s.txt")) as f:
+            self.assertEqual([int(v) for v in f], [3, 0])
+        self.assert_fails(["fps", "nan.ply", "-n", "2", "--start", "2", "--drop-invalid", "-o", "out.ply"], 1,
+                          "nan.ply", "--start 2", "dropped")
+        self.assert_fails(["fps", "nan.ply", "-n", "2", "--start", "5", "--drop-invalid", "-o", "out.ply"], 1,
+                          "nan.ply", "--start 5")
+        # --ratio: ceil(r * N) of the decimal r (0.07 * 100 is 7 although the double product is 7.000000000000001)
+        write_ply(self.path("n100.ply"), xyz, [(float(i), float(i * i % 17), 0.5) for i in range(100)])
+        for ratio, m in (("0.07", 7), ("0.55", 55), ("0.3", 30), ("0.071", 8), ("0.001", 1), ("1", 100)):
+            self.run_tool("fps", "n100.ply", "--ratio", ratio, "--emit", "indices", "-o", "r.txt", "--overwrite")
+            with open(self.path("r.txt")) as f:
+                self.assertEqual(len(f.read().split()), m, ratio)
+        for bad in ("0", "-0.1", "nan", "1.5", "0.5x"):
+            self.assert_fails(["fps", "n100.ply", "--ratio", bad, "-o", "out.ply"], 2, "--ratio")
+        # --seed is a whole number in [0, 2^64): no sign, no silent clamping
+        for bad in ("-5", "99999999999999999999999", "3.5", "+3"):
+            self.assert_fails(["fps", "n100.ply", "-n", "2", "--start", "random", "--seed", bad, "-o", "out.ply"], 2,
+                              "--seed")
+        self.run_tool("fps", "n100.ply", "-n", "2", "--start", "random", "--seed", "18446744073709551615",
+                      "-o", "ok.ply")
+        # two properties of one name would lose one; a float beyond its type's range is a bad value, as an int is
+        write_ply(self.path("dup.ply"), xyz + [("x", "float")], [(1.0, 2.0, 3.0, 5.0), (4.0, 5.0, 6.0, 6.0)])
+        self.assert_fails(["fps", "dup.ply", "-n", "1", "-o", "out.ply"], 1, "dup.ply", "two properties named 'x'")
+        with open(self.path("big.ply"), "w") as f:
+            f.write("ply\nformat ascii 1.0\nelement vertex 2\nproperty float x\nproperty float y\nproperty float z\n"
+                    "property float w\nend_header\n0 0 0 1e40\n1 1 1 2\n")
+        self.assert_fails(["fps", "big.ply", "-n", "1", "-o", "out.ply"], 1, "big.ply", "1e40")
+        with open(self.path("tiny.ply"), "w") as f:  # a subnormal reads as the nearest value
+            f.write("ply\nformat ascii 1.0\nelement vertex 2\nproperty float x\nproperty float y\nproperty float z\n"
+                    "property float w\nend_header\n0 0 0 1e-50\n1 1 1 2\n")
+        self.run_tool("fps", "tiny.ply", "-n", "2", "-o", "tiny_out.ply")
+        self.assertEqual(read_ply(self.path("tiny_out.ply"))["rows"]["vertex"][0][3], 0.0)
+        # a failed item's record names no output (nothing was written)
+        os.makedirs(self.path("many"))
+        write_ply(os.path.join(self.path("many"), "a.ply"), xyz, [(0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (3.0, 0.0, 0.0)])
+        write_ply(os.path.join(self.path("many"), "b.ply"), xyz, [(0.0, 0.0, 0.0)])
+        proc = self.run_tool("-q", "fps", "many", "-n", "2", "--output-dir", "outs", "--json", code=1)
+        recs = {os.path.basename(r["input"]): r for r in self.records(proc) if r.get("type") == "item"}
+        self.assertEqual(recs["a.ply"]["status"], "ok")
+        self.assertIn("output", recs["a.ply"])
+        self.assertEqual(recs["b.ply"]["status"], "failed")
+        self.assertNotIn("output", recs["b.ply"])
+
     def test_organised_pcd_with_nan_points(self):
         self.assert_fails(["fps", MUG, "-n", "64", "-o", "out.pcd"], 1, "table_scene_mug", "non-finite")
         proc = self.run_tool("fps", MUG, "-n", "64", "--drop-invalid", "-o", "mug.pcd", "--json")

@@ -257,6 +257,9 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
     if (run.failure) {
       status = "failed";
       run.record["error"] = one_line(run.failure->message);
+      // A failed item writes nothing (all or nothing): its record names no output.
+      run.record.erase("output");
+      run.record.erase("outputs");
       // One line naming the file, unless the message already starts with one of the item's paths or with
       // its display name (`<stdin>` for `-`).
       const std::string& m = run.failure->message;

@@ -5,6 +5,7 @@
 
 #include "cloud_codec.hpp"
 
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -46,9 +47,12 @@ bool parse_floating(std::string_view token, std::uint8_t* out) {
   const auto r = std::from_chars(token.data(), token.data() + token.size(), v);
   if (r.ptr != token.data() + token.size() || token.empty()) return false;
   if (r.ec == std::errc::result_out_of_range) {
-    // from_chars refuses subnormals and overflow; strtod gives the nearest value (0, denormal or inf).
+    // from_chars refuses subnormals and overflow. A subnormal reads as the nearest value (0 or denormal); a finite
+    // number beyond T's range is a bad value, as an integer beyond its type's range is (inf is written "inf").
     const std::string copy(token);
-    v = static_cast<T>(std::strtod(copy.c_str(), nullptr));
+    const long double wide = std::strtold(copy.c_str(), nullptr);
+    if (std::fabs(wide) > static_cast<long double>(std::numeric_limits<T>::max())) return false;
+    v = static_cast<T>(wide);
   } else if (r.ec != std::errc()) {
     return false;
   }
@@ -126,7 +130,7 @@ void advise_huge_pages(void* data, std::size_t bytes) {
 
 void write_file_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw IoError(path + ": cannot open for writing");
+  if (!out) throw IoError(path + ": cannot open for writing: " + std::strerror(errno));
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   out.flush();
   if (!out) throw IoError(path + ": write failed");

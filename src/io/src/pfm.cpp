@@ -1,5 +1,6 @@
 #include "s3d/io/pfm.hpp"
 
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -88,7 +89,7 @@ void write_pfm(const std::string& path, const ImageF& image, bool little_endian)
   if (image.channels != 1 && image.channels != 3)
     throw InvalidArgument(path + ": PFM holds 1 or 3 channels, not " + std::to_string(image.channels));
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw IoError(path + ": cannot open for writing");
+  if (!out) throw IoError(path + ": cannot open for writing: " + std::strerror(errno));
   out << (image.channels == 1 ? "Pf" : "PF") << '\n'
       << image.width << ' ' << image.height << '\n'
       << (little_endian ? "-1.0" : "1.0") << '\n';

@@ -113,7 +113,12 @@ PlyHeader parse_header(std::string_view bytes, const std::string& path) {
         if (!parse_type(t, &p.type)) throw IoError(path + ": unknown PLY type '" + t + "'");
       }
       if (p.name.empty()) throw IoError(path + ": PLY property without a name");
-      h.elements.back().properties.push_back(std::move(p));
+      auto& props = h.elements.back().properties;
+      // Properties are kept by name: a second one of the same name could only overwrite or lose the first.
+      if (std::any_of(props.begin(), props.end(), [&](const PlyProperty& q) { return q.name == p.name; }))
+        throw IoError(path + ": PLY element '" + h.elements.back().name + "' has two properties named '" + p.name +
+                      "'");
+      props.push_back(std::move(p));
     } else {
       throw IoError(path + ": unknown PLY header line '" + line + "'");
     }
