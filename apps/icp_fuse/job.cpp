@@ -82,20 +82,8 @@ bool wants_color(const Plan& plan, const std::vector<io::RgbdFrame>& frames, con
 /// `fx fy cx cy`, key=value, or a stereo calibration's left camera for a width x height image.
 fusion::CameraIntrinsics read_camera(const std::string& spec, int width, int height) {
   std::error_code ec;
-  if (!fs::exists(spec, ec)) {
-    std::string t = spec;
-    for (char& c : t)
-      if (c == ',') c = ' ';
-    std::istringstream in(t);
-    double v[4];
-    std::string rest;
-    if ((in >> v[0] >> v[1] >> v[2] >> v[3]) && !(in >> rest)) {
-      for (double x : v)
-        if (!std::isfinite(x)) throw InvalidArgument("--intrinsics: `" + spec + "` has a non-finite value");
-      if (v[0] == 0.0 || v[1] == 0.0) throw InvalidArgument("--intrinsics: `" + spec + "`: fx and fy must be non-zero");
-      return {static_cast<float>(v[0]), static_cast<float>(v[1]), static_cast<float>(v[2]), static_cast<float>(v[3])};
-    }
-  }
+  if (!fs::exists(spec, ec))
+    if (auto inline_camera = parse_inline_intrinsics(spec)) return *inline_camera;
   const io::PinholeIntrinsics k = io::read_intrinsics(spec, width, height);
   if (k.width > 0 && k.height > 0 && (k.width != width || k.height != height))
     throw DataError(spec + ": intrinsics for " + std::to_string(k.width) + "x" + std::to_string(k.height) +
@@ -202,11 +190,20 @@ Sequence load_sequence(const cli::Item& item, cli::ItemContext& ctx, const Plan&
     std::string gt = plan.eval;
     if (plan.eval == "auto") {
       gt = string_field(item, "groundtruth").value_or(seq.listing.groundtruth_path);
-      const bool poses = std::all_of(seq.listing.frames.begin(), seq.listing.frames.end(),
-                                     [](const io::RgbdFrame& f) { return !f.pose_path.empty(); });
-      if (gt.empty() && poses) {
+      const auto& all = seq.listing.frames;
+      const auto without =
+          std::count_if(all.begin(), all.end(), [](const io::RgbdFrame& f) { return f.pose_path.empty(); });
+      if (gt.empty() && without < static_cast<std::ptrdiff_t>(all.size())) {
+        // Frames without a pose file are left out of the evaluation, not the whole sequence.
+        if (without > 0) {
+          const auto first =
+              std::find_if(all.begin(), all.end(), [](const io::RgbdFrame& f) { return f.pose_path.empty(); });
+          spdlog::warn("{}: --eval auto: {} of {} frames have no pose file (the first: {}); evaluated without them",
+                       item.inputs[0], without, all.size(), first->depth_path);
+        }
         fusion::Trajectory t;
-        for (const auto& f : seq.listing.frames) t.push_back({f.timestamp, fusion::read_pose_matrix(f.pose_path)});
+        for (const auto& f : all)
+          if (!f.pose_path.empty()) t.push_back({f.timestamp, fusion::read_pose_matrix(f.pose_path)});
         seq.ground_truth = std::move(t);
         seq.ground_truth_source = (fs::path(path) / "frame-*.pose.txt").string();
       } else if (gt.empty()) {

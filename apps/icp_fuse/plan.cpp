@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <sstream>
 
 #include "../common/tool_files.hpp"
 #include "s3d/core/errors.hpp"
@@ -12,8 +13,9 @@ namespace s3d::icp_fuse {
 namespace {
 
 std::size_t parse_index(const std::string& text, const std::string& what) {
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
-    throw InvalidArgument("`" + what + "` is not a frame range A:B with whole frame numbers A < B");
+  // 18 digits: below 2^63, so stoull cannot overflow; no sequence comes near.
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || text.size() > 18)
+    throw InvalidArgument("`" + what + "` is not a frame range A:B with whole frame numbers A < B (below 10^18)");
   return static_cast<std::size_t>(std::stoull(text));
 }
 
@@ -31,6 +33,23 @@ void parse_frame_range(const std::string& text, std::size_t* first, std::size_t*
   if (*first >= *last) throw InvalidArgument("frame range `" + text + "` is empty (A must be < B)");
 }
 
+std::optional<fusion::CameraIntrinsics> parse_inline_intrinsics(const std::string& spec) {
+  std::string t = spec;
+  for (char& c : t)
+    if (c == ',') c = ' ';
+  std::istringstream in(t);
+  double v[4];
+  std::string rest;
+  if (!(in >> v[0] >> v[1] >> v[2] >> v[3]) || (in >> rest)) return std::nullopt;
+  for (double x : v)
+    if (!std::isfinite(x) || std::fabs(x) > 1e6)
+      throw InvalidArgument("--intrinsics: `" + spec + "`: every value must be finite, within 10^6 pixels");
+  if (!(v[0] > 0.0) || v[1] == 0.0)
+    throw InvalidArgument("--intrinsics: `" + spec + "`: fx must be > 0 and fy non-zero");
+  return fusion::CameraIntrinsics{static_cast<float>(v[0]), static_cast<float>(v[1]), static_cast<float>(v[2]),
+                                  static_cast<float>(v[3])};
+}
+
 Plan make_plan(const Flags& f) {
   Plan plan;
   fusion::FusionParams& p = plan.params;
@@ -40,12 +59,19 @@ Plan make_plan(const Flags& f) {
     p.mode = fusion::TrackingMode::kFrameToFrame;
   else
     throw InvalidArgument("--mode: `" + f.mode + "` is not f2m or f2f");
-  if (!f.depth_scale.empty()) plan.depth_scale = io::parse_depth_scale(f.depth_scale);
+  if (!f.depth_scale.empty()) {
+    try {
+      plan.depth_scale = io::parse_depth_scale(f.depth_scale);
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument(std::string("--depth-scale: ") + e.what());
+    }
+  }
   if (!(std::isfinite(f.max_depth) && f.max_depth >= 0.0)) throw InvalidArgument("--max-depth: must be >= 0 metres");
   if (!(std::isfinite(f.volume_size) && f.volume_size > 0.0))
     throw InvalidArgument("--volume-size: must be > 0 metres");
-  if (f.volume_resolution < 8 || f.volume_resolution > 2048)
-    throw InvalidArgument("--volume-resolution: must be in [8, 2048] voxels per side");
+  // 1290^3 is the largest cube below 2^31 voxels (the volume's int32 indices).
+  if (f.volume_resolution < 8 || f.volume_resolution > 1290)
+    throw InvalidArgument("--volume-resolution: must be in [8, 1290] voxels per side (at most 2^31 - 1 voxels)");
   if (!(std::isfinite(f.truncation) && f.truncation > 0.0)) throw InvalidArgument("--truncation: must be > 0 metres");
   if (!(std::isfinite(f.huber) && f.huber >= 0.0)) throw InvalidArgument("--huber: must be >= 0 metres (0 = off)");
   if (!(std::isfinite(f.fps) && f.fps > 0.0)) throw InvalidArgument("--fps: must be > 0");
@@ -71,6 +97,8 @@ Plan make_plan(const Flags& f) {
       throw InvalidArgument("--icp-iterations: `" + its[l] + "` is not a count in [0, 1000]");
     p.icp.iterations[l] = std::stoi(its[l]);
   }
+  if (p.icp.iterations[0] + p.icp.iterations[1] + p.icp.iterations[2] + p.icp.iterations[3] == 0)
+    throw InvalidArgument("--icp-iterations: `" + f.icp_iterations + "`: no level has an iteration");
   p.depth.levels = static_cast<int>(its.size());
   p.initial_pose = fusion::FusionParams::kinfu_initial_pose(p.volume);
   p.validate();  // the rest (a dummy camera is valid)
@@ -104,6 +132,12 @@ Plan make_plan(const Flags& f) {
     throw InvalidArgument(std::string("--frames: ") + e.what());
   }
   plan.intrinsics = f.intrinsics;
+  if (!f.intrinsics.empty()) {
+    std::error_code ec;
+    if (!parse_inline_intrinsics(f.intrinsics) && !std::filesystem::exists(f.intrinsics, ec))
+      throw InvalidArgument("--intrinsics: `" + f.intrinsics +
+                            "` is neither fx,fy,cx,cy nor an existing file (a K matrix, TUM or KITTI/Q calibration)");
+  }
   plan.eval = f.eval;
   for (const auto& r : apps::split_list(f.eval_ranges)) {
     std::size_t a = 0, b = 0;

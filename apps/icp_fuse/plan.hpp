@@ -2,6 +2,7 @@
 // icp-fuse's flags turned into the library's parameters and the item's output files (docs/ICP-FUSE.md).
 #include <cstddef>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,6 +53,11 @@ Plan make_plan(const Flags& flags);
 
 /// `A:B`, `A:`, `:B` (half-open, 0-based) -> [first, last). @throws InvalidArgument
 void parse_frame_range(const std::string& text, std::size_t* first, std::size_t* last);
+
+/// `fx,fy,cx,cy` (commas or spaces) in pixels, or nullopt when `spec` is not four numbers (then it names a
+/// file). fy may be negative (ICL-NUIM's -480). @throws InvalidArgument for four numbers that are no camera:
+/// non-finite, a zero or non-positive fx, zero fy, or beyond 10^6 pixels.
+std::optional<fusion::CameraIntrinsics> parse_inline_intrinsics(const std::string& spec);
 
 /// The folder an item writes into: -o (a path or template), else --output-dir/NAME where NAME is the
 /// manifest's "name" or the sequence's folder name (a list file: its name without extension).

@@ -230,6 +230,12 @@ class IcpFuseTest(unittest.TestCase):
         self.assertEqual(len(err), 1, err)
         self.assertIn("bad_gt.txt:2:", err[0])
         self.assertFalse(os.path.exists(self.path("out3")))
+        # --eval auto with one frame's pose file missing: the other frames are evaluated, with a warning
+        os.remove(os.path.join(seq, "frame-000004.pose.txt"))
+        proc = self.run_tool(*SMALL, seq, "-o", "out4", "--eval", "auto", "--emit", "trajectory", "--json")
+        self.assertEqual(self.records(proc)[0]["eval"]["ate_m"]["pairs"], 5)
+        self.assertIn("1 of 6 frames have no pose file", proc.stderr.decode())
+        self.assertIn("frame-000004", proc.stderr.decode())
 
     # bad frames --------------------------------------------------------------------------------------
     def test_corrupt_truncated_wrong_size_and_empty_frames(self):
@@ -368,9 +374,14 @@ class IcpFuseTest(unittest.TestCase):
         for args in (["--mode", "icp"], ["--frames", "5:2"], ["--frames", "x"], ["--icp-iterations", "1,2,3,4,5"],
                      ["--volume-resolution", "4"], ["--depth-scale", "-1"], ["--emit", "mesh,video"],
                      ["--eval-ranges", "0:2"], ["--eval", "auto", "--eval-ranges", "3:1"], ["--color", "maybe"],
-                     ["--truncation", "1e-9"], ["--noise-weighting", "yes"]):
+                     ["--truncation", "1e-9"], ["--noise-weighting", "yes"], ["--volume-resolution", "1291"],
+                     ["--frames", "0:99999999999999999999"], ["--icp-iterations", "0"], ["--icp-iterations", "0,0"],
+                     ["--intrinsics", "0,0,0,0"], ["--intrinsics", "-585,585,320,240"], ["--intrinsics", "1e30,1,1,1"],
+                     ["--intrinsics", "585,585,320"], ["--intrinsics", "abc"], ["--intrinsics", "nan,1,1,1"]):
             proc = self.run_tool(*SMALL, *k, seq, "-o", "out", *args, code=2)
-            self.assertEqual(len(proc.stderr.decode().strip().splitlines()), 1, (args, proc.stderr))
+            err = proc.stderr.decode().strip().splitlines()
+            self.assertEqual(len(err), 1, (args, proc.stderr))
+            self.assertIn(args[-2], err[0])  # the message names the flag
         self.run_tool(*SMALL, *k, seq, code=2)  # no output
         self.run_tool(*SMALL, *k, seq, "-o", "-", code=2)
         self.assertFalse(os.path.exists(self.path("out")))

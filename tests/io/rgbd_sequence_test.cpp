@@ -140,6 +140,25 @@ TEST_F(RgbdSequenceTest, PlainPngAndPfmFoldersAndListFiles) {
   EXPECT_EQ(list_rgbd_sequence(path("timed.txt")).intrinsics_path, path("camera-intrinsics.txt"));
 }
 
+TEST_F(RgbdSequenceTest, ATimedListWithAnUntimedLineIsAnErrorNamingTheLine) {
+  // A typo, `nan` or a lone timestamp in a timed list would turn every timestamp into index / fps.
+  for (const std::string bad : {"notanumber depth/c.png", "nan depth/c.png", "1305031102.2"}) {
+    text("depth.txt", "# depth maps\n1305031102.1 depth/a.png\n" + bad + "\n1305031102.3 depth/b.png\n");
+    try {
+      list_rgbd_sequence(dir_.string());
+      FAIL() << bad;
+    } catch (const DataError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(path("depth.txt") + ":3: expected `timestamp path` as on line 2", 0), 0u)
+          << e.what();
+    }
+  }
+  // a list without any timestamp keeps paths with spaces
+  text("plain.txt", "dir with space/a.png\nb.png\n");
+  const auto seq = list_rgbd_sequence(path("plain.txt"));
+  ASSERT_EQ(seq.frames.size(), 2u);
+  EXPECT_EQ(seq.frames[0].depth_path, path("dir with space/a.png"));
+}
+
 TEST_F(RgbdSequenceTest, EmptyAndMissingSequencesAreOneLineErrors) {
   fs::create_directories(path("empty"));
   try {

@@ -37,6 +37,7 @@ struct ListLine {
   bool has_time = false;
   double time = 0.0;
   std::string path;
+  std::size_t number = 0;  ///< the line's number in the file (1-based)
 };
 
 /// TUM RGB-D's own depth lists open with this comment (then `# file: 'NAME.bag'`); their PNGs hold 5000
@@ -79,9 +80,17 @@ std::vector<ListLine> read_list(const std::string& file, bool* tum_header = null
     }
     if (!l.has_time) l.path = line;
     if (l.path.empty()) throw DataError(file + ":" + std::to_string(number) + ": no path");
+    l.number = number;
     out.push_back(std::move(l));
   }
   if (in.bad()) throw IoError(file + ": read failed");
+  // Either every line has a timestamp or none has: one line without (a typo, `nan`, a lone number) in a timed
+  // list would otherwise turn the whole sequence's timestamps into index / fps.
+  const auto timed = std::find_if(out.begin(), out.end(), [](const ListLine& l) { return l.has_time; });
+  const auto untimed = std::find_if(out.begin(), out.end(), [](const ListLine& l) { return !l.has_time; });
+  if (timed != out.end() && untimed != out.end())
+    throw DataError(file + ":" + std::to_string(untimed->number) + ": expected `timestamp path` as on line " +
+                    std::to_string(timed->number) + ", got '" + untimed->path + "'");
   return out;
 }
 
