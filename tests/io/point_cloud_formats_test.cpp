@@ -323,7 +323,7 @@ TEST(NpyFormats, WritesFloat32WithEveryAttributeComponent) {
   PointCloud c;
   c.xyz = {1, 2, 3, 4, 5, 6};
   c.add_attribute("intensity", ScalarType::kUint8).set_value(1, 0, 200);
-  c.add_attribute("normal", ScalarType::kFloat64, 3).set_value(0, 2, -0.5);
+  c.add_attribute("normal", ScalarType::kFloat32, 3).set_value(0, 2, -0.5);
   write_npy(dir.file("w.npy"), c);
   const std::string bytes = s3d::test::file_bytes(dir.file("w.npy"));
   const std::size_t header = 10 + (static_cast<unsigned char>(bytes[8]) | static_cast<unsigned char>(bytes[9]) << 8);
@@ -338,6 +338,28 @@ TEST(NpyFormats, WritesFloat32WithEveryAttributeComponent) {
   PointCloud listed = read_ply(dir.write("be.ply", big_endian_ply()));
   EXPECT_THROW(write_npy(dir.file("l.npy"), listed), s3d::InvalidArgument);
   EXPECT_THROW(write_pcd(dir.file("l.pcd"), listed), s3d::InvalidArgument);
+}
+
+TEST(NpyFormats, DoublesAndWideIntegersAreWrittenAsFloat64) {
+  // Georeferenced coordinates read as float64 stay float64 (float32 would keep ~0.03 m at 5.4e6 m).
+  CloudTempDir dir;
+  std::string data;
+  for (double v : {450000.123456789, 5400000.987654321, 300.5, 450001.25, 5400001.5, 301.0})
+    put<double>(&data, v, false);
+  const PointCloud geo = read_npy(dir.write("geo.npy", npy_file(1, "<f8", false, "(2, 3)", data)));
+  write_npy(dir.file("geo_out.npy"), geo);
+  const std::string bytes = s3d::test::file_bytes(dir.file("geo_out.npy"));
+  EXPECT_NE(bytes.find("'descr': '<f8'"), std::string::npos);
+  const PointCloud back = read_npy(dir.file("geo_out.npy"));
+  EXPECT_EQ(back.find("x")->value(0), 450000.123456789);
+  EXPECT_EQ(back.find("y")->value(1), 5400001.5);
+  EXPECT_EQ(back.xyz, geo.xyz);
+  // A uint32 attribute beyond 2^24 would lose its low bits in float32.
+  PointCloud c;
+  c.xyz = {1, 2, 3};
+  c.add_attribute("id", ScalarType::kUint32).set_value(0, 0, 16777217.0);
+  write_npy(dir.file("id.npy"), c);
+  EXPECT_EQ(read_npy(dir.file("id.npy")).find("col3")->value(0), 16777217.0);
 }
 
 TEST(CloudDispatch, ChoosesByExtensionOrByTheGivenFormat) {

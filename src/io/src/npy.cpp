@@ -199,16 +199,25 @@ PointCloud read_npy(const std::string& path) {
 void write_npy(const std::string& path, const PointCloud& cloud) {
   cloud.validate();
   detail::require_no_lists(cloud, path, ".npy");
-  std::vector<const AttributeColumn*> extra;
-  std::size_t k = 3;
-  for (const auto& a : cloud.attributes) {
-    if (a.name == "x" || a.name == "y" || a.name == "z") continue;  // original position columns
-    extra.push_back(&a);
-    k += a.components;
+  // x y z first (from the original double columns when they still hold the positions), then the attributes.
+  const detail::ColumnsToWrite written = detail::columns_for_writing(cloud);
+  std::vector<const AttributeColumn*> columns(3, nullptr);
+  for (const AttributeColumn* c : written.columns) {
+    if (c->name == "x" || c->name == "y" || c->name == "z")
+      columns[static_cast<std::size_t>(c->name[0] - 'x')] = c;
+    else
+      columns.push_back(c);
   }
-  const std::size_t n = cloud.size();
-  std::string dict =
-      "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(n) + ", " + std::to_string(k) + "), }";
+  std::size_t k = 0;
+  // float64 when any value would not survive float32: a double column, or 32-bit integers (beyond 2^24).
+  bool wide = false;
+  for (const AttributeColumn* c : columns) {
+    k += static_cast<std::size_t>(c->components);
+    wide = wide || c->type == ScalarType::kFloat64 || c->type == ScalarType::kInt32 || c->type == ScalarType::kUint32;
+  }
+  const std::size_t n = cloud.size(), item = wide ? 8 : 4;
+  std::string dict = std::string("{'descr': '") + (wide ? "<f8" : "<f4") + "', 'fortran_order': False, 'shape': (" +
+                     std::to_string(n) + ", " + std::to_string(k) + "), }";
   // numpy aligns the data to 64 bytes: magic (6) + version (2) + length (2) + dict, padded, newline.
   while ((10 + dict.size() + 1) % 64 != 0) dict.push_back(' ');
   dict.push_back('\n');
@@ -217,20 +226,23 @@ void write_npy(const std::string& path, const PointCloud& cloud) {
   out.push_back(static_cast<char>(dict.size() >> 8));
   out += dict;
   const std::size_t at = out.size();
-  out.resize(at + 4 * n * k);
+  out.resize(at + item * n * k);
   auto* p = reinterpret_cast<std::uint8_t*>(out.data() + at);
-  for (std::size_t i = 0; i < n; ++i) {
-    std::memcpy(p, &cloud.xyz[3 * i], 12);
-    p += 12;
-    for (const AttributeColumn* a : extra)
+  for (std::size_t i = 0; i < n; ++i)
+    for (const AttributeColumn* a : columns)
       for (int c = 0; c < a->components; ++c) {
-        const float v = static_cast<float>(a->value(i, c));
-        std::memcpy(p, &v, 4);
-        p += 4;
+        const double v = a->value(i, static_cast<std::size_t>(c));
+        if (wide) {
+          std::memcpy(p, &v, 8);
+        } else {
+          const float f = static_cast<float>(v);
+          std::memcpy(p, &f, 4);
+        }
+        p += item;
       }
-  }
   if (!detail::host_is_little_endian())
-    for (std::size_t b = at; b < out.size(); b += 4) detail::reverse_bytes(reinterpret_cast<std::uint8_t*>(&out[b]), 4);
+    for (std::size_t b = at; b < out.size(); b += item)
+      detail::reverse_bytes(reinterpret_cast<std::uint8_t*>(&out[b]), item);
   detail::write_file_bytes(path, out);
 }
 
