@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <unordered_set>
 
 #include "byte_order.hpp"
 #include "cloud_codec.hpp"
@@ -72,6 +73,7 @@ PlyHeader parse_header(std::string_view bytes, const std::string& path) {
     return true;
   };
   std::string line;
+  std::unordered_set<std::string> property_names;  // of the current element
   if (!next_line(&line) || line != "ply") throw IoError(path + ": not a PLY file (no 'ply' magic line)");
   while (true) {
     if (!next_line(&line)) throw IoError(path + ": PLY header without end_header");
@@ -97,6 +99,7 @@ PlyHeader parse_header(std::string_view bytes, const std::string& path) {
       if (e.name.empty() || count.empty() || r.ec != std::errc() || r.ptr != count.data() + count.size())
         throw IoError(path + ": bad PLY element line '" + line + "'");
       h.elements.push_back(std::move(e));
+      property_names.clear();
     } else if (kw == "property") {
       if (h.elements.empty()) throw IoError(path + ": PLY property before any element");
       PlyProperty p;
@@ -113,12 +116,11 @@ PlyHeader parse_header(std::string_view bytes, const std::string& path) {
         if (!parse_type(t, &p.type)) throw IoError(path + ": unknown PLY type '" + t + "'");
       }
       if (p.name.empty()) throw IoError(path + ": PLY property without a name");
-      auto& props = h.elements.back().properties;
       // Properties are kept by name: a second one of the same name could only overwrite or lose the first.
-      if (std::any_of(props.begin(), props.end(), [&](const PlyProperty& q) { return q.name == p.name; }))
+      if (!property_names.insert(p.name).second)
         throw IoError(path + ": PLY element '" + h.elements.back().name + "' has two properties named '" + p.name +
                       "'");
-      props.push_back(std::move(p));
+      h.elements.back().properties.push_back(std::move(p));
     } else {
       throw IoError(path + ": unknown PLY header line '" + line + "'");
     }
