@@ -222,6 +222,15 @@ int main(int argc, char** argv) {
     const auto& s = tool.settings();
     if (s.outputs.empty() && s.output_dir.empty())
       throw s3d::InvalidArgument("no output: give -o PATH|TEMPLATE, -o - (stdout) or --output-dir DIR");
+    // Outputs no item could write are usage errors, before any item runs (a template's extension is known too).
+    if (mode == Mode::kBall || mode == Mode::kKnn)
+      for (const auto& o : s.outputs) {
+        if (o == "-" && run.plan.arrays.count() != 1)
+          throw s3d::InvalidArgument("-o -: stdout takes one array: --emit indices, distances or counts");
+        const std::string fmt = s3d::cli::format_of(o, s);
+        if (!fmt.empty() && fmt != "npy")
+          throw s3d::InvalidArgument("-o " + o + ": neighbour arrays are .npy files (-o NAME.npy)");
+      }
     if (mode == Mode::kRulebook)
       for (const auto& o : s.outputs) {
         const std::string fmt = o == "-" && s.format.empty() ? "npz" : s3d::cli::format_of(o, s);

@@ -487,6 +487,9 @@ class PcSampleTest(unittest.TestCase):
         write_ply(self.path("three.ply"), xyz, [(0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (3.0, 0.0, 0.0)])
         self.assert_fails(["knn", "three.ply", "-k", "4", "-o", "out.npy"], 1, "three.ply", "--pad")
         self.run_tool("knn", "three.ply", "-k", "4", "--pad", "-1", "-o", "padded.npy")
+        # an output no item could write is a usage error before any item runs
+        self.assert_fails(["knn", "three.ply", "-k", "2", "-o", "out.txt"], 2, "out.txt", ".npy")
+        self.assert_fails(["ball", "three.ply", "--radius", "1", "-o", "out_{stem}.ply"], 2, ".npy")
         self.assertEqual(read_npy(self.path("padded.npy"))[0], [0, 1, 2, -1])
         # the readers: a truncated binary body, an absurd count, an unknown type
         with open(self.path("three.ply"), "rb") as f:
@@ -578,7 +581,7 @@ class PcSampleTest(unittest.TestCase):
         with open(self.path("c.npy"), "wb") as f:
             f.write(proc.stdout)
         self.assertEqual(read_npy(self.path("c.npy")), [2] * 453)
-        err = self.run_tool("-q", "knn", BUNNY_SMALL, "-k", "2", "-o", "-", code=1).stderr.decode()
+        err = self.run_tool("-q", "knn", BUNNY_SMALL, "-k", "2", "-o", "-", code=2).stderr.decode()  # a usage error
         self.assertIn("one array", err)
         # interp --attributes replaces a dense column of the same name
         pts = self.bunny_points()
