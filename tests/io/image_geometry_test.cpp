@@ -71,6 +71,110 @@ TEST(Calibration, KittiProjectionsGiveFocalBaselineAndPrincipalPoint) {
   EXPECT_DOUBLE_EQ(one.baseline_m, c.baseline_m);
 }
 
+namespace {
+
+// KITTI odometry's grey pair as some copies of a sequence ship it: P0 and P1 without labels (the shared
+// data's stereo_sequences/kitti_odometry_02_f000-050/calib.txt, byte for byte: no newline at the end).
+const char* const kOdometryUnlabelled =
+    "7.188560000000e+02 0.000000000000e+00 6.071928000000e+02 0.000000000000e+00 0.000000000000e+00 "
+    "7.188560000000e+02 1.852157000000e+02 0.000000000000e+00 0.000000000000e+00 0.000000000000e+00 "
+    "1.000000000000e+00 0.000000000000e+00\n"
+    "7.188560000000e+02 0.000000000000e+00 6.071928000000e+02 -3.861448000000e+02 0.000000000000e+00 "
+    "7.188560000000e+02 1.852157000000e+02 0.000000000000e+00 0.000000000000e+00 0.000000000000e+00 "
+    "1.000000000000e+00 0.000000000000e+00";
+
+}  // namespace
+
+TEST(Calibration, KittiOdometryP0P1UnlabelledOrLabelled) {
+  TempDir dir;
+  const StereoCalibration c = read_calibration(dir.write("calib.txt", kOdometryUnlabelled));
+  EXPECT_DOUBLE_EQ(c.focal_px, 718.856);
+  EXPECT_DOUBLE_EQ(c.cx, 607.1928);
+  EXPECT_DOUBLE_EQ(c.cy, 185.2157);
+  EXPECT_DOUBLE_EQ(c.baseline_m, 386.1448 / 718.856);  // 0.5372 m
+  EXPECT_EQ(c.doffs, 0.0);
+  EXPECT_TRUE(c.has_principal_point);
+  EXPECT_EQ(c.format, "kitti");
+  // The same with a trailing newline, blank lines, CRLF.
+  const std::string crlf = std::string("\r\n") + kOdometryUnlabelled + "\r\n\r\n";
+  EXPECT_DOUBLE_EQ(read_calibration(dir.write("crlf.txt", crlf)).baseline_m, c.baseline_m);
+  // Labelled P0:/P1: (KITTI odometry without the colour cameras) read alike; with P2/P3 present those win.
+  const std::string lines = kOdometryUnlabelled;
+  const std::string p0 = lines.substr(0, lines.find('\n')), p1 = lines.substr(lines.find('\n') + 1);
+  const StereoCalibration labelled = read_calibration(dir.write("p0p1.txt", "P0: " + p0 + "\nP1: " + p1 + "\n"));
+  EXPECT_DOUBLE_EQ(labelled.baseline_m, c.baseline_m);
+  EXPECT_DOUBLE_EQ(labelled.cy, c.cy);
+  // The intrinsics readers (icp-fuse --intrinsics) take the file too: its left camera.
+  const PinholeIntrinsics k = read_intrinsics(dir.file("calib.txt"), 1241, 376);
+  EXPECT_DOUBLE_EQ(k.fx, 718.856);
+  EXPECT_DOUBLE_EQ(k.fy, 718.856);
+  EXPECT_DOUBLE_EQ(k.cx, 607.1928);
+  EXPECT_DOUBLE_EQ(k.cy, 185.2157);
+  EXPECT_DOUBLE_EQ(read_intrinsics(dir.file("calib.txt")).cx, 607.1928);  // no image size needed
+}
+
+TEST(Calibration, UnlabelledProjectionsThatAreNoRectifiedPairAreErrors) {
+  TempDir dir;
+  const std::string lines = kOdometryUnlabelled;
+  const std::string p0 = lines.substr(0, lines.find('\n')), p1 = lines.substr(lines.find('\n') + 1);
+  auto message = [&](const std::string& name, const std::string& text) {
+    const std::string path = dir.write(name, text);
+    try {
+      read_calibration(path);
+    } catch (const s3d::DataError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(path + ": ", 0), 0u) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << name << " was read";
+    return std::string();
+  };
+  // Right camera first: a negative baseline.
+  EXPECT_NE(message("swapped.txt", p1 + "\n" + p0 + "\n").find("P1"), std::string::npos);
+  // Three lines (P0 P1 P2), one line, 11 numbers, a word: not this format.
+  EXPECT_NE(message("three.txt", p0 + "\n" + p1 + "\n" + p1 + "\n").find("unknown calibration format"),
+            std::string::npos);
+  EXPECT_NE(message("one.txt", p0 + "\n").find("unknown calibration format"), std::string::npos);
+  EXPECT_NE(message("short.txt", p0 + "\n" + p1.substr(0, p1.rfind(' ')) + "\n").find("unknown calibration format"),
+            std::string::npos);
+  EXPECT_NE(message("word.txt", p0 + "\n" + p1 + " x\n").find("unknown calibration format"), std::string::npos);
+  // Not a rectified pair: a third row other than 0 0 1, skew, another focal length in the right camera.
+  std::string bad_row = p1;
+  bad_row.replace(bad_row.find("1.000000000000e+00"), 18, "2.000000000000e+00");
+  EXPECT_NE(message("row.txt", p0 + "\n" + bad_row + "\n").find("third row"), std::string::npos);
+  std::string skew = p0;
+  skew.replace(skew.find("0.000000000000e+00"), 18, "1.000000000000e-01");
+  EXPECT_NE(message("skew.txt", skew + "\n" + p1 + "\n").find("skew"), std::string::npos);
+  std::string focal = p1;
+  focal.replace(0, 18, "7.200000000000e+02");
+  EXPECT_NE(message("focal.txt", p0 + "\n" + focal + "\n").find("not a rectified pair"), std::string::npos);
+}
+
+TEST(Calibration, CameraMatrixTextReadsBackExactly) {
+  TempDir dir;
+  PinholeIntrinsics k;
+  k.fx = 718.856;
+  k.fy = 718.856;
+  k.cx = 607.1928;
+  k.cy = 185.2157;
+  const std::string text = format_camera_matrix(k);
+  EXPECT_EQ(text, "718.856 0 607.1928\n0 718.856 185.2157\n0 0 1\n");
+  k.fx = 300.0;
+  k.fy = 1.0 / 3.0;
+  k.cx = 159.5;
+  k.cy = 1e-7;
+  const PinholeIntrinsics back = read_intrinsics(dir.write("K.txt", format_camera_matrix(k)));
+  EXPECT_EQ(back.fx, k.fx);
+  EXPECT_EQ(back.fy, k.fy);
+  EXPECT_EQ(back.cx, k.cx);
+  EXPECT_EQ(back.cy, k.cy);
+  EXPECT_EQ(shortest_number(300.0), "300");
+  EXPECT_EQ(shortest_number(5000.0), "5000");
+  EXPECT_EQ(shortest_number(0.5372), "0.5372");
+  EXPECT_EQ(shortest_number(1.0), "1");
+  EXPECT_EQ(std::stod(shortest_number(1.0 / 3.0)), 1.0 / 3.0);
+}
+
 TEST(Calibration, QMatrixYamlMiddleburyAndPairs) {
   TempDir dir;
   const StereoCalibration q = read_calibration(
@@ -198,6 +302,15 @@ TEST(RealData, KittiCalibTxtAndQDatAgree) {
   EXPECT_NEAR(a.baseline_m, b.baseline_m, 1e-4);  // Q.dat rounds 1/B to 7 digits
   EXPECT_NEAR(a.cx, b.cx, 1e-9);
   EXPECT_NEAR(a.cy, b.cy, 1e-9);
+}
+
+TEST(RealData, KittiOdometryCalibTxtGivesTheDocumentedRig) {
+  S3D_REQUIRE_DATA(calib, "stereo_sequences/kitti_odometry_02_f000-050/calib.txt");
+  const StereoCalibration c = read_calibration(calib.string());
+  EXPECT_DOUBLE_EQ(c.focal_px, 718.856);
+  EXPECT_DOUBLE_EQ(c.cx, 607.1928);
+  EXPECT_DOUBLE_EQ(c.cy, 185.2157);
+  EXPECT_NEAR(c.baseline_m, 0.5372, 1e-4);
 }
 
 TEST(RealData, FindsTheMiddleburyMasks) {

@@ -2,6 +2,8 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -87,6 +89,42 @@ StereoCalibration from_projections(const std::vector<double>& p2, const std::vec
   c.source = source;
   c.format = format;
   return c;
+}
+
+// KITTI odometry's rectified projections without their labels: exactly two non-blank lines of 12 numbers each,
+// P0 (left) then P1 (right), as some copies of a sequence ship calib.txt. Returns false for any other text;
+// throws when the two lines are not a rectified pair (a third row other than 0 0 1, skew, another focal length
+// in the right camera, or the right camera left of the left one).
+bool unlabelled_projections(const std::string& text, const std::string& source, std::vector<double>* p0,
+                            std::vector<double>* p1) {
+  std::vector<std::vector<double>> rows;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    bool only_numbers = false;
+    std::vector<double> v = all_numbers(line, &only_numbers);
+    if (!only_numbers || v.size() != 12 || rows.size() == 2) return false;
+    rows.push_back(std::move(v));
+  }
+  if (rows.size() != 2) return false;
+  for (std::size_t i = 0; i < 2; ++i) {
+    const std::vector<double>& p = rows[i];
+    const std::string which = source + ": line " + std::to_string(i + 1) + " (P" + std::to_string(i) + ")";
+    for (double x : p)
+      if (!std::isfinite(x)) throw DataError(which + ": not a finite number");
+    if (p[8] != 0.0 || p[9] != 0.0 || p[10] != 1.0)
+      throw DataError(which + ": not a rectified 3x4 projection (third row must be 0 0 1 t)");
+    if (p[1] != 0.0 || p[4] != 0.0) throw DataError(which + ": projection with skew (not a rectified camera)");
+  }
+  if (rows[1][0] != rows[0][0] || rows[1][5] != rows[0][5] || rows[1][6] != rows[0][6])
+    throw DataError(source + ": the two projections (P0, P1) are not a rectified pair (focal lengths or cy differ)");
+  if (!(rows[1][3] < rows[0][3]))
+    throw DataError(source +
+                    ": line 2 (P1) must be the right camera's projection (P1[0][3] < P0[0][3]): the "
+                    "lines are P0 (left) then P1 (right)");
+  *p0 = std::move(rows[0]);
+  *p1 = std::move(rows[1]);
+  return true;
 }
 
 // key=value / key: value pairs. Returns false when no pair was found.
@@ -241,6 +279,14 @@ StereoCalibration read_calibration(const std::string& spec) {
     if (!numbers_after(text, "P2:", 12, &p2) || !numbers_after(text, "P3:", 12, &p3))
       throw DataError(spec + ": KITTI calibration needs 12 numbers after both P2: and P3:");
     c = from_projections(p2, p3, "kitti", spec);
+  } else if (text.find("P0:") != std::string::npos && text.find("P1:") != std::string::npos) {
+    // KITTI odometry's grey pair (image_0 / image_1) when the file has no P2/P3 (those win above).
+    std::vector<double> p0, p1;
+    if (!numbers_after(text, "P0:", 12, &p0) || !numbers_after(text, "P1:", 12, &p1))
+      throw DataError(spec + ": KITTI calibration needs 12 numbers after both P0: and P1:");
+    c = from_projections(p0, p1, "kitti", spec);
+  } else if (std::vector<double> p0, p1; unlabelled_projections(text, spec, &p0, &p1)) {
+    c = from_projections(p0, p1, "kitti", spec);
   } else if (text.find("cam0=") != std::string::npos) {
     std::vector<double> cam0;
     if (!numbers_after(text, "cam0=[", 9, &cam0)) {
@@ -271,7 +317,8 @@ StereoCalibration read_calibration(const std::string& spec) {
     } else if (parse_pairs(text, &kv) && from_pairs(kv, "pairs", spec, &c)) {
     } else {
       throw DataError(spec +
-                      ": unknown calibration format (expected KITTI P_rect_02/03, a 4x4 Q matrix, "
+                      ": unknown calibration format (expected KITTI P_rect_02/03, P2/P3, P0/P1 or two "
+                      "unlabelled lines of 12 numbers (P0, P1), a 4x4 Q matrix, "
                       "OpenCV YAML, Middlebury calib.txt, or focal_px=/baseline_m=)");
     }
   }
@@ -329,6 +376,26 @@ PinholeIntrinsics read_intrinsics(const std::string& spec, int width, int height
   }
   k.validate();
   return k;
+}
+
+std::string shortest_number(double v) {
+  char buf[40];
+  int digits = 1;
+  for (; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (!std::isfinite(v) || std::strtod(buf, nullptr) == v) break;
+  }
+  // %g turns to an exponent when the whole part has more digits than the precision (3e+02): print them all.
+  if (std::isfinite(v) && std::fabs(v) >= 1.0 && std::fabs(v) < 1e15) {
+    const int whole = static_cast<int>(std::floor(std::log10(std::fabs(v)))) + 1;
+    if (whole > digits) std::snprintf(buf, sizeof buf, "%.*g", whole, v);
+  }
+  return buf;
+}
+
+std::string format_camera_matrix(const PinholeIntrinsics& k) {
+  return shortest_number(k.fx) + " 0 " + shortest_number(k.cx) + "\n0 " + shortest_number(k.fy) + " " +
+         shortest_number(k.cy) + "\n0 0 1\n";
 }
 
 }  // namespace s3d::io

@@ -16,6 +16,9 @@ using geometry::StereoCalibration;
 /// - KITTI rectified projections: `P_rect_02:` and `P_rect_03:` (calib_cam_to_cam.txt, or this project's
 ///   data `Calib.txt` where the 12 numbers follow on the next lines), or `P2:` / `P3:` (object/odometry).
 ///   f = P2[0][0], cx = P2[0][2], cy = P2[1][2], baseline = (P2[0][3] - P3[0][3]) / f, doffs = P3[0][2] - cx.
+///   Without P2/P3, KITTI odometry's grey pair `P0:` / `P1:` the same way; and a KITTI odometry calib.txt
+///   without labels: exactly two lines of 12 numbers, P0 (left) then P1 (right), which must be a rectified
+///   pair (third rows 0 0 1 t, no skew, equal focal lengths and cy, the right camera's P[0][3] the smaller).
 /// - An OpenCV 4x4 reprojection matrix Q as 16 numbers of text (`Q.dat`): cx = -Q03, cy = -Q13,
 ///   f = Q23, baseline = 1 / |Q32|, doffs = Q33 / Q32.
 /// - OpenCV FileStorage `.yml/.yaml/.xml` holding `Q`, or `P1` and `P2` (stereoRectify's names), or
@@ -34,5 +37,14 @@ StereoCalibration read_calibration(const std::string& spec);
 /// - any stereo calibration `read_calibration` accepts (its left camera, fx = fy = focal_px).
 /// @throws IoError (unreadable), DataError (no known form, skew, or non-positive focal lengths).
 PinholeIntrinsics read_intrinsics(const std::string& spec, int width = 0, int height = 0);
+
+/// `k` as a 3x3 camera matrix in text, as 7-Scenes' `camera-intrinsics.txt` holds it (three lines `fx 0 cx`,
+/// `0 fy cy`, `0 0 1`); each number with the fewest digits that read back as the same double, so that
+/// read_intrinsics gives `k`'s values exactly.
+std::string format_camera_matrix(const PinholeIntrinsics& k);
+
+/// `v` with the fewest significant digits (at most 17) that read back as the same double: 718.856, not
+/// 718.85599999999999. Non-finite values as printf writes them.
+std::string shortest_number(double v);
 
 }  // namespace s3d::io
