@@ -140,6 +140,57 @@ TEST_F(RgbdSequenceTest, PlainPngAndPfmFoldersAndListFiles) {
   EXPECT_EQ(list_rgbd_sequence(path("timed.txt")).intrinsics_path, path("camera-intrinsics.txt"));
 }
 
+TEST_F(RgbdSequenceTest, SgmDepthFolderStatesItsIntrinsicsAndDepthScale) {
+  // sgm-depth --emit depth --output-dir writes these two files beside its maps.
+  depth_png("a_depth.png", 1000);
+  depth_png("b_depth.png", 1000);
+  text("a.png", "");  // a disparity map beside it: not a frame
+  const auto bare = list_rgbd_sequence(dir_.string(), 10.0);
+  EXPECT_EQ(bare.layout, "sgm-depth");
+  EXPECT_EQ(bare.depth_scale, 0.0);  // no depth-scale.txt: each file's default
+  EXPECT_TRUE(bare.depth_scale_path.empty());
+  text("camera-intrinsics.txt", "718.856 0 607.1928\n0 718.856 185.2157\n0 0 1\n");
+  text("depth-scale.txt", format_depth_scale_file(5000.0));
+  const auto seq = list_rgbd_sequence(dir_.string(), 10.0);
+  EXPECT_EQ(seq.layout, "sgm-depth");
+  ASSERT_EQ(seq.frames.size(), 2u);
+  EXPECT_EQ(seq.frames[1].depth_path, path("b_depth.png"));
+  EXPECT_EQ(seq.intrinsics_path, path("camera-intrinsics.txt"));
+  EXPECT_EQ(seq.depth_scale, 5000.0);
+  EXPECT_EQ(seq.depth_scale_path, path("depth-scale.txt"));
+  // What the listing says is how the frames read: 1000 + x + 10 y units at 5000 per metre.
+  const ImageF z = read_depth_frame(seq.frames[0].depth_path, seq.depth_scale);
+  EXPECT_FLOAT_EQ(z.at(2, 1), 1012.0f / 5000.0f);
+  EXPECT_EQ(format_depth_scale_file(1.0), "# depth map units per metre (metres = value / this; 1 = metres)\n1\n");
+  EXPECT_EQ(read_depth_scale_file(path("depth-scale.txt")), 5000.0);
+  // A plain folder of PNGs reads it too; TUM's depth.txt does not (its header decides).
+  text("plain/depth-scale.txt", "1000\n");
+  depth_png("plain/0.png", 1000);
+  EXPECT_EQ(list_rgbd_sequence(path("plain")).depth_scale, 1000.0);
+  text("tum/depth.txt", "0.1 a.png\n");
+  text("tum/depth-scale.txt", "1\n");
+  EXPECT_EQ(list_rgbd_sequence(path("tum")).depth_scale, 0.0);
+}
+
+TEST_F(RgbdSequenceTest, ABadDepthScaleFileIsAnErrorNamingTheLine) {
+  depth_png("a_depth.png", 1000);
+  for (const auto& [content, line] : std::initializer_list<std::pair<const char*, int>>{
+           {"0\n", 1}, {"-1000\n", 1}, {"# c\n\nmm\n", 3}, {"1000 1\n", 1}, {"nan\n", 1}, {"1000\n5000\n", 2}}) {
+    text("depth-scale.txt", content);
+    try {
+      list_rgbd_sequence(dir_.string());
+      ADD_FAILURE() << content << " was read";
+    } catch (const DataError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(path("depth-scale.txt") + ":" + std::to_string(line) + ": ", 0), 0u)
+          << e.what();
+    }
+  }
+  text("depth-scale.txt", "# nothing\n");
+  EXPECT_THROW(list_rgbd_sequence(dir_.string()), DataError);
+  text("depth-scale.txt", "  1000  \r\n");  // blanks and CRLF around the number are fine
+  EXPECT_EQ(list_rgbd_sequence(dir_.string()).depth_scale, 1000.0);
+}
+
 TEST_F(RgbdSequenceTest, ATimedListWithAnUntimedLineIsAnErrorNamingTheLine) {
   // A typo, `nan` or a lone timestamp in a timed list would turn every timestamp into index / fps.
   for (const std::string bad : {"notanumber depth/c.png", "nan depth/c.png", "1305031102.2"}) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <utility>
 
 #include "s3d/core/errors.hpp"
+#include "s3d/io/calib.hpp"
 #include "s3d/io/pfm.hpp"
 
 namespace s3d::io {
@@ -189,6 +191,11 @@ RgbdSequence list_rgbd_sequence(const std::string& path, double fps) {
       seq.frames.push_back(std::move(f));
     }
     seq.timestamps_from_index = true;
+    // sgm-depth states its maps' units per metre beside them (its 16-bit PNGs may hold any scale).
+    if (std::string scale_file = beside(kDepthScaleFileName); !scale_file.empty()) {
+      seq.depth_scale = read_depth_scale_file(scale_file);
+      seq.depth_scale_path = std::move(scale_file);
+    }
   }
   for (auto& f : seq.frames) {
     // 7-Scenes keeps each frame's pose beside its depth image ...
@@ -201,6 +208,35 @@ RgbdSequence list_rgbd_sequence(const std::string& path, double fps) {
     }
   }
   return seq;
+}
+
+double read_depth_scale_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError(path + ": cannot open");
+  double scale = 0.0;
+  std::size_t number = 0, found = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    const auto last = line.find_last_not_of(" \t\r");
+    const std::string text = line.substr(first, last - first + 1);
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    const std::string where = path + ":" + std::to_string(number) + ": ";
+    if (found) throw DataError(where + "a second value (a depth-scale file holds one number: units per metre)");
+    if (end != text.c_str() + text.size() || !std::isfinite(v) || !(v > 0.0))
+      throw DataError(where + "expected the depth maps' units per metre (a positive number), got '" + text + "'");
+    scale = v;
+    found = number;
+  }
+  if (in.bad()) throw IoError(path + ": read failed");
+  if (!found) throw DataError(path + ": no depth scale (expected one positive number: units per metre)");
+  return scale;
+}
+
+std::string format_depth_scale_file(double scale) {
+  return "# depth map units per metre (metres = value / this; 1 = metres)\n" + shortest_number(scale) + "\n";
 }
 
 double default_depth_scale(const std::string& path) { return ends_with(lower(path), ".pfm") ? 1.0 : kDepthScaleMm; }

@@ -7,7 +7,8 @@
 // - a 7-Scenes folder: `frame-XXXXXX.depth.png` in name order (+ `frame-XXXXXX.pose.txt`,
 //   `frame-XXXXXX.color.png` or `.color.jpg`, `camera-intrinsics.txt`), timestamps frame index / fps;
 // - sgm-depth's `--emit depth` output under --output-dir: every `*_depth.pfm` / `*_depth.png` (PFM metres
-//   with +inf invalid, 16-bit PNG), ignoring the disparity maps beside them, in name order;
+//   with +inf invalid, 16-bit PNG), ignoring the disparity maps beside them, in name order; sgm-depth writes
+//   the folder's `camera-intrinsics.txt` (3x3 K) and `depth-scale.txt` (units per metre) beside them;
 // - a plain folder of depth images: every `*.png`, else every `*.pfm`, in name order, timestamps frame
 //   index / fps;
 // - a list file: one frame per line, `path` or `timestamp path` (paths relative to the list's folder),
@@ -42,9 +43,25 @@ struct RgbdSequence {
   std::string intrinsics_path;
   std::string groundtruth_path;  ///< likewise its `groundtruth.txt`
   /// Depth units per metre the listing itself states, 0 when it states none (then each file's format
-  /// decides: default_depth_scale). 5000 for a list that opens with TUM RGB-D's `# depth maps` header.
+  /// decides: default_depth_scale). 5000 for a list that opens with TUM RGB-D's `# depth maps` header; the
+  /// number in a folder's `depth-scale.txt` (kDepthScaleFileName) for a folder without depth.txt (sgm-depth,
+  /// png, pfm, 7scenes).
   double depth_scale = 0.0;
+  std::string depth_scale_path;  ///< the depth-scale.txt read, empty when none
 };
+
+/// The files that describe a folder of depth maps (sgm-depth writes both beside its `--emit depth` maps):
+/// the camera's 3x3 K (7-Scenes' name and form) and the maps' units per metre (one number: 1 for PFM metres,
+/// the 16-bit PNG scale, e.g. 1000 for millimetres).
+inline constexpr const char* kIntrinsicsFileName = "camera-intrinsics.txt";
+inline constexpr const char* kDepthScaleFileName = "depth-scale.txt";
+
+/// Reads a depth-scale.txt: exactly one positive finite number (units per metre) on a line of its own; blank
+/// lines and `#` comment lines are skipped. @throws IoError (cannot read), DataError naming `path:LINE`.
+double read_depth_scale_file(const std::string& path);
+
+/// The text of a depth-scale.txt for `scale` units per metre (a comment line saying what it is, then the number).
+std::string format_depth_scale_file(double scale);
 
 /// Lists the frames of the sequence at `path` (a folder or a list file; see the file comment). `fps` gives
 /// the timestamps of layouts without them (index / fps). @throws IoError (cannot read), DataError (no
