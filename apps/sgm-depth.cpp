@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "s3d/cli/atomic_file.hpp"
 #include "s3d/cli/tool.hpp"
 #include "s3d/core/errors.hpp"
 #include "s3d/io/calib.hpp"
@@ -20,6 +21,7 @@
 #include "s3d/io/stereo_eval.hpp"
 #include "s3d/stereo/metrics.hpp"
 #include "s3d/stereo/sgm.hpp"
+#include "sgm_depth/depth_folder.hpp"
 #include "sgm_depth/eval_totals.hpp"
 #include "sgm_depth/matcher.hpp"
 #include "sgm_depth/memory_budget.hpp"
@@ -163,7 +165,9 @@ class App {
 
     const char* o = "Outputs";
     app.add_option("--emit", opt_.emit_names,
-                   "output to write, repeatable, one -o each (in order): disparity, depth, cloud, confidence, color")
+                   "output to write, repeatable, one -o each (in order): disparity, depth, cloud, confidence, color; "
+                   "depth under --output-dir also writes the folder's camera-intrinsics.txt and depth-scale.txt "
+                   "(what icp-fuse reads)")
         ->type_name("WHAT")
         ->group(o);
     app.add_option("--png-encoding", opt_.png_encoding,
@@ -178,8 +182,8 @@ class App {
         ->group(o);
     app.add_option(
            "--calib", opt_.calib,
-           "calibration for depth/cloud: KITTI P_rect_02/03 file, OpenCV Q (text or YAML), Middlebury calib.txt, "
-           "or focal_px=F,baseline_m=B")
+           "calibration for depth/cloud: KITTI P_rect_02/03, P2/P3 or P0/P1 file (also odometry's calib.txt of two "
+           "unlabelled lines, P0 then P1), OpenCV Q (text or YAML), Middlebury calib.txt, or focal_px=F,baseline_m=B")
         ->type_name("FILE")
         ->group(o);
     app.add_option("--colormap", opt_.colormap, "colour map of --emit color")
@@ -267,6 +271,7 @@ class App {
     encode_.color_hi = encode_.color_lo + static_cast<float>(p.disparities);
     encode_.max_depth = opt_.max_depth;
     encode_.ply_ascii = opt_.ply_format == "ascii";
+    depth_folders_ = std::make_unique<DepthFolderFiles>(s.overwrite);
     const std::size_t max_memory = opt_.max_memory.empty() ? 0 : parse_memory_size(opt_.max_memory);
     matcher_ = std::make_unique<PairMatcher>(device, p, MemoryBudget(device, max_memory));
   }
@@ -320,14 +325,40 @@ class App {
     return e.empty() ? "" : e.substr(1);
   }
 
+  // The name suffix under --output-dir: `_depth.pfm`..., with --format's extension when it is given (a cloud is
+  // PLY whatever --format says), so that the file's name and content agree.
+  std::string suffix(Emit e) const {
+    std::string sfx = default_suffix(e);
+    const std::string& format = tool_.settings().format;
+    if (!format.empty() && e != Emit::kCloud) sfx = sfx.substr(0, sfx.rfind('.') + 1) + lower(format);
+    return sfx;
+  }
+
   std::string output_for(const cli::Item& item, cli::ItemContext& ctx, std::size_t slot) const {
     const auto& s = tool_.settings();
     const Emit e = opt_.emits[slot];
     // Dataset records carry a name (`cones`, `000005_10`): use it rather than the left image's stem (`imL`).
     if (slot >= s.outputs.size() && !s.output_dir.empty() && item.fields.is_object() && item.fields.contains("name") &&
         item.fields["name"].is_string())
-      return (fs::path(s.output_dir) / (item.fields["name"].get<std::string>() + default_suffix(e))).string();
-    return ctx.output_path(slot, default_suffix(e));
+      return (fs::path(s.output_dir) / (item.fields["name"].get<std::string>() + suffix(e))).string();
+    return ctx.output_path(slot, suffix(e));
+  }
+
+  // Under --output-dir, each folder that gets depth maps also gets what a reader needs to use them
+  // (camera-intrinsics.txt, depth-scale.txt: sgm_depth/depth_folder.hpp), in input order, so that of two items
+  // with different calibrations into one folder it is always the later one that fails.
+  void describe_depth_folders(const cli::Item& item, cli::ItemContext& ctx, const PairOutput& out) {
+    if (tool_.settings().output_dir.empty() || !out.calib) return;
+    for (std::size_t slot = 0; slot < opt_.emits.size(); ++slot) {
+      if (opt_.emits[slot] != Emit::kDepth) continue;
+      const std::string path = output_for(item, ctx, slot);
+      if (path.empty() || path == "-" || cli::is_write_through(path)) continue;
+      const std::string format = format_of(path);
+      if (format != "pfm" && format != "png") continue;  // the write fails the item with its own message
+      const io::PinholeIntrinsics k =
+          geometry::left_intrinsics(*out.calib, out.match.disparity.width, out.match.disparity.height);
+      depth_folders_->describe(fs::path(path).parent_path().string(), k, format == "pfm" ? 1.0 : encode_.depth_scale);
+    }
   }
 
   std::vector<std::string> outputs(const cli::Item& item, cli::ItemContext& ctx) const {
@@ -377,6 +408,7 @@ class App {
                      left_name.c_str(), r->region.c_str(), r->bad2_all, r->bad2_est, r->avg_err_est, ev.density);
       }
     }
+    describe_depth_folders(item, ctx, out);
     return out;
   }
 
@@ -401,6 +433,7 @@ class App {
   PairSources sources_;
   EncodeSettings encode_;
   CLI::Option* gt_scale_opt_ = nullptr;
+  std::unique_ptr<DepthFolderFiles> depth_folders_;
   std::unique_ptr<PairMatcher> matcher_;  // declared last: destroyed (its pipeline drained) first
 };
 

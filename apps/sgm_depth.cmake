@@ -5,5 +5,6 @@ s3d_add_tool(sgm-depth
           sgm_depth/matcher.cpp       # handle stage: SgmPipeline in input order
           sgm_depth/memory_budget.cpp # pairs that can never fit in memory: refused before allocating
           sgm_depth/outputs.cpp       # write stage: encodings and formats of each --emit
+          sgm_depth/depth_folder.cpp  # camera-intrinsics.txt + depth-scale.txt beside the depth maps
           sgm_depth/eval_totals.cpp   # the summary's accuracy means
   LIBS s3d::stereo s3d::geometry s3d::io)
