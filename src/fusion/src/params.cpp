@@ -47,6 +47,24 @@ void FusionParams::validate() const {
   S3D_EXPECTS(volume.truncation >= volume.min_truncation(),
               "volume: truncation must be at least 1e-6 of the summed sides");
   S3D_EXPECTS(volume.max_weight >= 1 && volume.max_weight <= 32767, "volume: max_weight must be in [1, 32767]");
+  S3D_EXPECTS(volume.kind == VolumeKind::kDense || volume.kind == VolumeKind::kSparse,
+              "volume: kind must be dense or sparse");
+  S3D_EXPECTS(
+      std::isfinite(volume.sparse_voxel_size) && volume.sparse_voxel_size >= 1e-4f && volume.sparse_voxel_size <= 1.0f,
+      "volume: sparse_voxel_size must be in [1e-4, 1] metres");
+  S3D_EXPECTS(volume.sparse_memory_bytes >= sparse_block_bytes(volume.color) &&
+                  volume.sparse_memory_bytes <= (std::int64_t{1} << 40),
+              "volume: sparse_memory_bytes must hold at least one block (" +
+                  std::to_string(sparse_block_bytes(volume.color)) + " bytes) and be at most 2^40");
+  S3D_EXPECTS(positive(volume.sparse_raycast_range) && volume.sparse_raycast_range <= 1e4f &&
+                  static_cast<double>(volume.sparse_raycast_range) <= 1e6 * static_cast<double>(volume.truncation),
+              "volume: sparse_raycast_range must be in (0, 10^4] metres and at most 10^6 truncations");
+}
+
+std::int64_t sparse_block_bytes(bool color) {
+  // 512 voxels (4 bytes, 4 more with colour), the block's coordinates (12 bytes) and its share of the hash
+  // table (a power of two of at least two entries a block: at most 4 entries of 12 bytes).
+  return 512 * (color ? 8 : 4) + 12 + 48;
 }
 
 const char* to_string(FrameStatus status) {

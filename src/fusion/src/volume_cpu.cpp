@@ -13,6 +13,7 @@
 #include "raycast_lanes.hpp"
 #include "raycast_skipping.hpp"
 #include "s3d/core/errors.hpp"
+#include "sparse_volume.hpp"
 #include "tsdf_math.hpp"
 #include "volume_common.hpp"
 
@@ -248,6 +249,7 @@ class CpuVolume final : public VolumeBackend {
 }  // namespace
 
 std::unique_ptr<VolumeBackend> make_cpu_volume(const VolumeParams& params) {
+  if (params.kind == VolumeKind::kSparse) return make_cpu_sparse_volume(params);
   validate_volume(params);
   return std::make_unique<CpuVolume>(params);
 }

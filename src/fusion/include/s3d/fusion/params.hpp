@@ -3,6 +3,7 @@
 // weighting (docs/ICP-FUSE.md lists them with their sources). Lengths are metres, angles degrees. This header needs no
 // CUDA.
 #include <array>
+#include <cstdint>
 
 #include <Eigen/Geometry>
 
@@ -54,8 +55,25 @@ struct IcpParams {
   float max_rotation_step = 30.0f;     ///< degrees between consecutive poses
 };
 
-/// The TSDF volume: resolution^3 voxels over a cube of `size` metres per side whose corner sits at `origin`
+/// Which TSDF volume the engine keeps.
+enum class VolumeKind {
+  kDense,   ///< one cube of resolution^3 voxels (KinFu): everything outside it is lost
+  kSparse,  ///< blocks of 8^3 voxels allocated where depth is seen, found through a hash (InfiniTAM, nvblox)
+};
+
+/// The TSDF volume.
+///
+/// Dense (the default): resolution^3 voxels over a cube of `size` metres per side whose corner sits at `origin`
 /// (world frame). Voxel (i, j, k) is centred at origin + ((i, j, k) + 0.5) * size / resolution (KinFu).
+///
+/// Sparse: voxels of `sparse_voxel_size` metres on the world lattice, voxel (i, j, k) (any int) centred at
+/// ((i, j, k) + 0.5) * sparse_voxel_size, so a dense volume with origin 0 and the same voxel size has its voxels
+/// at the same points. They are stored in blocks of 8^3 voxels (block (a, b, c) holds voxels 8a..8a+7, ...),
+/// allocated along each valid depth pixel's ray over [depth - truncation, depth + truncation], from a pool
+/// sized once from `sparse_memory_bytes`. Block coordinates must lie in [-2^20, 2^20) (about +-49 km at the
+/// default voxel); depth beyond that is not stored. When the pool is full, further blocks are refused (not
+/// evicted): the nearest to the camera are allocated first, the rest counted. resolution, size and origin are
+/// not used by the sparse volume (the engine's default first pose still reads them).
 struct VolumeParams {
   std::array<int, 3> resolution{512, 512, 512};
   std::array<float, 3> size{3.0f, 3.0f, 3.0f};
@@ -65,13 +83,37 @@ struct VolumeParams {
   /// Keep a colour per voxel (4 more bytes each): frames integrated with an RGB image registered to the depth
   /// update it, meshes and clouds get vertex colours.
   bool color = false;
+  /// Dense or sparse (above). Default dense.
+  VolumeKind kind = VolumeKind::kDense;
+  /// Sparse only: voxel edge, metres, in [1e-4, 1]. Default 3 m / 512, the default dense volume's voxel.
+  float sparse_voxel_size = 3.0f / 512.0f;
+  /// Sparse only: bytes for the block pool (2 KiB a block, 4 KiB with colour), the blocks' coordinates and the
+  /// hash table (at most 60 bytes a block), all allocated at construction; at least one block's worth, at most
+  /// 2^40. Default 512 MiB, the voxels of the default dense volume: about 250,000 blocks (130 M voxels), 125,000
+  /// with colour. A frame's allocation scratch (the blocks each depth pixel's ray crosses) is not counted.
+  std::int64_t sparse_memory_bytes = std::int64_t{512} << 20;
+  /// Sparse only: the ray cast marches each pixel's ray from the camera centre to this distance, metres, in
+  /// (0, 10^4] and at most 10^6 truncations. Default 30 m.
+  float sparse_raycast_range = 30.0f;
+
   float voxel_size(int axis) const { return size[axis] / static_cast<float>(resolution[axis]); }
+  /// The voxel edge of either kind, metres: sparse_voxel_size, or the dense volume's largest voxel_size(axis).
+  float voxel_edge() const {
+    if (kind == VolumeKind::kSparse) return sparse_voxel_size;
+    const float x = voxel_size(0), y = voxel_size(1), z = voxel_size(2);
+    const float xy = x > y ? x : y;
+    return xy > z ? xy : z;
+  }
   /// 10^-6 of the summed sides: the ray cast marches in steps of 0.8 * truncation up to 3 * (sum of the
   /// sides), and a smaller step would not advance the float march.
   double min_truncation() const {
     return 1e-6 * ((static_cast<double>(size[0]) + static_cast<double>(size[1])) + static_cast<double>(size[2]));
   }
 };
+
+/// Bytes one block of the sparse volume costs in its memory budget (VolumeParams::sparse_memory_bytes): its
+/// voxels, coordinates and hash entries. The pool holds sparse_memory_bytes / sparse_block_bytes(color) blocks.
+std::int64_t sparse_block_bytes(bool color);
 
 enum class TrackingMode {
   kFrameToModel,  ///< ICP against the maps ray cast from the TSDF at the previous pose (KinFu)
