@@ -94,25 +94,23 @@ def read_pfm(path):
     return width, height, [x for r in reversed(rows) for x in r]
 
 
-def kitti_poses_to_tum(poses_txt, out, fps=10.0):
-    """KITTI 3x4 camera-to-world poses -> TUM `t tx ty tz qx qy qz qw` with t = index / fps (docs/ICP-FUSE.md)."""
-    with open(poses_txt) as f, open(out, "w") as o:
-        for i, line in enumerate(f):
-            r00, r01, r02, tx, r10, r11, r12, ty, r20, r21, r22, tz = (float(v) for v in line.split())
-            tr = r00 + r11 + r22
-            if tr > 0:
-                s = 2 * math.sqrt(1 + tr)
-                w, x, y, z = s / 4, (r21 - r12) / s, (r02 - r20) / s, (r10 - r01) / s
-            elif r00 > r11 and r00 > r22:
-                s = 2 * math.sqrt(1 + r00 - r11 - r22)
-                w, x, y, z = (r21 - r12) / s, s / 4, (r01 + r10) / s, (r02 + r20) / s
-            elif r11 > r22:
-                s = 2 * math.sqrt(1 + r11 - r00 - r22)
-                w, x, y, z = (r02 - r20) / s, (r01 + r10) / s, s / 4, (r12 + r21) / s
+def kitti_poses_to_tum(poses_txt, out):
+    """KITTI 3x4 camera-to-world poses -> TUM `t tx ty tz qx qy qz qw` with t = index / 10 s: the loop
+    docs/ICP-FUSE.md shows ("From a stereo camera")."""
+    with open(out, "w") as o:
+        for i, line in enumerate(open(poses_txt)):
+            m = [float(v) for v in line.split()]
+            R = [m[0:3], m[4:7], m[8:11]]
+            if R[0][0] + R[1][1] + R[2][2] > 0:
+                s = 2 * math.sqrt(1 + R[0][0] + R[1][1] + R[2][2])
+                q = [(R[2][1] - R[1][2]) / s, (R[0][2] - R[2][0]) / s, (R[1][0] - R[0][1]) / s, s / 4]
             else:
-                s = 2 * math.sqrt(1 + r22 - r00 - r11)
-                w, x, y, z = (r10 - r01) / s, (r02 + r20) / s, (r12 + r21) / s, s / 4
-            o.write("%.6f %.9f %.9f %.9f %.9f %.9f %.9f %.9f\n" % (i / fps, tx, ty, tz, x, y, z, w))
+                a = max(range(3), key=lambda j: R[j][j])
+                b, c = (a + 1) % 3, (a + 2) % 3
+                s = 2 * math.sqrt(1 + R[a][a] - R[b][b] - R[c][c])
+                q = [0, 0, 0, (R[c][b] - R[b][c]) / s]
+                q[a], q[b], q[c] = s / 4, (R[a][b] + R[b][a]) / s, (R[a][c] + R[c][a]) / s
+            print("%.6f %.9f %.9f %.9f %.9f %.9f %.9f %.9f" % (i / 10, m[3], m[7], m[11], *q), file=o)
 
 
 class StereoChainTest(unittest.TestCase):
