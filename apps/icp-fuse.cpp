@@ -70,6 +70,33 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"on", "off"}))
       ->type_name("on|off")
       ->group(track_group);
+  app.add_option("--depth-noise", f.depth_noise,
+                 "the depth's noise model, for the ICP weights and the distance gate of deep points: kinect "
+                 "(structured light), or stereo:BASELINE_M[,DISPARITY_SIGMA_PX] for depth from disparity "
+                 "(sigma = z^2 sigma_d / (fx B), sigma_d 0.25 px by default)")
+      ->capture_default_str()
+      ->type_name("MODEL")
+      ->group(track_group);
+  app.add_option("--motion-prior", f.motion_prior,
+                 "start each frame's ICP from the constant-velocity prediction (on) or from the last pose (off)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}))
+      ->type_name("on|off")
+      ->group(track_group);
+  app.add_option("--max-step", f.max_step,
+                 "a frame whose pose lands farther than METRES or DEGREES from its prediction is lost (a car at "
+                 "10 Hz: 2,10)")
+      ->capture_default_str()
+      ->type_name("M,DEG")
+      ->group(track_group);
+  app.add_option("--min-inliers", f.min_inliers,
+                 "a frame with fewer ICP inliers than this fraction of its valid pixels is lost")
+      ->capture_default_str()
+      ->group(track_group);
+  app.add_option("--max-lost", f.max_lost,
+                 "a sequence with more than this fraction of its frames lost fails (exit 1, no outputs); 1 = never")
+      ->capture_default_str()
+      ->group(track_group);
   app.add_option("--emit", f.emit,
                  "outputs in each sequence's folder: trajectory (trajectory.txt, always written), mesh "
                  "(mesh.ply), cloud (cloud.ply); frames.jsonl is always written")

@@ -161,6 +161,32 @@ void write_ply_atomically(cli::ItemContext& ctx, const std::string& path, const 
 
 std::mutex stdout_mutex;
 
+std::string fraction_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+/// A sequence whose tracking the data does not support fails: more than `max_lost` of its processed frames
+/// lost. The message says how many, from where, and what to try.
+void check_tracking(const std::string& name, const std::vector<FrameRecord>& frames, double max_lost) {
+  std::size_t processed = 0, lost = 0;
+  const FrameRecord* first = nullptr;
+  for (const auto& f : frames) {
+    if (!f.processed) continue;
+    ++processed;
+    if (f.result.status != fusion::FrameStatus::kLost) continue;
+    ++lost;
+    if (!first) first = &f;
+  }
+  if (lost == 0 || static_cast<double>(lost) <= max_lost * static_cast<double>(processed)) return;
+  throw DataError(name + ": tracking lost on " + std::to_string(lost) + " of " + std::to_string(processed) +
+                  " frames (more than --max-lost " + fraction_text(max_lost) + "), the first at frame " +
+                  std::to_string(first->index) + ": " + first->result.reason +
+                  "; try --mode f2f, a larger --volume-size, --depth-noise stereo:B for stereo depth, --max-step for "
+                  "fast motion (--max-lost 1 writes the outputs anyway)");
+}
+
 }  // namespace
 
 std::string intrinsics_source(const io::RgbdSequence& listing, const cli::Item& item, const Plan& plan) {
@@ -287,6 +313,7 @@ Fused fuse_sequence(const cli::Item& item, Sequence& seq, cli::ItemContext& ctx,
   ctx.add_stage_seconds("track", ms_since(t_track) / 1000.0);
   if (!engine)
     throw DataError(item.inputs[0] + ": no frame could be read (" + (first_error.empty() ? "none" : first_error) + ")");
+  if (!out.interrupted) check_tracking(item.inputs[0], out.frames, plan.max_lost);
   if (!out.interrupted) {
     const auto t_extract = Clock::now();
     if (plan.emit_mesh) out.mesh = engine->extract_mesh();
@@ -305,7 +332,7 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
   rec["output_folder"] = fused.folder;
   apps::write_file_atomically(ctx, paths[0], fusion::format_tum_trajectory(fused.trajectory));
   nlohmann::json counts = {{"first", 0}, {"tracked", 0}, {"recovered", 0}, {"lost", 0}, {"invalid", 0}};
-  std::size_t unreadable = 0, color_frames = 0;
+  std::size_t unreadable = 0, color_frames = 0, fallback_frames = 0;
   double track_ms = 0.0;
   std::string frames_text;
   for (const auto& f : fused.frames) {
@@ -330,6 +357,8 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
       j["residual"] = r.residual;
       j["condition"] = r.condition;
       j["iterations"] = r.iterations;
+      if (r.frame_fallback) j["reference"] = "previous frame";
+      fallback_frames += r.frame_fallback;
       j["ms"] = {{"read", f.read_ms},   {"wait", f.wait_ms},           {"preprocess", r.preprocess_ms},
                  {"track", r.track_ms}, {"integrate", r.integrate_ms}, {"raycast", r.raycast_ms}};
       if (!r.reason.empty()) j["reason"] = r.reason;
@@ -365,6 +394,7 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
   rec["frames_done"] = fused.frames.size();
   for (auto it = counts.begin(); it != counts.end(); ++it) rec[it.key()] = it.value();
   rec["unreadable"] = unreadable;
+  if (plan.params.mode == fusion::TrackingMode::kFrameToModel) rec["tracked_by_frame"] = fallback_frames;
   rec["color"] = fused.color;
   if (fused.color) rec["color_frames"] = color_frames;
   rec["width"] = fused.width;

@@ -2,6 +2,7 @@
 #include "plan.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
@@ -50,6 +51,30 @@ std::optional<fusion::CameraIntrinsics> parse_inline_intrinsics(const std::strin
                                   static_cast<float>(v[3])};
 }
 
+fusion::DepthNoise parse_depth_noise(const std::string& spec) {
+  fusion::DepthNoise noise;
+  if (spec == "kinect") return noise;
+  const std::string prefix = "stereo:";
+  const auto fail = [&] {
+    return InvalidArgument("--depth-noise: `" + spec +
+                           "` is not kinect or stereo:BASELINE_M[,DISPARITY_SIGMA_PX] (e.g. stereo:0.5372 or "
+                           "stereo:0.12,0.5; baseline in (0, 1000] m, sigma in (0, 1000] px)");
+  };
+  if (spec.compare(0, prefix.size(), prefix) != 0) throw fail();
+  const auto parts = apps::split_list(spec.substr(prefix.size()));
+  if (parts.empty() || parts.size() > 2) throw fail();
+  double v[2] = {0.0, double(noise.disparity_sigma)};
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    char* end = nullptr;
+    v[i] = std::strtod(parts[i].c_str(), &end);
+    if (parts[i].empty() || !end || *end != '\0' || !(v[i] > 0.0 && v[i] <= 1e3)) throw fail();
+  }
+  noise.kind = fusion::DepthNoise::Kind::kStereo;
+  noise.baseline = static_cast<float>(v[0]);
+  noise.disparity_sigma = static_cast<float>(v[1]);
+  return noise;
+}
+
 Plan make_plan(const Flags& f) {
   Plan plan;
   fusion::FusionParams& p = plan.params;
@@ -88,6 +113,29 @@ Plan make_plan(const Flags& f) {
   if (f.noise_weighting != "on" && f.noise_weighting != "off")
     throw InvalidArgument("--noise-weighting: `" + f.noise_weighting + "` is not on or off");
   p.icp.noise_weighting = f.noise_weighting == "on";
+  if (f.motion_prior != "on" && f.motion_prior != "off")
+    throw InvalidArgument("--motion-prior: `" + f.motion_prior + "` is not on or off");
+  p.icp.motion_prior = f.motion_prior == "on";
+  p.icp.noise = parse_depth_noise(f.depth_noise);
+  {
+    const auto step = apps::split_list(f.max_step);
+    char* end = nullptr;
+    const double m = step.size() == 2 ? std::strtod(step[0].c_str(), &end) : -1.0;
+    const bool m_ok = step.size() == 2 && end && *end == '\0';
+    const double deg = step.size() == 2 ? std::strtod(step[1].c_str(), &end) : -1.0;
+    const bool deg_ok = step.size() == 2 && end && *end == '\0';
+    if (!m_ok || !deg_ok || !(std::isfinite(m) && m > 0.0 && m <= 1e4) || !(deg > 0.0 && deg <= 180.0))
+      throw InvalidArgument("--max-step: `" + f.max_step +
+                            "` is not METRES,DEGREES (> 0 m up to 10^4, (0, 180] degrees), e.g. 0.2,30");
+    p.icp.max_translation_step = static_cast<float>(m);
+    p.icp.max_rotation_step = static_cast<float>(deg);
+  }
+  if (!(std::isfinite(f.min_inliers) && f.min_inliers >= 0.0 && f.min_inliers <= 1.0))
+    throw InvalidArgument("--min-inliers: must be a fraction in [0, 1]");
+  p.icp.min_inlier_ratio = static_cast<float>(f.min_inliers);
+  if (!(std::isfinite(f.max_lost) && f.max_lost >= 0.0 && f.max_lost <= 1.0))
+    throw InvalidArgument("--max-lost: must be a fraction in [0, 1]");
+  plan.max_lost = f.max_lost;
   const auto its = apps::split_list(f.icp_iterations);
   if (its.empty() || its.size() > 4)
     throw InvalidArgument("--icp-iterations: `" + f.icp_iterations + "`: give 1 to 4 counts, finest level first");
@@ -126,6 +174,8 @@ Plan make_plan(const Flags& f) {
     throw InvalidArgument("--color: `" + f.color + "` is not auto, on or off");
   // The trajectory is always written: it is what an interrupted run keeps, and what --eval scores.
   plan.emit_trajectory = true;
+  // Frame to frame needs a model only for the outputs that show it.
+  p.integrate = plan.emit_mesh || plan.emit_cloud;
   try {
     parse_frame_range(f.frames, &plan.first_frame, &plan.last_frame);
   } catch (const InvalidArgument& e) {

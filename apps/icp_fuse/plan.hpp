@@ -24,6 +24,11 @@ struct Flags {
   std::string icp_iterations = "10,5,4";
   double huber = 0.0;
   std::string noise_weighting = "on";  ///< on | off
+  std::string depth_noise = "kinect";  ///< kinect | stereo:BASELINE_M[,DISPARITY_SIGMA_PX]
+  std::string motion_prior = "on";     ///< on | off
+  std::string max_step = "0.2,30";     ///< metres,degrees from the prediction
+  double min_inliers = 0.05;           ///< inlier ratio below which a frame is lost
+  double max_lost = 0.1;               ///< fraction of lost frames above which a sequence fails
   std::string eval;                    ///< ground-truth file or `auto`; empty: no evaluation
   std::string eval_ranges;             ///< `A:B,C:D`: ATE also over these frame ranges (each aligned on its own)
   std::string frames;
@@ -46,10 +51,15 @@ struct Plan {
   /// Vertex colours from the sequence's colour frames: kAuto when it lists any, kOn required, kOff never.
   enum class Color { kAuto, kOn, kOff } color = Color::kAuto;
   double fps = 30.0;
+  /// A sequence with more than this fraction of its processed frames lost is a failed item.
+  double max_lost = 0.1;
 };
 
 /// Checks the flags and builds the plan. @throws InvalidArgument naming the flag (exit 2).
 Plan make_plan(const Flags& flags);
+
+/// `kinect` or `stereo:BASELINE_M[,DISPARITY_SIGMA_PX]` (--depth-noise). @throws InvalidArgument
+fusion::DepthNoise parse_depth_noise(const std::string& spec);
 
 /// `A:B`, `A:`, `:B` (half-open, 0-based) -> [first, last). @throws InvalidArgument
 void parse_frame_range(const std::string& text, std::size_t* first, std::size_t* last);

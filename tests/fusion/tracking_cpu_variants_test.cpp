@@ -85,7 +85,7 @@ TEST(TrackingCpuVariants, ReductionEqualsTheKernelsThreadSumsBitForBit) {
         for (int l = 0; l < p.depth.levels; ++l) {
           const detail::IcpInputs in =
               detail::make_icp_inputs(cur->frame_maps(l), ref->reference_maps(l), test::to_rigid(estimate),
-                                      test::to_rigid(p0.inverse()), p.camera.level(l), gates);
+                                      test::to_rigid(p0.inverse()), p.camera.level(l), gates, l);
           double expected[detail::kIcpTerms], got[detail::kIcpTerms];
           kernel_tree_reference(in, expected);
           detail::icp_reduce_cpu(in, got);

@@ -94,13 +94,18 @@ inline Eigen::Isometry3d read_redkitchen_pose(int frame) {
 }
 
 /// The ICP weightings every CPU-vs-kernel and CPU-vs-CUDA test runs: the defaults (noise weighting, no model
-/// term), Huber with and without the noise weighting, neither, and frame to model's model term (512^3 over 3 m).
+/// term), Huber with and without the noise weighting, neither, frame to model's model term (512^3 over 3 m),
+/// and gates that grow per level and with a stereo rig's depth noise (sigma 1 cm at 1 m: the gate of these
+/// frames' deep points grows past the fixed one).
 inline std::vector<detail::IcpGates> icp_gate_variants() {
-  detail::IcpGates huber, unweighted, huber_unweighted, model;
+  detail::IcpGates huber, unweighted, huber_unweighted, model, stereo;
   huber.huber_delta = huber_unweighted.huber_delta = 0.01f;
   unweighted.noise_weighting = huber_unweighted.noise_weighting = false;
   model.model_sigma = 0.0017f;
-  return {detail::IcpGates{}, huber, unweighted, huber_unweighted, model};
+  stereo.level_growth = 2.0f;
+  stereo.gate_sigmas = 3.0f;
+  stereo.noise = {0.0f, 0.01f, 0.0f, 0.0001f};
+  return {detail::IcpGates{}, huber, unweighted, huber_unweighted, model, stereo};
 }
 
 inline detail::Rigid to_rigid(const Eigen::Isometry3d& pose) {

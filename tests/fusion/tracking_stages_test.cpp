@@ -193,7 +193,7 @@ struct Frame5AgainstFrame0 {
   detail::IcpInputs inputs(int level, const detail::IcpGates& gates) const { return inputs(level, gates, p0); }
   detail::IcpInputs inputs(int level, const detail::IcpGates& gates, const Eigen::Isometry3d& estimate) const {
     return detail::make_icp_inputs(cur->frame_maps(level), ref->reference_maps(level), test::to_rigid(estimate),
-                                   test::to_rigid(p0.inverse()), p.camera.level(level), gates);
+                                   test::to_rigid(p0.inverse()), p.camera.level(level), gates, level);
   }
 };
 

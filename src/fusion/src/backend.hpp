@@ -41,11 +41,14 @@ struct IcpSystem {
 };
 
 struct IcpGates {
-  float distance = 0.10f;       ///< metres
-  float sin_angle = 0.342f;     ///< |n_cur x n_ref| must be below this
-  float huber_delta = 0.0f;     ///< 0 = off
-  bool noise_weighting = true;  ///< depth_noise_weight on each row
-  float model_sigma = 0.0f;     ///< metres, the reference's own error, added to the depth noise in quadrature
+  float distance = 0.10f;             ///< metres, at level 0
+  float level_growth = 1.0f;          ///< the distance gate at level l is distance * level_growth^l
+  float gate_sigmas = 0.0f;           ///< the distance gate is at least gate_sigmas * noise sigma(z)
+  float sin_angle = 0.342f;           ///< |n_cur x n_ref| must be below this
+  float huber_delta = 0.0f;           ///< 0 = off
+  bool noise_weighting = true;        ///< depth_noise_weight on each row
+  NoiseModel noise = kinect_noise();  ///< sigma(z) for the weights and the gate
+  float model_sigma = 0.0f;           ///< metres, the reference's own error, added to the depth noise in quadrature
 };
 
 /// One ICP attempt: every level from the coarsest, params.icp.iterations[level] iterations each, from `start`.
@@ -53,6 +56,8 @@ struct IcpRequest {
   IcpPose start;             ///< camera to world
   Rigid world_to_reference;  ///< world to the reference camera
   IcpGates gates;
+  /// Against the maps kept by keep_previous_frame instead of the reference maps (frame to model's fallback).
+  bool previous_frame = false;
 };
 
 /// Depth pre-processing, pyramids, vertex/normal maps and the ICP reduction.
@@ -75,6 +80,9 @@ class TrackingBackend {
   /// f2f: the current frame's maps, moved to the world frame with `camera_to_world`, become the reference
   /// at every level.
   virtual void reference_from_frame(const Rigid& camera_to_world) = 0;
+  /// f2m: the current frame's maps, moved to the world frame with `camera_to_world`, are kept at every level
+  /// as the previous frame (IcpRequest::previous_frame); the reference maps stay the model's.
+  virtual void keep_previous_frame(const Rigid& camera_to_world) = 0;
   /// One ICP iteration's system at `level`: current-frame pixels moved by `estimate` (camera to world),
   /// projected into the reference camera (`world_to_reference`, `camera` at that level), gated, reduced.
   virtual IcpSystem build_system(int level, const Rigid& estimate, const Rigid& world_to_reference,

@@ -16,6 +16,7 @@
 #include "s3d/core/errors.hpp"
 #include "s3d/core/scoped_device.hpp"
 #include "s3d/core/select_backend.hpp"
+#include "tracking_common.hpp"
 
 namespace s3d::fusion {
 namespace {
@@ -69,22 +70,32 @@ class FusionEngine::Impl {
     if (!preprocess(depth, result)) return result;
     if (!has_reference_) {
       pose_ = params_.initial_pose;
+      velocity_ = Eigen::Isometry3d::Identity();
+      frames_since_good_ = 0;
       result.status = FrameStatus::kFirst;
       result.pose = pose_;
       update_model(result, rgb);
       return result;
     }
     const auto track_start = Clock::now();
-    Attempt attempt = track(gates(1.0f, 1.0f), result.valid_pixels);
+    const Eigen::Isometry3d predicted = prediction();
+    Attempt attempt = track(predicted, gates(1.0f, 1.0f, false), result.valid_pixels, false);
     FrameStatus status = FrameStatus::kTracked;
     if (!attempt.ok) {
-      // Re-track once from the last good pose with wider gates (fast motion breaks projective association).
-      const std::string first_reason = attempt.reason;
-      attempt = track(gates(2.0f, 1.5f), result.valid_pixels);
+      // Re-track once with wider gates (fast motion breaks projective association), then, frame to model,
+      // against the previous frame (the model may cover too little of the view).
+      std::string reasons = attempt.reason;
+      attempt = track(predicted, gates(2.0f, 1.5f, false), result.valid_pixels, false);
       status = FrameStatus::kRecovered;
+      if (!attempt.ok) reasons += "; with wider gates: " + attempt.reason;
+      if (!attempt.ok && has_previous_frame()) {
+        attempt = track(predicted, gates(1.0f, 1.0f, true), result.valid_pixels, true);
+        result.frame_fallback = attempt.ok;
+        if (!attempt.ok) reasons += "; against the previous frame: " + attempt.reason;
+      }
       if (!attempt.ok) {
         status = FrameStatus::kLost;
-        attempt.reason = first_reason + "; with wider gates: " + attempt.reason;
+        attempt.reason = reasons;
       }
     }
     result.track_ms = ms_since(track_start);
@@ -97,15 +108,19 @@ class FusionEngine::Impl {
     if (!attempt.ok) {
       result.reason = attempt.reason;
       result.pose = pose_;  // the last good pose; nothing is integrated
-      // Frame to frame, the lost frame becomes the reference at that pose: the next frames track against what
-      // the camera sees now (the motion across the lost frame is missed, taken as none) instead of against an
-      // ever older view that they may never overlap again. Frame to model keeps the model.
+      ++frames_since_good_;
+      // Frame to frame, the lost frame becomes the reference at its predicted pose: the next frames track
+      // against what the camera sees now instead of against an ever older view that they may never overlap
+      // again. Frame to model keeps the model (and its previous frame).
       if (params_.mode == TrackingMode::kFrameToFrame) {
-        tracking_->reference_from_frame(to_rigid(pose_));
-        world_to_reference_ = pose_.inverse();
+        tracking_->reference_from_frame(to_rigid(predicted));
+        world_to_reference_ = predicted.inverse();
       }
       return result;
     }
+    // The motion prior: the last frame-to-frame motion (camera frame), from consecutive tracked frames only.
+    velocity_ = frames_since_good_ == 0 ? Eigen::Isometry3d(pose_.inverse() * attempt.pose) : velocity_;
+    frames_since_good_ = 0;
     pose_ = attempt.pose;
     result.pose = pose_;
     update_model(result, rgb);
@@ -120,6 +135,8 @@ class FusionEngine::Impl {
     FrameResult result;
     if (!preprocess(depth, result)) return result;
     result.status = has_reference_ ? FrameStatus::kTracked : FrameStatus::kFirst;
+    velocity_ = has_reference_ ? Eigen::Isometry3d(pose_.inverse() * camera_to_world) : Eigen::Isometry3d::Identity();
+    frames_since_good_ = 0;
     pose_ = camera_to_world;
     result.pose = pose_;
     update_model(result, rgb);
@@ -137,6 +154,8 @@ class FusionEngine::Impl {
     if (volume_) volume_->reset();
     has_reference_ = false;
     pose_ = params_.initial_pose;
+    velocity_ = Eigen::Isometry3d::Identity();
+    frames_since_good_ = 0;
   }
 
   /// Makes the engine's GPU current for the caller's scope (no-op on the CPU).
@@ -169,16 +188,21 @@ class FusionEngine::Impl {
     return false;
   }
 
-  detail::IcpGates gates(float distance_scale, float angle_scale) const {
+  /// The gates of one attempt: KinFu's scaled by `distance_scale` and `angle_scale`; against the model's ray
+  /// cast, or the previous frame (`frame`) when frame to model falls back to it.
+  detail::IcpGates gates(float distance_scale, float angle_scale, bool frame) const {
     detail::IcpGates g;
     g.distance = params_.icp.distance_gate * distance_scale;
+    g.level_growth = params_.icp.gate_level_growth;
+    g.gate_sigmas = params_.icp.gate_sigmas;
     const double angle = std::min(90.0, double(params_.icp.angle_gate) * angle_scale);
     g.sin_angle = static_cast<float>(std::sin(angle * M_PI / 180.0));
     g.huber_delta = params_.icp.huber_delta;
     g.noise_weighting = params_.icp.noise_weighting;
+    g.noise = detail::noise_model(params_.icp.noise, params_.camera.fx);
     // The ray-cast model has an error of its own, which depth does not predict: its voxels quantise the
     // surface (the standard deviation of a uniform error over one voxel, voxel / sqrt(12)).
-    if (params_.mode == TrackingMode::kFrameToModel) {
+    if (params_.mode == TrackingMode::kFrameToModel && !frame) {
       const VolumeParams& v = params_.volume;
       const float voxel = std::max({v.voxel_size(0), v.voxel_size(1), v.voxel_size(2)});
       g.model_sigma = static_cast<float>(voxel / std::sqrt(12.0));
@@ -186,19 +210,32 @@ class FusionEngine::Impl {
     return g;
   }
 
+  /// Whether frame to model can fall back to the previous tracked frame.
+  bool has_previous_frame() const { return params_.mode == TrackingMode::kFrameToModel && params_.icp.frame_fallback; }
+
+  /// The start of a frame's ICP: the last good pose, moved by the last motion once per frame since it
+  /// (constant velocity; after more than two lost frames the extrapolation is not trusted).
+  Eigen::Isometry3d prediction() const {
+    if (!params_.icp.motion_prior || frames_since_good_ > 2) return pose_;
+    Eigen::Isometry3d p = pose_;
+    for (int i = 0; i <= frames_since_good_; ++i) p = p * velocity_;
+    return p;
+  }
+
   /// Projective point-to-plane ICP, coarse to fine, from the last good pose (FUSION.md §2), on the tracking
   /// backend (icp_step_math.hpp: per iteration A x = g solved in double by LDLT, R <- R_inc R,
   /// t <- R_inc t + t_inc with R_inc = Rz(gamma) Ry(beta) Rx(alpha)). Degenerate or singular systems end the
   /// attempt at once (an update along an unobservable direction is arbitrary); the eigenvalue condition number
   /// of the last system, the inlier ratio and the step size are tested here at the end.
-  Attempt track(const detail::IcpGates& g, std::int64_t valid_pixels) {
+  Attempt track(const Eigen::Isometry3d& from, const detail::IcpGates& g, std::int64_t valid_pixels,
+                bool previous_frame) {
     Attempt a;
     detail::IcpPose start{};
     for (int i = 0; i < 3; ++i) {
-      for (int j = 0; j < 3; ++j) start.r[3 * i + j] = pose_.linear()(i, j);
-      start.t[i] = pose_.translation()(i);
+      for (int j = 0; j < 3; ++j) start.r[3 * i + j] = from.linear()(i, j);
+      start.t[i] = from.translation()(i);
     }
-    const detail::IcpState state = tracking_->run_icp({start, to_rigid(world_to_reference_), g});
+    const detail::IcpState state = tracking_->run_icp({start, to_rigid(world_to_reference_), g, previous_frame});
     a.iterations = state.iterations;
     a.inliers = state.inliers;
     a.residual_sq = state.residual_sq;
@@ -246,10 +283,11 @@ class FusionEngine::Impl {
       a.reason = "too few inliers (" + std::to_string(ratio) + " of the valid pixels)";
       return a;
     }
-    const double step_t = (a.pose.translation() - pose_.translation()).norm();
-    const double step_r = Eigen::AngleAxisd(pose_.linear().transpose() * a.pose.linear()).angle() * 180.0 / M_PI;
+    const double step_t = (a.pose.translation() - from.translation()).norm();
+    const double step_r = Eigen::AngleAxisd(from.linear().transpose() * a.pose.linear()).angle() * 180.0 / M_PI;
     if (!(step_t <= params_.icp.max_translation_step) || !(step_r <= params_.icp.max_rotation_step)) {  // NaN too
-      a.reason = "step too large (" + std::to_string(step_t) + " m, " + std::to_string(step_r) + " deg)";
+      a.reason = "step too large (" + std::to_string(step_t) + " m, " + std::to_string(step_r) + " deg from the " +
+                 (params_.icp.motion_prior ? "prediction)" : "last pose)");
       return a;
     }
     a.ok = true;
@@ -269,6 +307,7 @@ class FusionEngine::Impl {
     if (params_.mode == TrackingMode::kFrameToModel) {
       volume_->raycast(params_.camera, pose, tracking_->reference_maps(0));
       tracking_->reference_pyramid_from_level0();
+      if (has_previous_frame()) tracking_->keep_previous_frame(pose);
     } else {
       tracking_->reference_from_frame(pose);
     }
@@ -281,6 +320,8 @@ class FusionEngine::Impl {
   std::unique_ptr<detail::VolumeBackend> volume_;  // null without integration in f2f mode
   bool has_reference_ = false;
   Eigen::Isometry3d world_to_reference_ = Eigen::Isometry3d::Identity();
+  Eigen::Isometry3d velocity_ = Eigen::Isometry3d::Identity();  // the last frame-to-frame motion, camera frame
+  int frames_since_good_ = 0;                                   // lost frames since the last tracked one
 };
 
 FusionEngine::FusionEngine(const Device& device, const FusionParams& params, int width, int height) {

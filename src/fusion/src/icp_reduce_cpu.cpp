@@ -41,8 +41,9 @@ S3D_ALWAYS_INLINE void icp_tile_body(const IcpInputs& in, int tile, float* sums)
   const Pinhole cam = in.camera;
   const int rw = in.ref_width, rh = in.ref_height;
   const float fw = static_cast<float>(rw), fh = static_cast<float>(rh);
-  const float gate2 = in.distance_gate2, sin2 = in.sin_angle2, huber = in.huber_delta;
+  const float gate2 = in.distance_gate2, sin2 = in.sin_angle2, huber = in.huber_delta, gate_sigmas = in.gate_sigmas;
   const int noise = in.noise_weighting;
+  const NoiseModel noise_model = in.noise;
   const float model_variance = in.model_variance;
   std::fill(acc, acc + kIcpTerms * kReduceThreads, 0.0f);
   for (int k = 0; k < kPixelsPerThread; ++k) {
@@ -65,7 +66,10 @@ S3D_ALWAYS_INLINE void icp_tile_body(const IcpInputs& in, int tile, float* sums)
       const int r3 = 3 * (static_cast<int>(ok ? vr : 0.0f) * rw + static_cast<int>(ok ? ur : 0.0f));
       const Vec3f d{ref_v[r3], ref_v[r3 + 1], ref_v[r3 + 2]}, nr{ref_n[r3], ref_n[r3 + 1], ref_n[r3 + 2]};
       const Vec3f diff = d - s;
-      ok = ok & is_valid(d) & is_valid(nr) & !(squared_norm(diff) > gate2) & (squared_norm(cross(ns, nr)) < sin2);
+      const float sigma = depth_sigma(noise_model, v.z);  // distance_gate2_at and depth_noise_weight, inlined
+      const float g = gate_sigmas * sigma;
+      const float point_gate2 = (g * g) > gate2 ? g * g : gate2;
+      ok = ok & is_valid(d) & is_valid(nr) & !(squared_norm(diff) > point_gate2) & (squared_norm(cross(ns, nr)) < sin2);
       const Vec3f sn = cross(s, nr);
       const float r[6] = {sn.x, sn.y, sn.z, nr.x, nr.y, nr.z};
       const float b = dot(nr, diff);
@@ -74,7 +78,8 @@ S3D_ALWAYS_INLINE void icp_tile_body(const IcpInputs& in, int tile, float* sums)
       // operation that might trap).
       const float huber_weight = div_rn(huber, ab);
       const float robust_weight = (huber > 0.0f) & (ab > huber) ? huber_weight : 1.0f;
-      const float weight = noise ? robust_weight * depth_noise_weight(v.z, model_variance) : robust_weight;
+      const float noise_weight = div_rn(noise_model.norm, sigma * sigma + model_variance);
+      const float weight = noise ? robust_weight * noise_weight : robust_weight;
       int t = 0;
 #pragma GCC unroll 6
       for (int a = 0; a < 6; ++a) {

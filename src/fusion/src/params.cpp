@@ -38,6 +38,22 @@ void FusionParams::validate() const {
   S3D_EXPECTS(positive(icp.distance_gate), "icp: distance_gate must be > 0");
   S3D_EXPECTS(positive(icp.angle_gate) && icp.angle_gate <= 90.0f, "icp: angle_gate must be in (0, 90] degrees");
   S3D_EXPECTS(std::isfinite(icp.huber_delta) && icp.huber_delta >= 0.0f, "icp: huber_delta must be >= 0");
+  S3D_EXPECTS(std::isfinite(icp.gate_level_growth) && icp.gate_level_growth >= 1.0f && icp.gate_level_growth <= 4.0f,
+              "icp: gate_level_growth must be in [1, 4]");
+  S3D_EXPECTS(std::isfinite(icp.gate_sigmas) && icp.gate_sigmas >= 0.0f && icp.gate_sigmas <= 100.0f,
+              "icp: gate_sigmas must be in [0, 100] (0 = a fixed gate)");
+  if (icp.noise.kind == DepthNoise::Kind::kStereo) {
+    S3D_EXPECTS(positive(icp.noise.baseline) && icp.noise.baseline <= 1e3f,
+                "icp: the stereo depth noise needs a baseline in (0, 1000] metres");
+    S3D_EXPECTS(positive(icp.noise.disparity_sigma) && icp.noise.disparity_sigma <= 1e3f,
+                "icp: the stereo depth noise needs a disparity sigma in (0, 1000] pixels");
+  }
+  S3D_EXPECTS(std::isfinite(icp.min_inlier_ratio) && icp.min_inlier_ratio >= 0.0f && icp.min_inlier_ratio <= 1.0f,
+              "icp: min_inlier_ratio must be in [0, 1]");
+  S3D_EXPECTS(icp.max_condition > 1.0, "icp: max_condition must be > 1");
+  S3D_EXPECTS(positive(icp.max_translation_step), "icp: max_translation_step must be > 0 metres");
+  S3D_EXPECTS(positive(icp.max_rotation_step) && icp.max_rotation_step <= 180.0f,
+              "icp: max_rotation_step must be in (0, 180] degrees");
   for (int a = 0; a < 3; ++a) {
     S3D_EXPECTS(volume.resolution[a] >= 8 && volume.resolution[a] <= 2048, "volume: resolution must be in [8, 2048]");
     S3D_EXPECTS(positive(volume.size[a]), "volume: size must be > 0");

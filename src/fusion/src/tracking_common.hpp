@@ -27,8 +27,17 @@ inline float inv_two_sigma2(float sigma) { return static_cast<float>(1.0 / (2.0 
 
 inline Pinhole to_pinhole(const CameraIntrinsics& c) { return {c.fx, c.fy, c.cx, c.cy}; }
 
+/// The depth noise of `params` for a camera of focal length `fx` (pixels): Kinect's, or a stereo rig's
+/// sigma = z^2 sigma_d / (fx B), normalised to its value at 1 m.
+inline NoiseModel noise_model(const DepthNoise& params, float fx) {
+  if (params.kind == DepthNoise::Kind::kKinect) return kinect_noise();
+  const float b = static_cast<float>(double(params.disparity_sigma) / (double(fx) * double(params.baseline)));
+  return {0.0f, b, 0.0f, b * b};
+}
+
+/// The inputs of one reduction at pyramid level `level` (its distance gate grown by gates.level_growth^level).
 inline IcpInputs make_icp_inputs(Maps cur, Maps ref, const Rigid& estimate, const Rigid& world_to_reference,
-                                 const CameraIntrinsics& camera, const IcpGates& gates) {
+                                 const CameraIntrinsics& camera, const IcpGates& gates, int level) {
   IcpInputs in{};
   in.cur_v = cur.vertices;
   in.cur_n = cur.normals;
@@ -40,11 +49,15 @@ inline IcpInputs make_icp_inputs(Maps cur, Maps ref, const Rigid& estimate, cons
   in.estimate = estimate;
   in.world_to_reference = world_to_reference;
   in.camera = to_pinhole(camera);
-  in.distance_gate2 = gates.distance * gates.distance;
+  float gate = gates.distance;
+  for (int l = 0; l < level; ++l) gate = gate * gates.level_growth;
+  in.distance_gate2 = gate * gate;
   in.sin_angle2 = gates.sin_angle * gates.sin_angle;
   in.huber_delta = gates.huber_delta;
   in.noise_weighting = gates.noise_weighting ? 1 : 0;
+  in.noise = gates.noise;
   in.model_variance = gates.model_sigma * gates.model_sigma;
+  in.gate_sigmas = gates.gate_sigmas;
   return in;
 }
 

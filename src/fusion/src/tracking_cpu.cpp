@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "backend.hpp"
+#include "s3d/core/errors.hpp"
 #include "tracking_common.hpp"
 #include "tracking_cpu.hpp"
 
@@ -12,6 +13,7 @@ struct HostLevel {
   int width = 0, height = 0;
   std::vector<float> depth;  // filtered (level 0) or pyrDown
   std::vector<Vec3f> vertices, normals, ref_vertices, ref_normals;
+  std::vector<Vec3f> prev_vertices, prev_normals;  // f2m's previous frame, world frame
 };
 
 class CpuTracking final : public TrackingBackend {
@@ -33,6 +35,10 @@ class CpuTracking final : public TrackingBackend {
       lv.normals.assign(n, invalid_vec3());
       lv.ref_vertices.assign(n, invalid_vec3());
       lv.ref_normals.assign(n, invalid_vec3());
+      if (params.mode == TrackingMode::kFrameToModel && params.icp.frame_fallback) {
+        lv.prev_vertices.assign(n, invalid_vec3());
+        lv.prev_normals.assign(n, invalid_vec3());
+      }
     }
   }
 
@@ -67,6 +73,12 @@ class CpuTracking final : public TrackingBackend {
     return {lv.ref_vertices.data(), lv.ref_normals.data(), lv.width, lv.height};
   }
 
+  Maps previous_maps(int level) {
+    HostLevel& lv = levels_.at(level);
+    S3D_EXPECTS(!lv.prev_vertices.empty(), "CpuTracking: no previous frame is kept (f2m with frame_fallback only)");
+    return {lv.prev_vertices.data(), lv.prev_normals.data(), lv.width, lv.height};
+  }
+
   void reference_pyramid_from_level0() override {
     for (std::size_t l = 1; l < levels_.size(); ++l) {
       const HostLevel& s = levels_[l - 1];
@@ -82,11 +94,19 @@ class CpuTracking final : public TrackingBackend {
                          lv.ref_vertices.data(), lv.ref_normals.data());
   }
 
+  void keep_previous_frame(const Rigid& camera_to_world) override {
+    for (HostLevel& lv : levels_)
+      if (!lv.prev_vertices.empty())
+        transform_maps_cpu(lv.vertices.data(), lv.normals.data(), lv.width * lv.height, camera_to_world,
+                           lv.prev_vertices.data(), lv.prev_normals.data());
+  }
+
   IcpSystem build_system(int level, const Rigid& estimate, const Rigid& world_to_reference,
                          const CameraIntrinsics& camera, const IcpGates& gates) override {
     double sums[kIcpTerms];
     icp_reduce_cpu(
-        make_icp_inputs(frame_maps(level), reference_maps(level), estimate, world_to_reference, camera, gates), sums);
+        make_icp_inputs(frame_maps(level), reference_maps(level), estimate, world_to_reference, camera, gates, level),
+        sums);
     return to_icp_system(sums);
   }
 
@@ -96,8 +116,9 @@ class CpuTracking final : public TrackingBackend {
       const CameraIntrinsics camera = params_.camera.level(level);
       for (int it = 0; it < params_.icp.iterations[level] && icp_runs_level(state, level); ++it) {
         double sums[kIcpTerms];
-        icp_reduce_cpu(make_icp_inputs(frame_maps(level), reference_maps(level), to_rigid(state.pose),
-                                       request.world_to_reference, camera, request.gates),
+        const Maps ref = request.previous_frame ? previous_maps(level) : reference_maps(level);
+        icp_reduce_cpu(make_icp_inputs(frame_maps(level), ref, to_rigid(state.pose), request.world_to_reference, camera,
+                                       request.gates, level),
                        sums);
         icp_step(state, sums, level, params_.icp.max_condition);
       }

@@ -10,6 +10,7 @@
 #include "backend.hpp"
 #include "s3d/core/cuda_check.cuh"
 #include "s3d/core/device_buffer.hpp"
+#include "s3d/core/errors.hpp"
 #include "s3d/core/pinned_buffer.hpp"
 #include "s3d/core/stream.hpp"
 #include "tracking_common.hpp"
@@ -22,6 +23,7 @@ struct DeviceLevel {
   int width = 0, height = 0;
   DeviceBuffer<float> depth;
   DeviceBuffer<Vec3f> vertices, normals, ref_vertices, ref_normals;
+  DeviceBuffer<Vec3f> prev_vertices, prev_normals;  // f2m's previous frame, world frame
 };
 
 template <typename T>
@@ -58,6 +60,14 @@ class CudaTracking final : public TrackingBackend {
       if (m) {
         S3D_CUDA_CHECK(cudaMemsetAsync(lv.ref_vertices.data(), 0xff, m * sizeof(Vec3f), stream_));
         S3D_CUDA_CHECK(cudaMemsetAsync(lv.ref_normals.data(), 0xff, m * sizeof(Vec3f), stream_));
+      }
+      if (params.mode == TrackingMode::kFrameToModel && params.icp.frame_fallback) {
+        lv.prev_vertices.resize(m, stream_);
+        lv.prev_normals.resize(m, stream_);
+        if (m) {
+          S3D_CUDA_CHECK(cudaMemsetAsync(lv.prev_vertices.data(), 0xff, m * sizeof(Vec3f), stream_));
+          S3D_CUDA_CHECK(cudaMemsetAsync(lv.prev_normals.data(), 0xff, m * sizeof(Vec3f), stream_));
+        }
       }
       max_tiles = std::max(max_tiles, icp_tiles(static_cast<int>(m)));
     }
@@ -130,10 +140,24 @@ class CudaTracking final : public TrackingBackend {
     synchronize(stream_);
   }
 
+  void keep_previous_frame(const Rigid& camera_to_world) override {
+    for (DeviceLevel& lv : levels_)
+      if (!lv.prev_vertices.empty())
+        transform_maps_cuda(lv.vertices.data(), lv.normals.data(), lv.width * lv.height, camera_to_world,
+                            lv.prev_vertices.data(), lv.prev_normals.data(), stream_);
+    synchronize(stream_);
+  }
+
+  Maps previous_maps(int level) {
+    DeviceLevel& lv = levels_.at(level);
+    S3D_EXPECTS(!lv.prev_vertices.empty(), "CudaTracking: no previous frame is kept (f2m with frame_fallback only)");
+    return {lv.prev_vertices.data(), lv.prev_normals.data(), lv.width, lv.height};
+  }
+
   IcpSystem build_system(int level, const Rigid& estimate, const Rigid& world_to_reference,
                          const CameraIntrinsics& camera, const IcpGates& gates) override {
     const IcpInputs in =
-        make_icp_inputs(frame_maps(level), reference_maps(level), estimate, world_to_reference, camera, gates);
+        make_icp_inputs(frame_maps(level), reference_maps(level), estimate, world_to_reference, camera, gates, level);
     // The last block writes the 29 doubles straight into pinned host memory (mapped: unified addressing),
     // so an iteration is one launch and one synchronisation, no copy.
     icp_reduce_cuda(in, tile_sums_.data(), counter_.data(), host_sums_.data(), stream_);
@@ -150,8 +174,9 @@ class CudaTracking final : public TrackingBackend {
     for (int level = 0; level < attempt.levels; ++level) {
       IcpAttemptLevel& lv = attempt.level[level];
       // The estimate is the device state's; the one given here is a placeholder.
-      lv.in = make_icp_inputs(frame_maps(level), reference_maps(level), Rigid{}, request.world_to_reference,
-                              params_.camera.level(level), request.gates);
+      const Maps ref = request.previous_frame ? previous_maps(level) : reference_maps(level);
+      lv.in = make_icp_inputs(frame_maps(level), ref, Rigid{}, request.world_to_reference, params_.camera.level(level),
+                              request.gates, level);
       lv.iterations = params_.icp.iterations[level];
       lv.tiles = icp_tiles(lv.in.cur_pixels);
       attempt.max_tiles = std::max(attempt.max_tiles, lv.tiles);

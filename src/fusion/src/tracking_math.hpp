@@ -16,6 +16,14 @@ struct Pinhole {
   float fx, fy, cx, cy;
 };
 
+/// sigma(z) = a + b max(z - z0, 0)^2 metres (DepthNoise), and the weights' numerator `norm` (the variance at a
+/// reference depth, so that weights near the camera are about 1: float sums stay in range).
+struct NoiseModel {
+  float a, b, z0, norm;
+};
+
+S3D_HOST_DEVICE S3D_FORCEINLINE NoiseModel kinect_noise() { return {0.0012f, 0.0019f, 0.4f, 0.0012f * 0.0012f}; }
+
 /// Size of pyramid level `level` of a `size`-pixel axis (KinFu halves and rounds down).
 S3D_HOST_DEVICE S3D_FORCEINLINE int level_size(int size, int level) { return size >> level; }
 
@@ -215,16 +223,35 @@ struct IcpInputs {
   float sin_angle2;          ///< squared sine
   float huber_delta;         ///< 0 = off
   int noise_weighting;       ///< 1: each row weighted by depth_noise_weight of its current depth, 0: not
+  NoiseModel noise;          ///< the depth noise sigma(z)
   float model_variance;      ///< squared metres added to the depth noise's variance
+  float gate_sigmas;         ///< the distance gate of a point is at least gate_sigmas * sigma(z) (0: fixed)
 };
 
-/// Weight of a point-to-plane residual at current depth z (metres): sigma(0.4)^2 / (sigma(z)^2 + model_variance)
-/// with Kinect's axial noise sigma(z) = 0.0012 + 0.0019 (z - 0.4)^2 (Nguyen, Izadi, Lovell 2012), flat below
-/// 0.4 m: the inverse variance of the residual, 1 at 0.4 m and 0.0073 at 3 m without a model variance.
+/// The depth noise sigma(z) = a + b max(z - z0, 0)^2 metres.
+S3D_HOST_DEVICE S3D_FORCEINLINE float depth_sigma(const NoiseModel& m, float z) {
+  const float dz = z > m.z0 ? z - m.z0 : 0.0f;
+  return m.a + (m.b * dz) * dz;
+}
+
+/// Weight of a point-to-plane residual at current depth z (metres): norm / (sigma(z)^2 + model_variance), the
+/// inverse variance of the residual relative to the model's `norm` (Kinect: sigma(0.4 m)^2, so 1 at 0.4 m and
+/// 0.0073 at 3 m without a model variance).
+S3D_HOST_DEVICE S3D_FORCEINLINE float depth_noise_weight(const NoiseModel& m, float z, float model_variance) {
+  const float sigma = depth_sigma(m, z);
+  return div_rn(m.norm, sigma * sigma + model_variance);
+}
+
+/// Kinect's axial noise sigma(z) = 0.0012 + 0.0019 (z - 0.4)^2 (Nguyen, Izadi, Lovell 2012), flat below 0.4 m.
 S3D_HOST_DEVICE S3D_FORCEINLINE float depth_noise_weight(float z, float model_variance) {
-  const float dz = z > 0.4f ? z - 0.4f : 0.0f;
-  const float sigma = 0.0012f + (0.0019f * dz) * dz;
-  return div_rn(0.0012f * 0.0012f, sigma * sigma + model_variance);
+  return depth_noise_weight(kinect_noise(), z, model_variance);
+}
+
+/// The squared distance gate of a point at depth z: the larger of the fixed gate and gate_sigmas * sigma(z).
+S3D_HOST_DEVICE S3D_FORCEINLINE float distance_gate2_at(const IcpInputs& in, float z) {
+  const float g = in.gate_sigmas * depth_sigma(in.noise, z);
+  const float g2 = g * g;
+  return g2 > in.distance_gate2 ? g2 : in.distance_gate2;
 }
 
 /// The first half of KinFu's projective association (FUSION.md §2) for a current vertex v and normal n
@@ -262,7 +289,7 @@ S3D_HOST_DEVICE S3D_FORCEINLINE void icp_accumulate(const IcpInputs& in, const I
                                                     float* acc) {
   if (pr.ref < 0 || !is_valid(d) || !is_valid(nr)) return;
   const Vec3f diff = d - pr.s;
-  if (squared_norm(diff) > in.distance_gate2) return;
+  if (squared_norm(diff) > distance_gate2_at(in, pr.depth)) return;
   if (!(squared_norm(cross(pr.ns, nr)) < in.sin_angle2)) return;
   const Vec3f sn = cross(pr.s, nr);
   const float r[6] = {sn.x, sn.y, sn.z, nr.x, nr.y, nr.z};
@@ -272,7 +299,7 @@ S3D_HOST_DEVICE S3D_FORCEINLINE void icp_accumulate(const IcpInputs& in, const I
     const float ab = fabsf(b);
     if (ab > in.huber_delta) weight = div_rn(in.huber_delta, ab);
   }
-  if (in.noise_weighting) weight = weight * depth_noise_weight(pr.depth, in.model_variance);
+  if (in.noise_weighting) weight = weight * depth_noise_weight(in.noise, pr.depth, in.model_variance);
   int k = 0;
   for (int a = 0; a < 6; ++a) {
     const float wr = weight * r[a];

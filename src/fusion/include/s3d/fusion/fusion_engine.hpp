@@ -18,7 +18,7 @@ namespace s3d::fusion {
 enum class FrameStatus {
   kFirst,      ///< the first frame: pose = initial pose, integrated
   kTracked,    ///< ICP converged and passed the loss tests
-  kRecovered,  ///< the first attempt failed; re-tracking from the last good pose with wider gates passed
+  kRecovered,  ///< the first attempt failed; re-tracking with wider gates (or, f2m, against the previous frame) passed
   kLost,       ///< both attempts failed: the pose stays the last good one, nothing is integrated
   kInvalid,    ///< the frame had no valid depth (or too few pixels): pose kept, nothing integrated
 };
@@ -36,7 +36,8 @@ struct FrameResult {
   double residual = 0.0;                                   ///< RMS point-to-plane residual of the inliers, metres
   double condition = 0.0;                                  ///< of the last 6x6 system
   int iterations = 0;                                      ///< ICP iterations run, all levels
-  std::string reason;                                      ///< why a frame was lost or invalid (empty otherwise)
+  bool frame_fallback = false;  ///< frame to model: tracked against the previous frame (the model could not)
+  std::string reason;           ///< why a frame was lost or invalid (empty otherwise)
   // Milliseconds per stage (host wall clock around each stage; CUDA stages are synchronised).
   double preprocess_ms = 0.0, track_ms = 0.0, integrate_ms = 0.0, raycast_ms = 0.0;
 };

@@ -35,24 +35,51 @@ struct DepthParams {
   float pyramid_gate = 0.09f;  ///< pyrDown averages only pixels within this many metres of the centre (3 sigma)
 };
 
+/// The axial depth noise of the sensor, sigma(z) = a + b max(z - z0, 0)^2 metres at depth z, which weights the
+/// ICP rows (IcpParams::noise_weighting) and widens the distance gate of deep points (IcpParams::gate_sigmas).
+struct DepthNoise {
+  enum class Kind {
+    kKinect,  ///< structured light: a = 1.2 mm, b = 1.9 mm/m^2, z0 = 0.4 m (Nguyen, Izadi, Lovell 2012)
+    kStereo,  ///< depth from disparity: sigma = z^2 sigma_d / (f B) (a = 0, z0 = 0, b = sigma_d / (f B))
+  };
+  Kind kind = Kind::kKinect;
+  float baseline = 0.0f;          ///< metres, kStereo only (f is the camera's fx)
+  float disparity_sigma = 0.25f;  ///< pixels, kStereo only: the matcher's disparity noise
+};
+
 /// Projective point-to-plane ICP.
 struct IcpParams {
   /// Iterations per level, finest first (run coarse to fine).
   std::array<int, 4> iterations{10, 5, 4, 0};
-  float distance_gate = 0.10f;  ///< metres, on |R v + t - v_model|
-  float angle_gate = 20.0f;     ///< degrees, on |R n x n_model| < sin(angle)
+  float distance_gate = 0.10f;  ///< metres, on |R v + t - v_model| at level 0
+  /// The distance gate grows by this factor per pyramid level (level l: distance_gate * growth^l): a coarse
+  /// pixel spans 2^l fine ones, and the coarse levels must pull in a large step.
+  float gate_level_growth = 2.0f;
+  /// The distance gate of a point is at least this many depth-noise sigmas at its depth (DepthNoise), so that
+  /// deep stereo points (sigma 0.15 m at 15 m on KITTI) are not all rejected; 0 = a fixed gate.
+  float gate_sigmas = 3.0f;
+  float angle_gate = 20.0f;  ///< degrees, on |R n x n_model| < sin(angle)
   /// Huber weights on the point-to-plane residual (0 = plain least squares), metres.
   float huber_delta = 0.0f;
-  /// Weights each point-to-plane row by the inverse variance of its residual: the depth noise of a Kinect-type
-  /// sensor at the current point's depth, sigma(z) = 0.0012 + 0.0019 (z - 0.4)^2 m (Nguyen et al. 2012; flat
-  /// below 0.4 m), plus, frame to model, the model's voxel quantisation (voxel / sqrt(12)) in quadrature.
-  /// Relative weights (f2f): 1 at 0.4 m, 0.12 at 1.5 m, 0.0073 at 3 m. Off = KinFu's unweighted least squares.
+  /// Weights each point-to-plane row by the inverse variance of its residual: the depth noise (`noise`) at the
+  /// current point's depth plus, frame to model, the model's voxel quantisation (voxel / sqrt(12)) in
+  /// quadrature. Kinect relative weights (f2f): 1 at 0.4 m, 0.12 at 1.5 m, 0.0073 at 3 m. Off = KinFu's
+  /// unweighted least squares.
   bool noise_weighting = true;
+  DepthNoise noise;
+  /// Start each frame's ICP from the constant-velocity prediction (the last good pose moved by the last
+  /// frame-to-frame motion) instead of the last pose.
+  bool motion_prior = true;
+  /// Frame to model: a frame that the model cannot track (e.g. the model covers too little of the view) is
+  /// tracked against the previous tracked frame before it is declared lost.
+  bool frame_fallback = true;
   // Tracking-loss tests, applied after the last iteration.
-  float min_inlier_ratio = 0.05f;      ///< inliers / valid pixels of level 0
-  double max_condition = 1e6;          ///< of the final 6x6 system (ratio of extreme eigenvalues)
-  float max_translation_step = 0.20f;  ///< metres between consecutive poses
-  float max_rotation_step = 30.0f;     ///< degrees between consecutive poses
+  float min_inlier_ratio = 0.05f;  ///< inliers / valid pixels of level 0
+  double max_condition = 1e6;      ///< of the final 6x6 system (ratio of extreme eigenvalues)
+  /// Metres and degrees between the tracked pose and its prediction (the last pose moved by the last motion
+  /// with motion_prior, else the last pose): a larger jump is a failed registration, not motion.
+  float max_translation_step = 0.20f;
+  float max_rotation_step = 30.0f;
 };
 
 /// Which TSDF volume the engine keeps.
