@@ -11,4 +11,6 @@ set(S3D_FUSION_VOLUME_CPU
   ${CMAKE_CURRENT_LIST_DIR}/src/sparse_volume_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/sparse_volume_extract_cpu.cpp)
 set(S3D_FUSION_VOLUME_CUDA
-  ${CMAKE_CURRENT_LIST_DIR}/src/volume_cuda.cu)
+  ${CMAKE_CURRENT_LIST_DIR}/src/volume_cuda.cu
+  ${CMAKE_CURRENT_LIST_DIR}/src/sparse_volume_cuda.cu
+  ${CMAKE_CURRENT_LIST_DIR}/src/sparse_volume_extract_cuda.cu)

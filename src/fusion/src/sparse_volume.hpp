@@ -56,6 +56,8 @@ AllocateArgs make_allocate_args(const SparseGrid& g, ImageView<const float> dept
 SparseRaycastArgs make_sparse_raycast_args(const SparseGrid& g, const VolumeParams& p, const CameraIntrinsics& camera,
                                            const Rigid& camera_to_world, int width, int height,
                                            const BlockBounds& bounds);
+/// The blocks of `keys` (any order), sorted by key: SparseVolumeBackend::blocks().
+std::vector<BlockCoord> sorted_blocks(std::vector<unsigned long long> keys);
 /// The block holding the camera centre (floor in double), clamped to the block range.
 BlockCoord camera_block(const SparseGrid& g, const Rigid& camera_to_world);
 

@@ -69,6 +69,13 @@ SparseRaycastArgs make_sparse_raycast_args(const SparseGrid& g, const VolumePara
   return a;
 }
 
+std::vector<BlockCoord> sorted_blocks(std::vector<unsigned long long> keys) {
+  std::sort(keys.begin(), keys.end());
+  std::vector<BlockCoord> out(keys.size());
+  for (std::size_t b = 0; b < keys.size(); ++b) out[b] = unpack_block(keys[b]);
+  return out;
+}
+
 BlockCoord camera_block(const SparseGrid& g, const Rigid& camera_to_world) {
   int b[3];
   for (int axis = 0; axis < 3; ++axis) {

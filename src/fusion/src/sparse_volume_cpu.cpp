@@ -104,11 +104,7 @@ class CpuSparseVolume final : public SparseVolumeBackend {
   }
 
   std::vector<BlockCoord> blocks() override {
-    std::vector<unsigned long long> keys(block_keys_.begin(), block_keys_.begin() + used_);
-    std::sort(keys.begin(), keys.end());
-    std::vector<BlockCoord> out(keys.size());
-    for (std::size_t b = 0; b < keys.size(); ++b) out[b] = unpack_block(keys[b]);
-    return out;
+    return sorted_blocks(std::vector<unsigned long long>(block_keys_.begin(), block_keys_.begin() + used_));
   }
 
   SparseStats stats() override { return {capacity_, used_, refused_}; }

@@ -25,6 +25,7 @@
 #include "s3d/core/pinned_buffer.hpp"
 #include "s3d/core/scoped_device.hpp"
 #include "s3d/core/stream.hpp"
+#include "sparse_volume.hpp"
 #include "tsdf_math.hpp"
 #include "volume_common.hpp"
 
@@ -415,6 +416,7 @@ class CudaVolume final : public VolumeBackend {
 }  // namespace
 
 std::unique_ptr<VolumeBackend> make_cuda_volume(const Device& device, const VolumeParams& params) {
+  if (params.kind == VolumeKind::kSparse) return make_cuda_sparse_volume(device, params);
   validate_volume(params);
   return std::make_unique<CudaVolume>(device, params);
 }
