@@ -48,9 +48,29 @@ int main(int argc, char** argv) {
   app.add_option("--max-depth", f.max_depth, "metres; deeper pixels are invalid (0 = no limit)")
       ->capture_default_str()
       ->group(track_group);
-  app.add_option("--volume-size", f.volume_size, "TSDF cube side, metres")->capture_default_str()->group(track_group);
-  app.add_option("--volume-resolution", f.volume_resolution, "TSDF voxels per side")
+  app.add_option("--volume", f.volume,
+                 "sparse: TSDF blocks of 8^3 voxels allocated where depth is seen, unbounded in extent (a hash of "
+                 "blocks, InfiniTAM-style); dense: one cube of --volume-resolution^3 voxels, --volume-size metres "
+                 "per side, in front of the first camera (KinFu)")
       ->capture_default_str()
+      ->check(CLI::IsMember({"sparse", "dense"}))
+      ->type_name("sparse|dense")
+      ->group(track_group);
+  app.add_option("--volume-size", f.volume_size, "dense: TSDF cube side, metres")
+      ->capture_default_str()
+      ->group(track_group);
+  app.add_option("--volume-resolution", f.volume_resolution, "dense: TSDF voxels per side")
+      ->capture_default_str()
+      ->group(track_group);
+  app.add_option("--voxel-size", f.voxel_size,
+                 "sparse: voxel edge, metres (0 = --volume-size / --volume-resolution, 5.9 mm by default)")
+      ->capture_default_str()
+      ->group(track_group);
+  app.add_option("--max-memory", f.max_memory,
+                 "sparse: memory for the TSDF blocks (2 KiB a block, 4 KiB with colour), allocated once; when it is "
+                 "full, new blocks are refused, the nearest to the camera first kept")
+      ->capture_default_str()
+      ->type_name("BYTES[K|M|G]")
       ->group(track_group);
   app.add_option("--truncation", f.truncation, "TSDF truncation distance, metres")
       ->capture_default_str()

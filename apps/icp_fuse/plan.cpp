@@ -1,7 +1,9 @@
 // Flags -> FusionParams and output paths.
 #include "plan.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -49,6 +51,25 @@ std::optional<fusion::CameraIntrinsics> parse_inline_intrinsics(const std::strin
     throw InvalidArgument("--intrinsics: `" + spec + "`: fx must be > 0 and fy non-zero");
   return fusion::CameraIntrinsics{static_cast<float>(v[0]), static_cast<float>(v[1]), static_cast<float>(v[2]),
                                   static_cast<float>(v[3])};
+}
+
+std::int64_t parse_bytes(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  double unit = 1.0;
+  const std::string suffix = end ? std::string(end) : std::string();
+  if (suffix == "K" || suffix == "k")
+    unit = 1024.0;
+  else if (suffix == "M")
+    unit = 1024.0 * 1024.0;
+  else if (suffix == "G")
+    unit = 1024.0 * 1024.0 * 1024.0;
+  else if (!suffix.empty())
+    unit = -1.0;
+  const double bytes = v * unit;
+  if (text.empty() || unit < 0.0 || !(bytes >= 1.0 && bytes <= 1099511627776.0))
+    throw InvalidArgument("--max-memory: `" + text + "` is not a size in bytes up to 1T (a number with K, M or G)");
+  return static_cast<std::int64_t>(bytes);
 }
 
 fusion::DepthNoise parse_depth_noise(const std::string& spec) {
@@ -106,6 +127,18 @@ Plan make_plan(const Flags& f) {
     p.volume.size[a] = static_cast<float>(f.volume_size);
   }
   p.volume.truncation = static_cast<float>(f.truncation);
+  if (f.volume == "sparse")
+    p.volume.kind = fusion::VolumeKind::kSparse;
+  else if (f.volume != "dense")
+    throw InvalidArgument("--volume: `" + f.volume + "` is not sparse or dense");
+  if (!(std::isfinite(f.voxel_size) && f.voxel_size >= 0.0))
+    throw InvalidArgument("--voxel-size: must be >= 0 metres (0 = --volume-size / --volume-resolution)");
+  p.volume.sparse_voxel_size =
+      static_cast<float>(f.voxel_size > 0.0 ? f.voxel_size : f.volume_size / f.volume_resolution);
+  p.volume.sparse_memory_bytes = parse_bytes(f.max_memory);
+  // The sparse ray cast reaches the deepest surface a depth limit lets in (the corner ray is longer than its
+  // depth), else its default.
+  if (f.max_depth > 0.0) p.volume.sparse_raycast_range = static_cast<float>(std::min(1e4, 1.5 * f.max_depth));
   if (p.volume.truncation < p.volume.min_truncation())
     throw InvalidArgument(
         "--truncation: must be at least 3e-6 x --volume-size (the ray cast's step would not advance)");

@@ -1,6 +1,7 @@
 #pragma once
 // icp-fuse's flags turned into the library's parameters and the item's output files (docs/ICP-FUSE.md).
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <string>
@@ -18,8 +19,11 @@ struct Flags {
   std::string depth_scale;  ///< empty: by the frame's format (1000 PNG, 1 PFM)
   std::string intrinsics;   ///< fx,fy,cx,cy | K file | calibration; empty: the folder's camera-intrinsics.txt
   double max_depth = 0.0;
+  std::string volume = "dense";  ///< dense | sparse
   double volume_size = 3.0;
   int volume_resolution = 512;
+  double voxel_size = 0.0;          ///< sparse voxel edge, metres; 0: volume_size / volume_resolution
+  std::string max_memory = "512M";  ///< sparse block pool, bytes with an optional K/M/G suffix
   double truncation = 0.03;
   std::string icp_iterations = "10,5,4";
   double huber = 0.0;
@@ -57,6 +61,9 @@ struct Plan {
 
 /// Checks the flags and builds the plan. @throws InvalidArgument naming the flag (exit 2).
 Plan make_plan(const Flags& flags);
+
+/// `N`, `NK`, `NM`, `NG` (binary units) -> bytes, in [1, 2^40] (--max-memory). @throws InvalidArgument
+std::int64_t parse_bytes(const std::string& text);
 
 /// `kinect` or `stereo:BASELINE_M[,DISPARITY_SIGMA_PX]` (--depth-noise). @throws InvalidArgument
 fusion::DepthNoise parse_depth_noise(const std::string& spec);

@@ -6,13 +6,18 @@
 //                [--out traj.txt]
 //                [--size M] [--truncation M] [--max-depth M] [--huber M] [--iterations A,B,C] [--no-bilateral]
 //                [--noise-weighting on|off] [--distance-gate M] [--angle-gate DEG]
-//                [--camera fx,fy,cx,cy]
+//                [--camera fx,fy,cx,cy] [--volume dense|sparse] [--voxel-size M]
+//                [--sequence depth.txt --depth-scale S]
 // (the last ones: FusionParams fields, the library's defaults otherwise, KinFu's plus the ICP's noise weighting;
 // the camera defaults to the sequence's camera-intrinsics.txt, 585,585,320,240).
 // --half: 320x240 (every other pixel of every other row, intrinsics halved), the CPU real-time size.
+// --sequence: a TUM RGB-D depth.txt (`timestamp file` lines, # comments) instead of redkitchen, its 16-bit PNGs
+// divided by --depth-scale (5000 for TUM); the trajectory then carries the list's timestamps.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -40,7 +45,8 @@ s3d::Image<float> half(const s3d::Image<float>& full) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string device = "cuda", mode = "f2m", out;
+  std::string device = "cuda", mode = "f2m", out, sequence;
+  float depth_scale = 5000.0f;
   int frames = 300, resolution = 512;
   bool halved = false, color = false;
   s3d::fusion::FusionParams params;
@@ -69,6 +75,16 @@ int main(int argc, char** argv) {
       params.icp.distance_gate = std::stof(argv[++i]);
     else if (a == "--angle-gate" && i + 1 < argc)
       params.icp.angle_gate = std::stof(argv[++i]);
+    else if (a == "--volume" && i + 1 < argc) {
+      const std::string v = argv[++i];
+      if (v != "dense" && v != "sparse") return 2;
+      params.volume.kind = v == "sparse" ? s3d::fusion::VolumeKind::kSparse : s3d::fusion::VolumeKind::kDense;
+    } else if (a == "--voxel-size" && i + 1 < argc)
+      params.volume.sparse_voxel_size = std::stof(argv[++i]);
+    else if (a == "--sequence" && i + 1 < argc)
+      sequence = argv[++i];
+    else if (a == "--depth-scale" && i + 1 < argc)
+      depth_scale = std::stof(argv[++i]);
     else if (a == "--no-bilateral")
       params.depth.bilateral = false;
     else if (a == "--device" && i + 1 < argc)
@@ -98,9 +114,32 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_fusion: --color needs the full-size frames (no --half)\n");
     return 2;
   }
+  std::vector<std::string> sequence_files;
+  std::vector<double> stamps;
+  if (!sequence.empty()) {
+    std::ifstream list(sequence);
+    std::string line;
+    const std::string dir = sequence.substr(0, sequence.find_last_of('/') + 1);
+    while (std::getline(list, line)) {
+      if (line.empty() || line[0] == '#') continue;
+      std::istringstream in(line);
+      double t = 0.0;
+      std::string file;
+      if (in >> t >> file) {
+        stamps.push_back(t);
+        sequence_files.push_back(file[0] == '/' ? file : dir + file);
+      }
+    }
+    if (sequence_files.empty()) {
+      std::fprintf(stderr, "bench_fusion: %s lists no frames\n", sequence.c_str());
+      return 1;
+    }
+    frames = std::min<int>(frames, static_cast<int>(sequence_files.size()));
+  }
   try {
     for (int f = 0; f < frames; ++f) {
-      s3d::Image<float> d = s3d::test::read_redkitchen_depth(f);
+      s3d::Image<float> d = sequence.empty() ? s3d::test::read_redkitchen_depth(f)
+                                             : s3d::test::read_depth_png(sequence_files[f], depth_scale);
       depth.push_back(halved ? half(d) : std::move(d));
       if (color) rgb.push_back(s3d::test::read_redkitchen_color(f));
     }
@@ -144,21 +183,23 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < poses.size(); ++i) {
       const Eigen::Quaterniond q(poses[i].rotation());
       const Eigen::Vector3d t = poses[i].translation();
-      std::fprintf(f, "%.6f %.9f %.9f %.9f %.9f %.9f %.9f %.9f\n", static_cast<double>(i) / 30.0, t.x(), t.y(), t.z(),
-                   q.x(), q.y(), q.z(), q.w());
+      const double stamp = stamps.empty() ? static_cast<double>(i) / 30.0 : stamps[i];
+      std::fprintf(f, "%.6f %.9f %.9f %.9f %.9f %.9f %.9f %.9f\n", stamp, t.x(), t.y(), t.z(), q.x(), q.y(), q.z(),
+                   q.w());
     }
     std::fclose(f);
   }
   std::printf(
       "{\"bench\": \"fusion\", \"device\": \"%s\", \"mode\": \"%s\", \"color\": %s, \"width\": %d, \"height\": %d, "
-      "\"resolution\": %d, \"noise_weighting\": %s, \"huber\": %g, \"max_depth\": %g, \"distance_gate\": %g, "
+      "\"resolution\": %d, \"volume\": \"%s\", \"noise_weighting\": %s, \"huber\": %g, \"max_depth\": %g, "
+      "\"distance_gate\": %g, "
       "\"angle_gate\": %g, \"frames\": %d, "
       "\"median_ms\": {\"preprocess\": %.4f, \"track\": %.4f, \"integrate\": %.4f, \"raycast\": %.4f, "
       "\"frame\": %.4f}, \"iterations\": %d, \"lost\": %d, \"recovered\": %d, \"invalid\": %d}\n",
       engine.device().to_string().c_str(), mode.c_str(), color ? "true" : "false", depth[0].width, depth[0].height,
-      resolution, params.icp.noise_weighting ? "true" : "false", double(params.icp.huber_delta),
-      double(params.depth.max_depth), double(params.icp.distance_gate), double(params.icp.angle_gate), frames,
-      median(pre), median(track), median(integrate), median(raycast), median(total), iterations, lost, recovered,
-      invalid);
+      resolution, params.volume.kind == s3d::fusion::VolumeKind::kSparse ? "sparse" : "dense",
+      params.icp.noise_weighting ? "true" : "false", double(params.icp.huber_delta), double(params.depth.max_depth),
+      double(params.icp.distance_gate), double(params.icp.angle_gate), frames, median(pre), median(track),
+      median(integrate), median(raycast), median(total), iterations, lost, recovered, invalid);
   return 0;
 }

@@ -203,9 +203,7 @@ class FusionEngine::Impl {
     // The ray-cast model has an error of its own, which depth does not predict: its voxels quantise the
     // surface (the standard deviation of a uniform error over one voxel, voxel / sqrt(12)).
     if (params_.mode == TrackingMode::kFrameToModel && !frame) {
-      const VolumeParams& v = params_.volume;
-      const float voxel = std::max({v.voxel_size(0), v.voxel_size(1), v.voxel_size(2)});
-      g.model_sigma = static_cast<float>(voxel / std::sqrt(12.0));
+      g.model_sigma = static_cast<float>(params_.volume.voxel_edge() / std::sqrt(12.0));
     }
     return g;
   }
