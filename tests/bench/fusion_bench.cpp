@@ -6,7 +6,8 @@
 //                [--out traj.txt]
 //                [--size M] [--truncation M] [--max-depth M] [--huber M] [--iterations A,B,C] [--no-bilateral]
 //                [--noise-weighting on|off] [--distance-gate M] [--angle-gate DEG]
-//                [--camera fx,fy,cx,cy] [--volume dense|sparse] [--voxel-size M]
+//                [--camera fx,fy,cx,cy] [--volume dense|sparse] [--voxel-size M] [--max-memory-mb N]
+//                [--stereo-baseline B] [--max-step M,DEG]
 //                [--sequence depth.txt --depth-scale S]
 // (the last ones: FusionParams fields, the library's defaults otherwise, KinFu's plus the ICP's noise weighting;
 // the camera defaults to the sequence's camera-intrinsics.txt, 585,585,320,240).
@@ -81,6 +82,14 @@ int main(int argc, char** argv) {
       params.volume.kind = v == "sparse" ? s3d::fusion::VolumeKind::kSparse : s3d::fusion::VolumeKind::kDense;
     } else if (a == "--voxel-size" && i + 1 < argc)
       params.volume.sparse_voxel_size = std::stof(argv[++i]);
+    else if (a == "--stereo-baseline" && i + 1 < argc) {
+      params.icp.noise.kind = s3d::fusion::DepthNoise::Kind::kStereo;
+      params.icp.noise.baseline = std::stof(argv[++i]);
+    } else if (a == "--max-step" && i + 1 < argc) {
+      if (std::sscanf(argv[++i], "%f,%f", &params.icp.max_translation_step, &params.icp.max_rotation_step) != 2)
+        return 2;
+    } else if (a == "--max-memory-mb" && i + 1 < argc)
+      params.volume.sparse_memory_bytes = std::stoll(argv[++i]) << 20;
     else if (a == "--sequence" && i + 1 < argc)
       sequence = argv[++i];
     else if (a == "--depth-scale" && i + 1 < argc)
