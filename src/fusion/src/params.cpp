@@ -79,8 +79,9 @@ void FusionParams::validate() const {
 
 std::int64_t sparse_block_bytes(bool color) {
   // 512 voxels (4 bytes, 4 more with colour), the block's coordinates (12 bytes) and its share of the hash
-  // table (a power of two of at least two entries a block: at most 4 entries of 12 bytes).
-  return 512 * (color ? 8 : 4) + 12 + 48;
+  // table (a power of two of at least two entries a block: at most 4 entries of 12 bytes) and of the two coarse
+  // key sets of the same size (at most 4 entries of 8 bytes each).
+  return 512 * (color ? 8 : 4) + 12 + 48 + 64;
 }
 
 const char* to_string(FrameStatus status) {

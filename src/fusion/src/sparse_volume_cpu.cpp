@@ -21,6 +21,7 @@ class CpuSparseVolume final : public SparseVolumeBackend {
     keys_.assign(entries, kEmptyKey);
     slots_.assign(entries, -1);
     mask_ = entries - 1;
+    for (auto& level : coarse_) level.assign(entries, kEmptyKey);
     block_keys_.resize(static_cast<std::size_t>(capacity_));
     voxels_.resize(static_cast<std::size_t>(capacity_ * kBlockVoxels));
     if (params.color) colors_.resize(voxels_.size());
@@ -28,6 +29,7 @@ class CpuSparseVolume final : public SparseVolumeBackend {
 
   void reset() override {
     std::fill(keys_.begin(), keys_.end(), kEmptyKey);
+    for (auto& level : coarse_) std::fill(level.begin(), level.end(), kEmptyKey);
     used_ = 0;
     refused_ = 0;
     bounds_ = BlockBounds{};
@@ -56,7 +58,8 @@ class CpuSparseVolume final : public SparseVolumeBackend {
   void raycast(const CameraIntrinsics& camera, const Rigid& camera_to_world, Maps out) override {
     const SparseRaycastArgs a =
         make_sparse_raycast_args(grid_, params_, camera, camera_to_world, out.width, out.height, bounds_);
-    const SparseVoxels vol{hash(), voxels_.data()};
+    const SparseVoxels vol{
+        hash(), voxels_.data(), {{coarse_[0].data(), nullptr, mask_}, {coarse_[1].data(), nullptr, mask_}}};
 #pragma omp parallel for schedule(dynamic, 1)
     for (int y = 0; y < out.height; ++y)
       for (int x = 0; x < out.width; ++x) {
@@ -112,6 +115,13 @@ class CpuSparseVolume final : public SparseVolumeBackend {
  private:
   BlockHash hash() const { return {keys_.data(), slots_.data(), mask_}; }
 
+  /// The entry of `table` that holds `key`, or the empty one its probe reaches first.
+  unsigned int free_entry(const std::vector<unsigned long long>& table, unsigned long long key) const {
+    unsigned int e = hash_entry(key, mask_);
+    while (table[e] != kEmptyKey && table[e] != key) e = (e + 1) & mask_;
+    return e;
+  }
+
   /// Steps 1 and 2 of sparse_volume.hpp: the frame's requests, sorted and unique; the new ones into the pool.
   void allocate(ImageView<const float> depth, const CameraIntrinsics& camera, const Rigid& camera_to_world) {
     const AllocateArgs a = make_allocate_args(grid_, depth, camera, camera_to_world);
@@ -147,12 +157,15 @@ class CpuSparseVolume final : public SparseVolumeBackend {
     }
     for (unsigned long long key : fresh) {
       const long long s = used_++;
-      unsigned int e = hash_entry(key, mask_);
-      while (keys_[e] != kEmptyKey) e = (e + 1) & mask_;
+      const unsigned int e = free_entry(keys_, key);  // not present: a free entry
       keys_[e] = key;
       slots_[e] = static_cast<int>(s);
       block_keys_[s] = key;
       bounds_.add(unpack_block(key));
+      for (int level = 0; level < kCoarseLevels; ++level) {
+        const unsigned long long c = coarse_key(unpack_block(key), level);
+        coarse_[level][free_entry(coarse_[level], c)] = c;  // its entry if present, else a free one
+      }
       std::fill_n(voxels_.begin() + s * kBlockVoxels, kBlockVoxels, Voxel{0, 0});
       if (!colors_.empty()) std::fill_n(colors_.begin() + s * kBlockVoxels, kBlockVoxels, ColorVoxel{0, 0, 0, 0});
     }
@@ -189,7 +202,8 @@ class CpuSparseVolume final : public SparseVolumeBackend {
   unsigned int mask_ = 0;
   std::vector<unsigned long long> keys_;  // hash entries
   std::vector<int> slots_;
-  std::vector<unsigned long long> block_keys_;  // per pool slot
+  std::vector<unsigned long long> coarse_[kCoarseLevels];  // key sets of the coarse cells (coarse_key)
+  std::vector<unsigned long long> block_keys_;             // per pool slot
   std::vector<Voxel> voxels_;
   std::vector<ColorVoxel> colors_;  // empty without colour
 };

@@ -6,8 +6,8 @@
 //   (still in key order); when they outnumber the free slots, a stable CUB radix sort by distance from the
 //   camera's block; the first `free` of them take slots used, used + 1, ... and are inserted into the hash with
 //   atomicCAS (keys unique within the batch; an entry's place in the table may differ from run to run, what
-//   find() returns does not); their voxels are cleared. Then one CUDA block per allocated block integrates its
-//   512 voxels unless block_maybe_visible says the frame cannot reach it.
+//   find() returns does not), their coarse cells into the coarse key sets; their voxels are cleared. Then one CUDA
+//   block per allocated block integrates its 512 voxels unless block_maybe_visible says the frame cannot reach it.
 // - raycast: one thread per pixel.
 // Allocated at construction: the hash, the pool, the block keys. The allocation's scratch (keys per pixel,
 // sort buffers) grows with the first frame of a larger size and is reused. Every method synchronizes the stream.
@@ -81,6 +81,18 @@ __global__ void insert_kernel(unsigned long long* table_keys, int* table_slots, 
   atomicMax(&bounds[5], b.z);
 }
 
+/// Adds the coarse cells of keys[i] (i < n) to the level's key set (present already: nothing to do).
+__global__ void coarse_insert_kernel(unsigned long long* table, unsigned int mask, const unsigned long long* keys,
+                                     int n, int level) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const unsigned long long key = coarse_key(unpack_block(keys[i]), level);
+  for (unsigned int h = hash_entry(key, mask);; h = (h + 1) & mask) {
+    const unsigned long long old = atomicCAS(&table[h], kEmptyKey, key);
+    if (old == kEmptyKey || old == key) break;
+  }
+}
+
 __global__ void clear_kernel(Voxel* voxels, ColorVoxel* colors, long long first, long long n) {
   const long long i = first + static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= first + n) return;
@@ -137,6 +149,7 @@ class CudaSparseVolume final : public SparseVolumeBackend {
     mask_ = entries - 1;
     table_keys_.resize(entries, st);
     table_slots_.resize(entries, st);
+    for (auto& level : coarse_keys_) level.resize(entries, st);
     block_keys_.resize(static_cast<std::size_t>(capacity_), st);
     voxels_.resize(static_cast<std::size_t>(capacity_ * kBlockVoxels), st);
     if (params.color) colors_.resize(voxels_.size(), st);
@@ -184,8 +197,9 @@ class CudaSparseVolume final : public SparseVolumeBackend {
         make_sparse_raycast_args(grid_, params_, camera, camera_to_world, out.width, out.height, bounds_);
     const dim3 block(kBlockX, kBlockY);
     const dim3 grid(blocks_for(out.width, kBlockX), blocks_for(out.height, kBlockY));
-    raycast_kernel<<<grid, block, 0, stream_.get()>>>(SparseVoxels{hash(), voxels_.data()}, a, out.vertices,
-                                                      out.normals);
+    const SparseVoxels vol{
+        hash(), voxels_.data(), {{coarse_keys_[0].data(), nullptr, mask_}, {coarse_keys_[1].data(), nullptr, mask_}}};
+    raycast_kernel<<<grid, block, 0, stream_.get()>>>(vol, a, out.vertices, out.normals);
     S3D_CUDA_CHECK_LAUNCH();
     stream_.synchronize();
   }
@@ -258,6 +272,8 @@ class CudaSparseVolume final : public SparseVolumeBackend {
   void clear() {
     cudaStream_t st = stream_.get();
     S3D_CUDA_CHECK(cudaMemsetAsync(table_keys_.data(), 0xFF, table_keys_.size() * sizeof(unsigned long long), st));
+    for (auto& level : coarse_keys_)
+      S3D_CUDA_CHECK(cudaMemsetAsync(level.data(), 0xFF, level.size() * sizeof(unsigned long long), st));
     bounds_reset_kernel<<<1, 32, 0, st>>>(bounds_dev_.data());
     S3D_CUDA_CHECK_LAUNCH();
     used_ = 0;
@@ -320,6 +336,11 @@ class CudaSparseVolume final : public SparseVolumeBackend {
                                                            static_cast<int>(take), used_, block_keys_.data(),
                                                            bounds_dev_.data());
       S3D_CUDA_CHECK_LAUNCH();
+      for (int level = 0; level < kCoarseLevels; ++level) {
+        coarse_insert_kernel<<<blocks_for(take, 256), 256, 0, st>>>(coarse_keys_[level].data(), mask_, chosen,
+                                                                    static_cast<int>(take), level);
+        S3D_CUDA_CHECK_LAUNCH();
+      }
       int b[6];
       S3D_CUDA_CHECK(cudaMemcpyAsync(b, bounds_dev_.data(), sizeof b, cudaMemcpyDeviceToHost, st));
       stream_.synchronize();
@@ -366,7 +387,8 @@ class CudaSparseVolume final : public SparseVolumeBackend {
   BlockBounds bounds_;  // host copy of bounds_dev_ ({lo x y z, hi x y z})
   DeviceBuffer<unsigned long long> table_keys_;
   DeviceBuffer<int> table_slots_;
-  DeviceBuffer<unsigned long long> block_keys_;  // per pool slot
+  DeviceBuffer<unsigned long long> coarse_keys_[kCoarseLevels];  // key sets of the coarse cells (coarse_key)
+  DeviceBuffer<unsigned long long> block_keys_;                  // per pool slot
   DeviceBuffer<Voxel> voxels_;
   DeviceBuffer<ColorVoxel> colors_;  // empty without colour
   DeviceBuffer<int> bounds_dev_;

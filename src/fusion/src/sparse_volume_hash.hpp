@@ -7,7 +7,8 @@
 //   (z, y, x) order, the order extraction and download use. kEmptyKey (all ones) is no block's key.
 // - The hash: open addressing, linear probing, a power-of-two table of at least twice the pool's blocks (load
 //   <= 1/2, so a probe always meets an empty entry); keys[h] -> slots[h], the block's index in the pool.
-//   Blocks are never removed (no eviction), so there are no tombstones.
+//   Blocks are never removed (no eviction), so there are no tombstones. Two more tables of the same layout
+//   (keys only) hold the coarse cells of 4^3 and 16^3 blocks that have an allocated block (coarse_key).
 #include <cstdint>
 
 #include "fusion_math.hpp"
@@ -43,9 +44,15 @@ S3D_HOST_DEVICE S3D_FORCEINLINE BlockCoord unpack_block(unsigned long long key) 
           static_cast<int>((key >> 21) & 0x1FFFFFULL) - kBlockCoordLimit,
           static_cast<int>((key >> 42) & 0x1FFFFFULL) - kBlockCoordLimit};
 }
-/// Fibonacci hashing: the top bits of key * 2^64 / phi, masked to the table.
+/// The first entry probed for `key`: the 4^3 blocks of an aligned cell share a run of 64 entries (Fibonacci
+/// hashing of the cell, then the block's place in the cell), so that a ray's or a neighbourhood's look-ups of
+/// nearby blocks touch the same few cache lines instead of one line a block.
 S3D_HOST_DEVICE S3D_FORCEINLINE unsigned int hash_entry(unsigned long long key, unsigned int mask) {
-  return static_cast<unsigned int>((key * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
+  const unsigned long long cell = (key >> 2) & 0x1FFFFCFFFFE7FFFFULL;  // each 21-bit field shifted right by 2
+  const unsigned int within =
+      static_cast<unsigned int>((key & 3ULL) | (((key >> 21) & 3ULL) << 2) | (((key >> 42) & 3ULL) << 4));
+  const unsigned int run = static_cast<unsigned int>((cell * 0x9E3779B97F4A7C15ULL) >> 32);
+  return ((run << 6) | within) & mask;
 }
 
 /// The hash table as kernels read it (trivially copyable).
@@ -64,7 +71,25 @@ struct BlockHash {
   S3D_HOST_DEVICE S3D_FORCEINLINE int find(int x, int y, int z) const {
     return block_in_range(x, y, z) ? find(pack_block(x, y, z)) : -1;
   }
+  /// Whether `key` is in the table (the only query of a key set, whose `slots` is null).
+  S3D_HOST_DEVICE S3D_FORCEINLINE bool contains(unsigned long long key) const {
+    for (unsigned int h = hash_entry(key, mask);; h = (h + 1) & mask) {
+      const unsigned long long k = keys[h];
+      if (k == key) return true;
+      if (k == kEmptyKey) return false;
+    }
+  }
 };
+
+/// Coarse occupancy for the ray cast's skipping: level l's cells are (4^(l+1))^3 blocks (block coordinates shifted
+/// right by coarse_shift(l)), and a key set per level holds every cell with an allocated block. Same table layout
+/// and size as the block hash, keys only.
+constexpr int kCoarseLevels = 2;
+S3D_HOST_DEVICE S3D_FORCEINLINE int coarse_shift(int level) { return 2 + 2 * level; }
+S3D_HOST_DEVICE S3D_FORCEINLINE unsigned long long coarse_key(BlockCoord b, int level) {
+  const int s = coarse_shift(level);
+  return pack_block(b.x >> s, b.y >> s, b.z >> s);
+}
 
 /// Index of voxel (x, y, z) (each 0..7) inside its block.
 S3D_HOST_DEVICE S3D_FORCEINLINE int local_index(int x, int y, int z) { return x + kBlockSide * (y + kBlockSide * z); }
@@ -99,7 +124,8 @@ inline SparseGrid make_sparse_grid(const VolumeParams& p) {
 /// is not allocated reads as tsdf 0, weight 0 (the dense volume's unobserved voxel).
 struct SparseVoxels {
   BlockHash hash;
-  const Voxel* voxels;  ///< kBlockVoxels per pool slot
+  const Voxel* voxels;              ///< kBlockVoxels per pool slot
+  BlockHash coarse[kCoarseLevels];  ///< key sets (coarse_key)
 
   S3D_HOST_DEVICE S3D_FORCEINLINE int block_slot(int i, int j, int k) const {
     return hash.find(i >> 3, j >> 3, k >> 3);

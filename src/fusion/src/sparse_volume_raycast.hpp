@@ -5,7 +5,8 @@
 // samples sit at t_n = n * step (a product, not a running sum, so that skipped samples cost nothing) and only
 // those inside the allocated blocks' box (SparseRaycastArgs) are visited; and a
 // sample in a block that is not allocated reads as unobserved (0, neither sign), as do all the samples up to
-// that block's exit, which the march skips. Inside allocated blocks the samples, the sign tests, the
+// that block's exit (or of the larger empty cell around it, sparse_volume_hash.hpp: coarse_key), which the
+// march skips. Inside allocated blocks the samples, the sign tests, the
 // refinement and the normals are the dense ones, reading neighbours across block borders through the hash.
 #include "fusion_math.hpp"
 #include "sparse_volume_hash.hpp"
@@ -116,12 +117,18 @@ S3D_HOST_DEVICE S3D_FORCEINLINE void sparse_raycast_pixel(const SparseVoxels& vo
       cached[0] = bi, cached[1] = bj, cached[2] = bk;
     }
     if (cached_block < 0) {
-      // Unobserved up to the block's exit: resume at the first sample past it (at least the next one).
-      const float lo[3] = {static_cast<float>(bi * kBlockSide) * voxel, static_cast<float>(bj * kBlockSide) * voxel,
-                           static_cast<float>(bk * kBlockSide) * voxel};
-      const float hi[3] = {static_cast<float>(bi * kBlockSide + kBlockSide) * voxel,
-                           static_cast<float>(bj * kBlockSide + kBlockSide) * voxel,
-                           static_cast<float>(bk * kBlockSide + kBlockSide) * voxel};
+      // Unobserved up to the exit of the largest empty cell around the sample (the block, or its coarse cell of
+      // 4^3 or 16^3 blocks): resume at the first sample past it (at least the next one).
+      int shift = 3;  // the cell's side is 2^shift voxels
+      for (int level = 0; level < kCoarseLevels; ++level) {
+        if (vol.coarse[level].contains(coarse_key({bi, bj, bk}, level))) break;
+        shift = 3 + coarse_shift(level);
+      }
+      const int ci = (i >> shift) << shift, cj = (j >> shift) << shift, ck = (k >> shift) << shift, side = 1 << shift;
+      const float lo[3] = {static_cast<float>(ci) * voxel, static_cast<float>(cj) * voxel,
+                           static_cast<float>(ck) * voxel};
+      const float hi[3] = {static_cast<float>(ci + side) * voxel, static_cast<float>(cj + side) * voxel,
+                           static_cast<float>(ck + side) * voxel};
       const float tx = ((dir.x > 0.0f ? hi[0] : lo[0]) - start.x) / dir.x;
       const float ty = ((dir.y > 0.0f ? hi[1] : lo[1]) - start.y) / dir.y;
       const float tz = ((dir.z > 0.0f ? hi[2] : lo[2]) - start.z) / dir.z;
