@@ -154,16 +154,19 @@ std::vector<std::array<float, 9>> triangle_positions(const Mesh& m) {
   return out;
 }
 
-/// One frame into both: the sparse mesh has the dense mesh's triangles, the same vertex positions bit for bit
-/// (the same voxels in every cube that has a triangle), each vertex once (indexed), and the cloud the dense
+/// Both frames into both: the sparse mesh has the dense mesh's triangles, the same vertex positions bit for bit
+/// (the cubes with a triangle have the same voxels: blocks first allocated by the second frame lie where the
+/// first frame's update was free space, +1, or nothing), each vertex once (indexed), and the cloud the dense
 /// cloud's points.
-TEST_P(SparseVolume, MeshAndCloudEqualTheDenseOnesForOneFrame) {
+TEST_P(SparseVolume, MeshAndCloudEqualTheDenseOnes) {
   S3D_SKIP_IF_NO_DEVICE(GetParam());
   const SphereScene s;
   TestVolume dense(Device(Device::Kind::kCpu), s.dense);
   TestSparseVolume sparse(GetParam(), s.sparse());
-  dense.integrate(s.depth[0], synthetic_camera(), s.pose[0]);
-  sparse.integrate(s.depth[0], synthetic_camera(), s.pose[0]);
+  for (int f = 0; f < 2; ++f) {
+    dense.integrate(s.depth[f], synthetic_camera(), s.pose[f]);
+    sparse.integrate(s.depth[f], synthetic_camera(), s.pose[f]);
+  }
   const Mesh dm = dense.mesh(), sm = sparse.mesh();
   ASSERT_GT(dm.triangles.size(), 3000u);
   EXPECT_EQ(sm.vertices.size(), dm.vertices.size());
@@ -173,10 +176,16 @@ TEST_P(SparseVolume, MeshAndCloudEqualTheDenseOnesForOneFrame) {
   for (std::size_t v = 0; v < sm.vertices.size(); v += 3)
     distinct.insert({sm.vertices[v], sm.vertices[v + 1], sm.vertices[v + 2]});
   EXPECT_EQ(distinct.size(), sm.vertices.size() / 3);
+  // On the sphere: all within half a voxel and 95% within 2 mm (98% when written); the second view's grazing
+  // rays at the silhouette bias the projective TSDF, the dense volume's as much.
+  std::size_t near = 0;
   for (std::size_t v = 0; v < sm.vertices.size(); v += 3) {
     const Eigen::Vector3d p(sm.vertices[v], sm.vertices[v + 1], sm.vertices[v + 2]);
-    ASSERT_NEAR((p - s.centre).norm(), s.radius, 0.002) << "vertex " << v / 3;
+    const double e = std::abs((p - s.centre).norm() - s.radius);
+    ASSERT_LT(e, 0.005) << "vertex " << v / 3;
+    near += e < 0.002;
   }
+  EXPECT_GE(near, sm.vertices.size() / 3 * 95 / 100);
   const SurfaceCloud dc = dense.cloud(), sc = sparse.cloud();
   std::vector<std::array<float, 3>> dp, sp;
   for (std::size_t v = 0; v < dc.points.size(); v += 3)
