@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Open3D baseline for icp-fuse: tensor RGB-D odometry (PointToPlane, multi-scale) on the 7-Scenes redkitchen frames.
+"""Open3D baseline for icp-fuse: tensor RGB-D odometry (PointToPlane, multi-scale) on the 7-Scenes redkitchen frames,
+TUM RGB-D sequences (depth only) and folders of depth maps (sgm-depth's stereo depth, e.g. KITTI odometry).
 
 Frame-to-frame: source = frame i, target = frame i-1; Open3D returns T (source to target), so
 pose_i = pose_{i-1} @ T, starting from the ground-truth pose of the first frame (camera to world). Initial guess:
@@ -32,7 +33,27 @@ Threads: OMP_NUM_THREADS is set to --threads (default 1) before Open3D is import
 Timing: wall clock (time.perf_counter) of the odometry call per pair (pyramid construction + iterations), frames
 already in memory; `kernel_ms` is the part spent in Open3D's compute_odometry_result_point_to_plane (replica only).
 
-Usage: python3 open3d_odometry.py [--data DIR] [--first 0] [--last 299] [--out est.tum] [--json results.json] [--f2m]
+Datasets (--dataset; every default below is per dataset and an explicit option wins):
+  redkitchen    (default) 7-Scenes frames frame-NNNNNN.depth.png (mm) + .color.jpg, DIR/camera-intrinsics.txt,
+                DIR/groundtruth.txt (one line per frame; frame i is line i), depth_max 3.0, ranges 0:122,122:300.
+  tum           TUM RGB-D layout: DIR/depth.txt (`timestamp depth/<stamp>.png`, '#' comments), depth PNG / 5000,
+                DIR/groundtruth.txt (motion capture, ~100 Hz, associated by nearest stamp within 0.02 s). No colour
+                is read: RGBDImage gets a constant grey (128) 8-bit RGB image of the depth's size, which PointToPlane
+                ignores. Default DIR ../shared/data/rgbd/tum_fr1_rpy_f000-299, intrinsics 517.3,516.5,318.6,255.3
+                (fr1), depth_max 4.0.
+  depth-folder  the maps of a folder written by `sgm-depth --emit depth --output-dir DIR`: NAME_depth.pfm (metres,
+                +-inf / NaN / <= 0 invalid) or NAME_depth.png (DIR/depth-scale.txt units per metre), in name order;
+                intrinsics from DIR/camera-intrinsics.txt, depth scale from DIR/depth-scale.txt (1 if missing);
+                frame k (of the listing) at t = k / --fps; constant grey colour as for tum; --groundtruth required:
+                a TUM trajectory, or KITTI poses.txt (3x4 camera-to-world per line, line k = frame k at t = k / --fps).
+                Defaults depth_max 30, voxel_size 0.1 (f2m).
+The first pose is the ground truth's (redkitchen: its line --first; others: the pose associated with the first
+frame's stamp). Metrics: trajectory_eval.evaluate (ATE after SE(3) alignment, RPE per frame and per second).
+
+Usage: python3 open3d_odometry.py [--dataset redkitchen|tum|depth-folder] [--data DIR] [--first 0] [--last N]
+       [--intrinsics fx,fy,cx,cy|K.txt] [--groundtruth GT] [--out est.tum] [--json results.json] [--f2m]
+e.g.   python3 open3d_odometry.py --dataset tum --f2m --out f2f.tum --f2m_out f2m.tum --json tum.json
+       python3 open3d_odometry.py --dataset depth-folder --data kitti_depth --groundtruth poses.txt --f2m
 """
 import argparse
 import json
@@ -48,29 +69,82 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_DATA = os.path.join(os.environ.get("S3D_DATA_DIR", os.path.join(HERE, "..", "..", "..", "shared", "data")),
                             "rgbd", "7scenes_redkitchen_f000-299")
+DEFAULT_TUM = os.path.join(os.path.dirname(os.path.dirname(DEFAULT_DATA)), "rgbd", "tum_fr1_rpy_f000-299")
+TUM_FR1_K = "517.3,516.5,318.6,255.3"  # TUM fr1's calibrated (colour / registered depth) camera
 
 
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description="Open3D PointToPlane odometry baseline on 7-Scenes redkitchen")
-    ap.add_argument("--data", default=DEFAULT_DATA)
+    ap = argparse.ArgumentParser(description="Open3D PointToPlane odometry baseline on 7-Scenes redkitchen, TUM RGB-D "
+                                 "(depth only) or a folder of depth maps (sgm-depth --emit depth --output-dir)",
+                                 epilog="Per-dataset defaults: redkitchen: --data %s, K from DIR/camera-intrinsics.txt, "
+                                 "GT DIR/groundtruth.txt, depth_scale 1000, depth_max 3, last 299, ranges 0:122,122:300. "
+                                 "tum: --data %s, K 517.3,516.5,318.6,255.3, GT DIR/groundtruth.txt, depth_scale 5000, "
+                                 "depth_max 4, all frames of depth.txt, constant grey colour. depth-folder: --data "
+                                 "required, K from DIR/camera-intrinsics.txt, depth_scale from DIR/depth-scale.txt, "
+                                 "--groundtruth required (TUM or KITTI poses.txt), depth_max 30, voxel_size 0.1, "
+                                 "constant grey colour." % (DEFAULT_DATA, DEFAULT_TUM))
+    ap.add_argument("--dataset", choices=["redkitchen", "tum", "depth-folder"], default="redkitchen",
+                    help="input layout (see the epilog); default redkitchen")
+    ap.add_argument("--data", default=None, help="sequence folder")
+    ap.add_argument("--intrinsics", default=None, help="fx,fy,cx,cy or a text file holding the 3x3 K")
+    ap.add_argument("--groundtruth", default=None, help="TUM trajectory (camera to world), or KITTI poses.txt "
+                    "(12 numbers per line, line k at t = k / --fps)")
+    ap.add_argument("--fps", type=float, default=10.0, help="depth-folder frame rate (t = k / fps) and KITTI poses' "
+                    "rate; default 10")
     ap.add_argument("--first", type=int, default=0)
-    ap.add_argument("--last", type=int, default=299, help="inclusive")
+    ap.add_argument("--last", type=int, default=None, help="inclusive (default 299 for redkitchen, else the last frame)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--impl", choices=["auto", "api", "replica"], default="auto")
-    ap.add_argument("--depth_max", type=float, default=3.0)
-    ap.add_argument("--depth_scale", type=float, default=1000.0)
+    ap.add_argument("--depth_max", type=float, default=None, help="metres (default 3 redkitchen, 4 tum, 30 depth-folder)")
+    ap.add_argument("--depth_scale", type=float, default=None, help="depth units per metre (default 1000 redkitchen, "
+                    "5000 tum, depth-folder: DIR/depth-scale.txt or 1)")
+    ap.add_argument("--depth_outlier_trunc", type=float, default=0.07, help="OdometryLossParams (Open3D default 0.07 m)")
+    ap.add_argument("--depth_huber_delta", type=float, default=0.05, help="OdometryLossParams (Open3D default 0.05 m)")
     ap.add_argument("--criteria", default="10,5,3", help="iterations per level, coarse to fine")
     ap.add_argument("--min_fitness", type=float, default=0.0, help="a pair at or below this fitness has failed")
-    ap.add_argument("--ranges", default="0:122,122:300")
+    ap.add_argument("--ranges", default=None, help="ground-truth line ranges for ATE/RPE by part (default "
+                    "0:122,122:300 for redkitchen, none otherwise)")
     ap.add_argument("--out", default="", help="TUM trajectory of the frame-to-frame estimate")
     ap.add_argument("--json", default="", help="merge the results (settings, timings, metrics) into this JSON file, "
                     "under runs[LABEL]")
     ap.add_argument("--label", default="", help="run label in the JSON (default open3d-VERSION-IMPL-tTHREADS)")
     ap.add_argument("--f2m", action="store_true", help="also run frame-to-model tracking (VoxelBlockGrid)")
     ap.add_argument("--f2m_out", default="", help="TUM trajectory of the frame-to-model estimate")
-    ap.add_argument("--voxel_size", type=float, default=3.0 / 512)
+    ap.add_argument("--voxel_size", type=float, default=None, help="f2m voxel (default 3/512 m; 0.1 m depth-folder)")
     ap.add_argument("--block_count", type=int, default=40000)
-    return ap.parse_args(argv)
+    return resolve_defaults(ap, ap.parse_args(argv))
+
+
+def resolve_defaults(ap, a):
+    """Fills the per-dataset defaults (no numpy needed)."""
+    if a.data is None:
+        if a.dataset == "depth-folder":
+            ap.error("--dataset depth-folder needs --data DIR")
+        a.data = DEFAULT_DATA if a.dataset == "redkitchen" else DEFAULT_TUM
+    if a.groundtruth is None:
+        if a.dataset == "depth-folder":
+            ap.error("--dataset depth-folder needs --groundtruth (TUM trajectory or KITTI poses.txt)")
+        a.groundtruth = os.path.join(a.data, "groundtruth.txt")
+    if a.intrinsics is None:
+        a.intrinsics = TUM_FR1_K if a.dataset == "tum" else os.path.join(a.data, "camera-intrinsics.txt")
+    if a.depth_scale is None:
+        a.depth_scale = {"redkitchen": 1000.0, "tum": 5000.0}.get(a.dataset)
+        if a.depth_scale is None:
+            a.depth_scale = 1.0
+            f = os.path.join(a.data, "depth-scale.txt")
+            if os.path.exists(f):
+                with open(f) as fh:
+                    a.depth_scale = float([x for x in fh.read().split("\n") if x.strip() and
+                                           not x.lstrip().startswith("#")][0].split()[0])
+    if a.depth_max is None:
+        a.depth_max = {"redkitchen": 3.0, "tum": 4.0, "depth-folder": 30.0}[a.dataset]
+    if a.last is None and a.dataset == "redkitchen":
+        a.last = 299
+    if a.ranges is None:
+        a.ranges = "0:122,122:300" if a.dataset == "redkitchen" else ""
+    if a.voxel_size is None:
+        a.voxel_size = 0.1 if a.dataset == "depth-folder" else 3.0 / 512
+    return a
 
 
 ARGS = parse_args() if __name__ == "__main__" else None
@@ -87,10 +161,11 @@ if ARGS is not None:
             raise
         print("s3d: skipped: open3d or numpy not importable (apt-get install python3-open3d): %s" % e)
         sys.exit(0)
-    if not os.path.exists(os.path.join(ARGS.data, "groundtruth.txt")):
+    if not os.path.exists(ARGS.groundtruth) or not os.path.isdir(ARGS.data):
         if os.environ.get("CI") == "true":
-            sys.exit("no data at %s" % ARGS.data)
-        print("s3d: skipped: no data at %s (set S3D_DATA_DIR or --data)" % ARGS.data)
+            sys.exit("no data at %s (ground truth %s)" % (ARGS.data, ARGS.groundtruth))
+        print("s3d: skipped: no data at %s (ground truth %s; set S3D_DATA_DIR, --data or --groundtruth)" % (
+            ARGS.data, ARGS.groundtruth))
         sys.exit(0)
 
 import numpy as np  # noqa: E402
@@ -233,10 +308,111 @@ def load_frame(data, i):
             "color": o3d.t.io.read_image(os.path.join(data, "frame-%06d.color.jpg" % i))}
 
 
+GREY_NOTE = ("no colour: RGBDImage gets a constant grey (128) 8-bit RGB image; PointToPlane does not use colour "
+             "(the replica never reads it)")
+
+
+def grey_like(depth):
+    return o3d.t.geometry.Image(o3d.core.Tensor(np.full((depth.rows, depth.columns, 3), 128, np.uint8)))
+
+
+def read_pfm(path):
+    """Grey PFM (Pf) as float32 (h, w), top row first (PFM stores rows bottom to top; scale < 0: little endian)."""
+    with open(path, "rb") as f:
+        kind = f.readline().strip()
+        if kind != b"Pf":
+            raise ValueError("%s: not a one-channel PFM (%r)" % (path, kind))
+        dims = f.readline().split()
+        while len(dims) < 2:
+            dims += f.readline().split()
+        w, h = int(dims[0]), int(dims[1])
+        scale = float(f.readline())
+        a = np.fromfile(f, dtype="<f4" if scale < 0 else ">f4", count=w * h)
+    if a.size != w * h:
+        raise ValueError("%s: %d values, expected %d" % (path, a.size, w * h))
+    return np.ascontiguousarray(a.reshape(h, w)[::-1]).astype(np.float32)
+
+
+def parse_intrinsics(spec):
+    """'fx,fy,cx,cy' or a text file with the 3x3 K."""
+    if os.path.exists(spec):
+        K = np.loadtxt(spec)
+        if K.shape != (3, 3):
+            raise ValueError("%s: expected a 3x3 K, got shape %s" % (spec, K.shape))
+        return K
+    fx, fy, cx, cy = [float(x) for x in spec.split(",")]
+    return np.array([[fx, 0, cx], [0, fy, cy], [0, 0, 1]], np.float64)
+
+
+def read_groundtruth(path, fps):
+    """TUM trajectory, or KITTI poses.txt (12 numbers per line: 3x4 camera to world, line k at t = k / fps)."""
+    with open(path) as f:
+        rows = [ln.split() for ln in f if ln.strip() and not ln.lstrip().startswith("#")]
+    if rows and len(rows[0]) == 12:
+        poses = np.stack([np.vstack([np.array(r, np.float64).reshape(3, 4), [0, 0, 0, 1]]) for r in rows])
+        return np.arange(len(rows)) / fps, poses, "KITTI poses.txt (3x4 camera to world), line k at t = k / %g s" % fps
+    stamps, poses = te.read_tum(path)
+    return stamps, poses, "TUM trajectory (camera to world)"
+
+
+def load_sequence(args):
+    """Returns a dict: K, frames, stamps (per frame), gt_stamps, gt_poses, pose0, notes."""
+    K = parse_intrinsics(args.intrinsics)
+    gt_stamps, gt_poses, gt_format = read_groundtruth(args.groundtruth, args.fps)
+    seq = {"K": K, "gt_stamps": gt_stamps, "gt_poses": gt_poses, "gt_format": gt_format, "colour": None}
+    if args.dataset == "redkitchen":
+        idx = list(range(args.first, args.last + 1))
+        seq["frames"] = [load_frame(args.data, i) for i in idx]
+        seq["stamps"] = gt_stamps[idx]
+        seq["pose0"] = gt_poses[args.first]
+        seq["colour"] = "frame-NNNNNN.color.jpg"
+        return seq
+    if args.dataset == "tum":
+        items = []
+        with open(os.path.join(args.data, "depth.txt")) as f:
+            for ln in f:
+                if ln.strip() and not ln.lstrip().startswith("#"):
+                    t, rel = ln.split()[:2]
+                    items.append((float(t), os.path.join(args.data, rel)))
+    else:
+        names = sorted(n for n in os.listdir(args.data)
+                       if n.endswith("_depth.pfm") or n.endswith("_depth.png") or
+                       (n.endswith(".pfm") and not n.startswith(".")))
+        if not names:
+            raise SystemExit("no NAME_depth.pfm / NAME_depth.png maps in %s" % args.data)
+        items = [(k / args.fps, os.path.join(args.data, n)) for k, n in enumerate(names)]
+    last = len(items) - 1 if args.last is None else args.last
+    items = items[args.first:last + 1]
+    args.last = args.first + len(items) - 1
+    frames = []
+    for _, path in items:
+        if path.endswith(".pfm"):
+            d = read_pfm(path)
+            d[~np.isfinite(d) | (d <= 0)] = 0.0  # +inf (sgm-depth's invalid) -> 0, Open3D's invalid
+            depth = o3d.t.geometry.Image(o3d.core.Tensor(d[..., None]))
+        else:
+            depth = o3d.t.io.read_image(path)
+        frames.append({"depth": depth, "color": grey_like(depth), "path": path})
+    seq["frames"] = frames
+    seq["stamps"] = np.array([t for t, _ in items], np.float64)
+    pairs = te.associate(seq["stamps"][:1], gt_stamps)
+    if not pairs:
+        raise SystemExit("no ground-truth pose within %.3f s of the first frame (t = %.6f)" % (te.MAX_DIFFERENCE,
+                                                                                              seq["stamps"][0]))
+    seq["pose0"] = gt_poses[pairs[0][1]]
+    seq["colour"] = GREY_NOTE
+    return seq
+
+
+def loss_params(args):
+    return OD.OdometryLossParams(args.depth_outlier_trunc, args.depth_huber_delta)
+
+
 def choose_impl(args, K, frames):
     if args.impl != "auto":
         return args.impl, None
-    od = Odometry(K, "api", args.depth_scale, args.depth_max, [int(x) for x in args.criteria.split(",")])
+    od = Odometry(K, "api", args.depth_scale, args.depth_max, [int(x) for x in args.criteria.split(",")],
+                  loss_params(args))
     try:
         od.run(frames[1], frames[0])
         return "api", None
@@ -245,7 +421,8 @@ def choose_impl(args, K, frames):
 
 
 def track_f2f(args, K, frames, stamps, pose0, impl):
-    od = Odometry(K, impl, args.depth_scale, args.depth_max, [int(x) for x in args.criteria.split(",")])
+    od = Odometry(K, impl, args.depth_scale, args.depth_max, [int(x) for x in args.criteria.split(",")],
+                  loss_params(args))
     poses, ms, cpu_ms, fits, failed = [pose0], [], [], [], []
     for k in range(1, len(frames)):
         t0, c0 = time.perf_counter(), time.process_time()
@@ -267,7 +444,7 @@ def track_f2f(args, K, frames, stamps, pose0, impl):
 def track_f2m(args, K, frames, pose0, impl):
     """Frame-to-model as o3d.t.pipelines.slam.Model (dense_slam.py): track against the ray cast of the previous
     pose, then integrate at the new pose."""
-    od = Odometry(K, impl, args.depth_scale, args.depth_max, [6, 3, 1], OD.OdometryLossParams(0.07))
+    od = Odometry(K, impl, args.depth_scale, args.depth_max, [6, 3, 1], loss_params(args))
     vbg = o3d.t.geometry.VoxelBlockGrid(("tsdf", "weight"), (o3d.core.float32, o3d.core.float32), ((1), (1)),
                                         args.voxel_size, 16, args.block_count, CPU)
     Kt = o3d.core.Tensor(np.asarray(K, np.float64))
@@ -310,6 +487,8 @@ def summary(res):
     out = {"ate_rmse_m": res["ate_m"]["rmse"],
            "rpe_1frame_trans_rmse_m": res["rpe"]["delta_1_frame"]["trans_m"]["rmse"],
            "rpe_1frame_rot_rmse_deg": res["rpe"]["delta_1_frame"]["rot_deg"]["rmse"],
+           "rpe_1frame_trans_median_m": res["rpe"]["delta_1_frame"]["trans_m"]["median"],
+           "rpe_1frame_rot_median_deg": res["rpe"]["delta_1_frame"]["rot_deg"]["median"],
            "rpe_1s_trans_rmse_m": res["rpe"]["delta_1s"]["trans_m"]["rmse"],
            "rpe_1s_rot_rmse_deg": res["rpe"]["delta_1s"]["rot_deg"]["rmse"]}
     for r in res["ranges"]:
@@ -320,16 +499,19 @@ def summary(res):
 
 
 def main(args):
-    K = np.loadtxt(os.path.join(args.data, "camera-intrinsics.txt"))
-    gt_stamps, gt_poses = te.read_tum(os.path.join(args.data, "groundtruth.txt"))
-    idx = list(range(args.first, args.last + 1))
-    frames = [load_frame(args.data, i) for i in idx]
-    stamps = gt_stamps[idx]
-    pose0 = gt_poses[args.first]
+    seq = load_sequence(args)
+    K, frames, stamps, pose0 = seq["K"], seq["frames"], seq["stamps"], seq["pose0"]
+    gt_stamps, gt_poses = seq["gt_stamps"], seq["gt_poses"]
     impl, why = choose_impl(args, K, frames)
     print("open3d %s, impl %s%s, threads %d, frames %d..%d" % (o3d.__version__, impl,
                                                               (" (api: %s)" % why) if why else "", args.threads,
                                                               args.first, args.last))
+    if args.dataset != "redkitchen":
+        print("dataset %s %s: %d frames %dx%d, K fx %.4f fy %.4f cx %.4f cy %.4f, depth_scale %g, depth_max %g m, "
+              "ground truth %s (%s); %s" % (args.dataset, args.data, len(frames), frames[0]["depth"].columns,
+                                            frames[0]["depth"].rows, K[0, 0], K[1, 1], K[0, 2], K[1, 2],
+                                            args.depth_scale, args.depth_max, args.groundtruth, seq["gt_format"],
+                                            seq["colour"]))
     ranges = te.parse_ranges(args.ranges)
     t0 = time.perf_counter()
     poses, ms, cpu_ms, fits, failed, kernel_s = track_f2f(args, K, frames, stamps, pose0, impl)
@@ -353,16 +535,28 @@ def main(args):
               moved_res["ate_m"]["rmse"], "gt_vs_rigidly_moved_gt_rpe_1frame_trans_rmse_m":
               moved_res["rpe"]["delta_1_frame"]["trans_m"]["rmse"]}
     print("evaluator sanity: %s" % sanity)
+    if args.dataset == "redkitchen":
+        sequence = "7scenes redkitchen frames %d..%d (%s)" % (args.first, args.last, os.path.basename(args.data))
+    else:
+        sequence = "%s frames %d..%d of %s (%d frames)" % (args.dataset, args.first, args.last,
+                                                           os.path.basename(os.path.normpath(args.data)), len(frames))
     out = {
-        "sequence": "7scenes redkitchen frames %d..%d (%s)" % (args.first, args.last, os.path.basename(args.data)),
+        "sequence": sequence,
         "open3d_version": o3d.__version__, "python": platform.python_version(), "numpy": np.__version__,
         "machine": platform.machine(), "cpu": _cpu_name(), "threads": args.threads,
         "settings": {"method": "PointToPlane", "impl": impl, "api_error": why, "device": "CPU:0",
                      "criteria_coarse_to_fine": [int(x) for x in args.criteria.split(",")],
-                     "relative_rmse": 1e-6, "relative_fitness": 1e-6, "depth_outlier_trunc": 0.07,
-                     "depth_huber_delta": 0.05, "depth_scale": args.depth_scale, "depth_max": args.depth_max,
+                     "relative_rmse": 1e-6, "relative_fitness": 1e-6,
+                     "depth_outlier_trunc": args.depth_outlier_trunc, "depth_huber_delta": args.depth_huber_delta,
+                     "depth_scale": args.depth_scale, "depth_max": args.depth_max,
                      "init": "identity", "chain": "pose_i = pose_{i-1} @ T(source=i -> target=i-1)",
                      "first_pose": "ground truth", "min_fitness": args.min_fitness},
+        "dataset": {"kind": args.dataset, "data": args.data, "frames": len(frames),
+                    "size_wh": [frames[0]["depth"].columns, frames[0]["depth"].rows], "K": K.tolist(),
+                    "intrinsics": args.intrinsics, "groundtruth": args.groundtruth,
+                    "groundtruth_format": seq["gt_format"], "colour": seq["colour"],
+                    "stamps": "ground-truth line stamps" if args.dataset == "redkitchen" else
+                    ("depth.txt" if args.dataset == "tum" else "k / %g s" % args.fps)},
         "frame_to_frame": {"ms_per_pair_median": float(np.median(ms)), "ms_per_pair_mean": float(np.mean(ms)),
                            "cpu_ms_per_pair_median": float(np.median(cpu_ms)),
                            "load_average_1_5_15": list(os.getloadavg()),
@@ -387,6 +581,7 @@ def main(args):
                                  "raycast": "depth, from the previous pose, depth_min 0.1, weight_threshold min(frame, 3)",
                                  "ms_odometry_median": float(np.median(fms)),
                                  "ms_per_frame_median_with_raycast_integration": float(np.median(ftot)),
+                                 "ms_per_frame_mean_with_raycast_integration": float(np.mean(ftot)),
                                  "failed": len(ffailed), "failed_frames": ffailed, "summary": summary(fres),
                                  "metrics": fres}
     if args.json:
@@ -395,8 +590,9 @@ def main(args):
         if os.path.exists(args.json):
             with open(args.json) as f:
                 doc = json.load(f)
-        doc.setdefault("description", "Open3D PointToPlane RGB-D odometry baseline on 7-Scenes redkitchen "
-                       "(tests/accuracy/open3d_odometry.py); metrics by tests/accuracy/trajectory_eval.py")
+        doc.setdefault("description", "Open3D PointToPlane RGB-D odometry baseline on %s "
+                       "(tests/accuracy/open3d_odometry.py); metrics by tests/accuracy/trajectory_eval.py" % (
+                           "7-Scenes redkitchen" if args.dataset == "redkitchen" else sequence))
         label = args.label or "open3d-%s-%s-t%d" % (o3d.__version__, impl, args.threads)
         out["command"] = " ".join([os.path.basename(sys.executable)] + sys.argv)
         doc.setdefault("runs", {})[label] = out
