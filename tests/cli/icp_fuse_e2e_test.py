@@ -377,7 +377,11 @@ class IcpFuseTest(unittest.TestCase):
                      ["--truncation", "1e-9"], ["--noise-weighting", "yes"], ["--volume-resolution", "1291"],
                      ["--frames", "0:99999999999999999999"], ["--icp-iterations", "0"], ["--icp-iterations", "0,0"],
                      ["--intrinsics", "0,0,0,0"], ["--intrinsics", "-585,585,320,240"], ["--intrinsics", "1e30,1,1,1"],
-                     ["--intrinsics", "585,585,320"], ["--intrinsics", "abc"], ["--intrinsics", "nan,1,1,1"]):
+                     ["--intrinsics", "585,585,320"], ["--intrinsics", "abc"], ["--intrinsics", "nan,1,1,1"],
+                     ["--depth-noise", "stereo:0"], ["--depth-noise", "sonar"], ["--max-step", "0.2"],
+                     ["--max-step", "0.2,200"], ["--max-lost", "2"], ["--min-inliers", "-1"], ["--volume", "cube"],
+                     ["--max-memory", "0"], ["--max-memory", "5X"], ["--voxel-size", "-1"],
+                     ["--motion-prior", "maybe"]):
             proc = self.run_tool(*SMALL, *k, seq, "-o", "out", *args, code=2)
             err = proc.stderr.decode().strip().splitlines()
             self.assertEqual(len(err), 1, (args, proc.stderr))
@@ -385,6 +389,29 @@ class IcpFuseTest(unittest.TestCase):
         self.run_tool(*SMALL, *k, seq, code=2)  # no output
         self.run_tool(*SMALL, *k, seq, "-o", "-", code=2)
         self.assertFalse(os.path.exists(self.path("out")))
+
+    def test_a_cut_to_an_unrelated_scene_fails_the_sequence(self):
+        """Five redkitchen frames, then three of a wall 6 m away that the kitchen's model has nothing of: the
+        wall frames are lost, not tracked, and with more than --max-lost of the frames lost the sequence fails
+        (exit 1, one line that counts them, no outputs); --max-lost 1 writes the outputs and the records say
+        which frames were lost."""
+        seq = self.real_copy(frames=5)
+        wall = png16(640, 480, lambda x, y: 6000 + 2 * x)
+        for i in range(5, 8):
+            with open(os.path.join(seq, "frame-%06d.depth.png" % i), "wb") as f:
+                f.write(wall)
+        proc = self.run_tool(*SMALL, seq, "-o", "out", code=1)
+        err = [l for l in proc.stderr.decode().splitlines() if "no CUDA" not in l]
+        self.assertEqual(len(err), 1, proc.stderr)
+        self.assertIn("tracking lost on 3 of 8 frames", err[0])
+        self.assertIn("the first at frame 5", err[0])
+        self.assertFalse(os.path.exists(self.path("out", "trajectory.txt")))
+        proc = self.run_tool(*SMALL, seq, "-o", "out", "--max-lost", "1", "--json")
+        rec = self.records(proc)[0]
+        self.assertEqual((rec["status"], rec["lost"], rec["tracked"]), ("ok", 3, 4))
+        with open(self.path("out", "frames.jsonl")) as f:
+            status = [json.loads(line)["status"] for line in f]
+        self.assertEqual(status, ["first"] + ["tracked"] * 4 + ["lost"] * 3)
 
     # batches -----------------------------------------------------------------------------------------
     def test_batch_skip_existing_and_overwrite(self):
