@@ -31,7 +31,7 @@ struct Flags {
   std::string depth_noise = "kinect";  ///< kinect | stereo:BASELINE_M[,DISPARITY_SIGMA_PX]
   std::string motion_prior = "on";     ///< on | off
   std::string max_step = "0.2,30";     ///< metres,degrees from the prediction
-  double min_inliers = 0.05;           ///< inlier ratio below which a frame is lost
+  double min_inliers = 0.2;            ///< inlier ratio below which a frame is lost
   double max_lost = 0.1;               ///< fraction of lost frames above which a sequence fails
   std::string eval;                    ///< ground-truth file or `auto`; empty: no evaluation
   std::string eval_ranges;             ///< `A:B,C:D`: ATE also over these frame ranges (each aligned on its own)

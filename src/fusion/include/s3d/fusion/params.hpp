@@ -74,8 +74,10 @@ struct IcpParams {
   /// tracked against the previous tracked frame before it is declared lost.
   bool frame_fallback = true;
   // Tracking-loss tests, applied after the last iteration.
-  float min_inlier_ratio = 0.05f;  ///< inliers / valid pixels of level 0
-  double max_condition = 1e6;      ///< of the final 6x6 system (ratio of extreme eigenvalues)
+  /// Inliers / valid pixels of level 0 (KinFu has no such test; 0.2: a model that covers less of the view than
+  /// that tracks worse than the previous frame does, see docs/ACCURACY.md).
+  float min_inlier_ratio = 0.2f;
+  double max_condition = 1e6;  ///< of the final 6x6 system (ratio of extreme eigenvalues)
   /// Metres and degrees between the tracked pose and its prediction (the last pose moved by the last motion
   /// with motion_prior, else the last pose): a larger jump is a failed registration, not motion.
   float max_translation_step = 0.20f;
