@@ -124,7 +124,8 @@ S3D_HOST_DEVICE S3D_FORCEINLINE void sparse_raycast_pixel(const SparseVoxels& vo
         if (vol.coarse[level].contains(coarse_key({bi, bj, bk}, level))) break;
         shift = 3 + coarse_shift(level);
       }
-      const int ci = (i >> shift) << shift, cj = (j >> shift) << shift, ck = (k >> shift) << shift, side = 1 << shift;
+      // The cell's corner, i rounded down to a multiple of side: `& -side` (no left shift of a negative value).
+      const int side = 1 << shift, ci = i & -side, cj = j & -side, ck = k & -side;
       const float lo[3] = {static_cast<float>(ci) * voxel, static_cast<float>(cj) * voxel,
                            static_cast<float>(ck) * voxel};
       const float hi[3] = {static_cast<float>(ci + side) * voxel, static_cast<float>(cj + side) * voxel,
