@@ -12,6 +12,8 @@
 #include <fstream>
 #include <limits>
 #include <type_traits>
+#include <unordered_map>
+#include <vector>
 
 #include "s3d/core/errors.hpp"
 
@@ -256,6 +258,10 @@ ColumnsToWrite columns_for_writing(const PointCloud& cloud) {
   std::vector<bool> used(cloud.attributes.size(), false);
   for (std::size_t k = 0; k < cloud.attributes.size(); ++k)
     if (is_position(cloud.attributes[k].name)) used[k] = true;  // written through axis_columns, or stale
+  // Each name's column indices, the first last (popped from the back).
+  std::unordered_map<std::string, std::vector<std::size_t>> by_name;
+  for (std::size_t k = cloud.attributes.size(); k-- > 0;)
+    if (!used[k]) by_name[cloud.attributes[k].name].push_back(k);
   bool axis_written[3] = {false, false, false};
   auto take = [&](const std::string& name) {
     if (is_position(name)) {
@@ -264,12 +270,15 @@ ColumnsToWrite columns_for_writing(const PointCloud& cloud) {
       axis_written[a] = true;
       return;
     }
-    for (std::size_t k = 0; k < cloud.attributes.size(); ++k)
-      if (!used[k] && cloud.attributes[k].name == name) {
-        used[k] = true;
-        out.columns.push_back(&cloud.attributes[k]);
-        return;
-      }
+    // The first unused column of that name, through an index: a cloud may have 65536 columns.
+    const auto found = by_name.find(name);
+    if (found == by_name.end()) return;
+    std::vector<std::size_t>& candidates = found->second;
+    while (!candidates.empty() && used[candidates.back()]) candidates.pop_back();
+    if (candidates.empty()) return;
+    used[candidates.back()] = true;
+    out.columns.push_back(&cloud.attributes[candidates.back()]);
+    candidates.pop_back();
   };
   for (const auto& name : cloud.meta.property_order) take(name);
   // A cloud made in memory (or whose order misses some columns): positions first, then the rest in order.
