@@ -33,6 +33,30 @@ bool fails_cleanly(const std::string& path, CloudFormat format) {
   return false;
 }
 
+// A file that must be refused: its name, bytes, format and a part of the message.
+struct RefusedCase {
+  const char* name;
+  std::string bytes;
+  CloudFormat format;
+  const char* needle;
+};
+
+// Writes the case's file and reads it: the refusal's message (IoError or DataError, starting with the
+// path), or "" after a failure when it was accepted.
+std::string refusal_of(const CloudTempDir& dir, const RefusedCase& c) {
+  const std::string path = dir.write(c.name, c.bytes);
+  try {
+    read_point_cloud(path, c.format);
+  } catch (const s3d::Error& e) {
+    const std::string m = e.what();
+    EXPECT_TRUE(dynamic_cast<const IoError*>(&e) || dynamic_cast<const DataError*>(&e)) << c.name << ": " << m;
+    EXPECT_EQ(m.rfind(path + ": ", 0), 0u) << m;
+    return m;
+  }
+  ADD_FAILURE() << c.name << " was accepted";
+  return "";
+}
+
 // Small valid files of every format (written by our writers from one cloud with lists and faces).
 std::vector<std::pair<std::string, CloudFormat>> valid_files(const CloudTempDir& dir) {
   PointCloud c;
@@ -109,12 +133,6 @@ TEST(HostileClouds, FlippedBytesNeverCrash) {
 TEST(HostileClouds, HeaderCountsAreCheckedAgainstTheFileSize) {
   CloudTempDir dir;
   const std::string xyz = "property float x\nproperty float y\nproperty float z\n";
-  struct Case {
-    const char* name;
-    std::string bytes;
-    CloudFormat format;
-    const char* needle;
-  };
   std::string lzf_bomb =
       "VERSION 0.7\nFIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nWIDTH 1000000\nHEIGHT 1000\nPOINTS 1000000000\n"
       "DATA binary_compressed\n";
@@ -130,7 +148,7 @@ TEST(HostileClouds, HeaderCountsAreCheckedAgainstTheFileSize) {
   const std::string npy_dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000000, 3), }\n";
   const std::string huge_npy = std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(npy_dict.size()) + '\0' +
                                npy_dict + std::string(24, '\0');
-  const Case cases[] = {
+  const RefusedCase cases[] = {
       {"huge.ply",
        "ply\nformat binary_little_endian 1.0\nelement vertex 99999999999999\n" + xyz + "end_header\n" +
            std::string(24, '\0'),
@@ -168,17 +186,99 @@ TEST(HostileClouds, HeaderCountsAreCheckedAgainstTheFileSize) {
       {"huge.npy", huge_npy, CloudFormat::kNpy, "truncated"},
       {"not.npy", "NUMPY", CloudFormat::kNpy, "not an .npy"},
   };
-  for (const Case& c : cases) {
-    const std::string path = dir.write(c.name, c.bytes);
-    try {
-      read_point_cloud(path, c.format);
-      ADD_FAILURE() << c.name << " was accepted";
-    } catch (const s3d::Error& e) {
-      const std::string m = e.what();
-      EXPECT_TRUE(dynamic_cast<const IoError*>(&e) || dynamic_cast<const DataError*>(&e)) << c.name << ": " << m;
-      EXPECT_EQ(m.rfind(path + ": ", 0), 0u) << m;
-      EXPECT_NE(m.find(c.needle), std::string::npos) << c.name << ": " << m;
-    }
+  for (const RefusedCase& c : cases) {
+    const std::string m = refusal_of(dir, c);
+    EXPECT_NE(m.find(c.needle), std::string::npos) << c.name << ": " << m;
   }
   EXPECT_THROW(read_point_cloud(dir.file("absent.ply")), IoError);
+}
+
+// Text PLY and PCD hold one record per line: a value too many or too few is an error at its line (read as one
+// stream of numbers, it shifted every later point), and data beyond the header's count is refused.
+TEST(HostileClouds, TextRecordsAreReadLineByLine) {
+  CloudTempDir dir;
+  const std::string ply =
+      "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
+      "property float z\nend_header\n";
+  const std::string pcd = "VERSION 0.7\nFIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nWIDTH 2\nHEIGHT 1\nDATA ascii\n";
+  const std::string faces =
+      "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\nproperty float y\n"
+      "property float z\nelement face 1\nproperty list uchar int vertex_indices\nend_header\n";
+  std::string binary =
+      "ply\nformat binary_little_endian 1.0\nelement vertex 1\nproperty float x\nproperty float y\n"
+      "property float z\nend_header\n" +
+      std::string(12, '\0') + "\n";
+  const RefusedCase cases[] = {
+      {"extra.ply", ply + "0 0 0\n1 2 3 4\n5 6 7\n", CloudFormat::kPly,
+       "line 9: item 1 of PLY element 'vertex' has more values than its 3 properties"},
+      {"fewer.ply", ply + "0 0 0\n1 2\n3 4 5\n6 7 8\n", CloudFormat::kPly,
+       "line 9: item 1 of PLY element 'vertex' has fewer values"},
+      {"more_items.ply", ply + "0 0 0\n1 2 3\n4 5 6\n7 8 9\n", CloudFormat::kPly,
+       "line 11: more data than the header's element counts"},
+      {"short_list.ply", faces + "0 0 0\n3 0 0\n", CloudFormat::kPly,
+       "line 11: item 0 of PLY element 'face' has fewer values than its 1 properties (lists counted"},
+      {"long_list.ply", faces + "0 0 0\n1 0 0\n", CloudFormat::kPly, "line 11: item 0 of PLY element 'face' has more"},
+      {"bad_value.ply", ply + "0 0 0\n1 2 x\n4 5 6\n", CloudFormat::kPly,
+       "line 9: item 1 of PLY element 'vertex' has "
+       "a bad value 'x' for property 'z'"},
+      {"ends.ply", ply + "0.000 0.000 0.000\n1.000 2.000 3.000\n", CloudFormat::kPly,
+       "the data ends at item 2 of PLY element 'vertex'"},
+      {"trailing.ply", binary, CloudFormat::kPly, "1 bytes after the last element"},
+      {"extra.pcd", pcd + "0 0 0 0\n1 2 3\n", CloudFormat::kPcd,
+       "line 8: point 0 has more values than the 3 values of its FIELDS"},
+      {"fewer.pcd", pcd + "0.00 0.00 0.00\n1.00 2.00\n", CloudFormat::kPcd, "line 9: point 1 has fewer values"},
+      {"more.pcd", pcd + "0 0 0\n1 2 3\n4 5 6\n", CloudFormat::kPcd, "line 10: more data than the header's 2 POINTS"},
+  };
+  for (const RefusedCase& c : cases) {
+    const std::string m = refusal_of(dir, c);  // the message goes on after the needle only with details
+    EXPECT_EQ(m.rfind(dir.file(c.name) + ": " + c.needle, 0), 0u) << c.name << ": " << m;
+  }
+  // Blank lines, CRLF, tabs and trailing blanks are not values.
+  const PointCloud read = read_point_cloud(dir.write("blanks.ply", ply + "\n0 0 0\r\n\n1\t2 3  \n \n4 5 6\n\n"));
+  ASSERT_EQ(read.size(), 3u);
+  EXPECT_EQ(read.xyz, (std::vector<float>{0, 0, 0, 1, 2, 3, 4, 5, 6}));
+  const PointCloud read_pcd = read_point_cloud(dir.write("blanks.pcd", pcd + "0 0 0\r\n\r\n7 8\t9\r\n"));
+  EXPECT_EQ(read_pcd.xyz, (std::vector<float>{0, 0, 0, 7, 8, 9}));
+}
+
+// A shared limit on the columns of a cloud file: a hostile header naming more is refused before any work,
+// and a writer refuses a cloud that no reader would take back.
+TEST(HostileClouds, ColumnCountIsBounded) {
+  CloudTempDir dir;
+  std::string ply = "ply\nformat ascii 1.0\nelement vertex 0\n";
+  std::string fields;
+  for (int k = 0; k <= 65536; ++k) {
+    ply += "property float p" + std::to_string(k) + "\n";
+    fields += " p" + std::to_string(k);
+  }
+  ply += "end_header\n";
+  const std::string ply_path = dir.write("wide.ply", ply);
+  try {
+    read_point_cloud(ply_path);
+    ADD_FAILURE() << "65537 properties accepted";
+  } catch (const IoError& e) {
+    EXPECT_EQ(std::string(e.what()), ply_path + ": PLY element 'vertex' has more than 65536 properties");
+  }
+  const std::string pcd_path = dir.write("wide.pcd", "VERSION 0.7\nFIELDS" + fields + "\nDATA ascii\n");
+  try {
+    read_point_cloud(pcd_path);
+    ADD_FAILURE() << "65537 fields accepted";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("65537 fields, more than 65536"), std::string::npos) << e.what();
+  }
+  PointCloud wide;
+  wide.resize(1);
+  for (int k = 0; k < 65536 - 3; ++k) {  // not add_attribute, which looks for each name among the others
+    AttributeColumn a;
+    a.name = "a" + std::to_string(k);
+    a.type = ScalarType::kUint8;
+    a.bytes.resize(1);
+    wide.attributes.push_back(std::move(a));
+  }
+  write_point_cloud(dir.file("ok.ply"), wide);  // x, y, z and the attributes at the limit: written and read back
+  EXPECT_EQ(read_point_cloud(dir.file("ok.ply")).attributes.size(), 65536u - 3);
+  wide.attributes.push_back(wide.attributes.back());
+  wide.attributes.back().name = "one_more";
+  for (const char* name : {"w.ply", "w.pcd", "w.npy"})
+    EXPECT_THROW(write_point_cloud(dir.file(name), wide), InvalidArgument) << name;
 }

@@ -93,12 +93,13 @@ std::string format_tum_trajectory(const Trajectory& trajectory) {
 }
 
 void write_tum_trajectory(const std::string& path, const Trajectory& trajectory) {
+  errno = 0;
   std::ofstream out(path, std::ios::binary);
-  if (!out) throw IoError(path + ": cannot create");
+  if (!out) throw io_error_with_reason(path, "cannot create");
   const std::string text = format_tum_trajectory(trajectory);
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
   out.close();
-  if (!out) throw IoError(path + ": write failed");
+  if (!out) throw io_error_with_reason(path, "write failed");
 }
 
 Eigen::Isometry3d read_pose_matrix(const std::string& path) {

@@ -5,6 +5,7 @@
 
 #include "cloud_codec.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -135,7 +136,7 @@ void write_file_bytes(const std::string& path, const std::string& bytes) {
   if (!out) throw IoError(path + ": cannot open for writing: " + std::strerror(errno));
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   out.flush();
-  if (!out) throw IoError(path + ": write failed");
+  if (!out) throw io_error_with_reason(path, "write failed");
 }
 
 bool TextCursor::next(std::string_view* token) {
@@ -145,6 +146,46 @@ bool TextCursor::next(std::string_view* token) {
   while (p < end && !(*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == '\v')) ++p;
   *token = std::string_view(start, static_cast<std::size_t>(p - start));
   return true;
+}
+
+namespace {
+bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
+}  // namespace
+
+bool TextLines::next_line() {
+  p_ = line_end_;
+  while (p_ < end_) {
+    if (*p_ == '\n') ++p_;
+    const char* start = p_;
+    const void* nl = std::memchr(p_, '\n', static_cast<std::size_t>(end_ - p_));
+    line_end_ = nl ? static_cast<const char*>(nl) : end_;
+    while (p_ < line_end_ && is_blank(*p_)) ++p_;
+    if (p_ < line_end_) {
+      line_start_ = start;
+      return true;
+    }
+    p_ = line_end_;
+  }
+  return false;
+}
+
+bool TextLines::next_value(std::string_view* token) {
+  while (p_ < line_end_ && is_blank(*p_)) ++p_;
+  if (p_ == line_end_) return false;
+  const char* start = p_;
+  while (p_ < line_end_ && !is_blank(*p_)) ++p_;
+  *token = std::string_view(start, static_cast<std::size_t>(p_ - start));
+  return true;
+}
+
+bool TextLines::line_done() {
+  while (p_ < line_end_ && is_blank(*p_)) ++p_;
+  return p_ == line_end_;
+}
+
+std::size_t TextLines::line_number() const {
+  const char* at = line_start_ ? line_start_ : p_;
+  return 1 + static_cast<std::size_t>(std::count(file_, at, '\n'));
 }
 
 bool parse_scalar(std::string_view token, ScalarType type, std::uint8_t* out) {
@@ -227,7 +268,7 @@ PointCloud cloud_from_columns(std::vector<AttributeColumn> columns, std::size_t 
   return cloud;
 }
 
-ColumnsToWrite columns_for_writing(const PointCloud& cloud) {
+ColumnsToWrite columns_for_writing(const PointCloud& cloud, const std::string& path) {
   ColumnsToWrite out;
   out.owned.reserve(3);
   const std::size_t n = cloud.size();
@@ -288,6 +329,13 @@ ColumnsToWrite columns_for_writing(const PointCloud& cloud) {
   out.columns.insert(out.columns.begin(), missing_axes.begin(), missing_axes.end());
   for (std::size_t k = 0; k < cloud.attributes.size(); ++k)
     if (!used[k]) out.columns.push_back(&cloud.attributes[k]);
+  // Each component is a PLY property or .npy column of its own.
+  std::size_t written = 0;
+  for (const AttributeColumn* c : out.columns) written += static_cast<std::size_t>(c->components);
+  if (written > kMaxCloudColumns)
+    throw InvalidArgument(path + ": " + std::to_string(written) +
+                          " columns (x, y, z and the attributes' components), " + "more than the " +
+                          std::to_string(kMaxCloudColumns) + " a cloud file may have");
   return out;
 }
 

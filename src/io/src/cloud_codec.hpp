@@ -59,6 +59,10 @@ inline void reverse_bytes(std::uint8_t* p, std::size_t n) {
   }
 }
 
+/// The most columns (PLY properties of an element, PCD fields, .npy columns) a cloud file may have, read or
+/// written: far beyond what real files use, and a bound on the work a hostile header can ask for.
+constexpr std::size_t kMaxCloudColumns = std::size_t{1} << 16;
+
 /// Whitespace-separated tokens of text data.
 struct TextCursor {
   const char* p = nullptr;
@@ -66,6 +70,32 @@ struct TextCursor {
   /// The next token, or false at the end of the text.
   bool next(std::string_view* token);
   std::size_t remaining() const { return static_cast<std::size_t>(end - p); }
+};
+
+/// Text data of one record per line (the ascii bodies of PLY and PCD): blank lines are skipped, and a
+/// record's values are read from its own line only, so a line with a value too many or too few is found
+/// where it is instead of shifting every later record.
+class TextLines {
+ public:
+  /// `file` is the whole file (for line numbers); the records are [data, end).
+  TextLines(const char* file, const char* data, const char* end) : file_(file), p_(data), line_end_(data), end_(end) {}
+  /// Moves to the next non-blank line; false at the end of the text.
+  bool next_line();
+  /// The current line's next value, or false at its end.
+  bool next_value(std::string_view* token);
+  /// Whether the current line has no value left.
+  bool line_done();
+  /// Bytes left from the current position to the end of the text (a bound on the values that follow).
+  std::size_t remaining() const { return static_cast<std::size_t>(end_ - p_); }
+  /// The 1-based number of the current line in the file (counted when asked: for messages).
+  std::size_t line_number() const;
+
+ private:
+  const char* file_;
+  const char* p_;
+  const char* line_end_;
+  const char* end_;
+  const char* line_start_ = nullptr;
 };
 
 /// Parses `token` as a value of `type` into `out` (host order). Integers must fit the type (an integral
@@ -89,7 +119,8 @@ struct ColumnsToWrite {
   std::vector<AttributeColumn> owned;
   std::vector<const AttributeColumn*> columns;
 };
-ColumnsToWrite columns_for_writing(const PointCloud& cloud);
+/// @throws InvalidArgument "`path`: ... columns" when the cloud has more than kMaxCloudColumns.
+ColumnsToWrite columns_for_writing(const PointCloud& cloud, const std::string& path);
 
 /// Throws InvalidArgument "`path`: FORMAT cannot hold list attribute NAME" when the cloud has one.
 void require_no_lists(const PointCloud& cloud, const std::string& path, const char* format);

@@ -10,8 +10,6 @@
 namespace s3d::io {
 namespace {
 
-constexpr std::uint64_t kMaxColumns = 1u << 16;
-
 struct NpyHeader {
   char byte_order = '<';
   char kind = 'f';
@@ -153,9 +151,9 @@ PointCloud read_npy(const std::string& path) {
     throw DataError(path + ": .npy shape must be (N, K) with K >= 3 (x y z ...)");
   const std::uint64_t n = h.shape[0], k = h.shape[1];
   // Each column becomes an attribute: with N = 0 no data bounds K, so a header could ask for billions.
-  if (k > kMaxColumns)
+  if (k > detail::kMaxCloudColumns)
     throw DataError(path + ": .npy shape (" + std::to_string(n) + ", " + std::to_string(k) + "): more than " +
-                    std::to_string(kMaxColumns) + " columns");
+                    std::to_string(detail::kMaxCloudColumns) + " columns");
   const std::size_t remaining = bytes.size() - h.data_offset;
   if (n > 0 && (k > remaining / h.item_size || n > remaining / h.item_size / k))
     throw IoError(path + ": shape (" + std::to_string(n) + ", " + std::to_string(k) + ") needs more than the " +
@@ -200,7 +198,7 @@ void write_npy(const std::string& path, const PointCloud& cloud) {
   cloud.validate();
   detail::require_no_lists(cloud, path, ".npy");
   // x y z first (from the original double columns when they still hold the positions), then the attributes.
-  const detail::ColumnsToWrite written = detail::columns_for_writing(cloud);
+  const detail::ColumnsToWrite written = detail::columns_for_writing(cloud, path);
   std::vector<const AttributeColumn*> columns(3, nullptr);
   for (const AttributeColumn* c : written.columns) {
     if (c->name == "x" || c->name == "y" || c->name == "z")

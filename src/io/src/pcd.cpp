@@ -96,9 +96,12 @@ PcdHeader parse_header(const std::string& bytes, const std::string& path) {
     };
     if (key == "VERSION")
       h.version = one();
-    else if (key == "FIELDS" || key == "COLUMNS")
+    else if (key == "FIELDS" || key == "COLUMNS") {
       names = words;
-    else if (key == "SIZE")
+      if (names.size() > detail::kMaxCloudColumns)
+        throw IoError(path + ": PCD FIELDS names " + std::to_string(names.size()) + " fields, more than " +
+                      std::to_string(detail::kMaxCloudColumns));
+    } else if (key == "SIZE")
       sizes = words;
     else if (key == "TYPE")
       types = words;
@@ -190,18 +193,31 @@ PointCloud read_pcd(const std::string& path) {
     for (const auto& f : h.fields) values_per_point += f.count;
     if (n > 0 && n > (remaining + 1) / 2 / values_per_point) throw too_many();
     columns = make_columns(h, n);
-    detail::TextCursor text{bytes.data() + h.data_offset, bytes.data() + bytes.size()};
+    detail::TextLines text(bytes.data(), bytes.data() + h.data_offset, bytes.data() + bytes.size());
+    auto at_line = [&](std::uint64_t i, const std::string& what) {
+      return IoError(path + ": line " + std::to_string(text.line_number()) + ": point " + std::to_string(i) + " " +
+                     what);
+    };
+    const std::string expected = std::to_string(values_per_point) + " values of its FIELDS (COUNT counted)";
     std::string_view tok;
-    for (std::uint64_t i = 0; i < n; ++i)
+    for (std::uint64_t i = 0; i < n; ++i) {
+      if (!text.next_line())
+        throw IoError(path + ": the data ends at point " + std::to_string(i) + " of the header's " + std::to_string(n) +
+                      " (truncated?)");
       for (auto& c : columns) {
         const std::size_t s = scalar_size(c.type);
         for (int k = 0; k < c.components; ++k) {
-          if (!text.next(&tok)) throw IoError(path + ": truncated PCD ascii data at point " + std::to_string(i));
+          if (!text.next_value(&tok)) throw at_line(i, "has fewer values than the " + expected);
           if (!detail::parse_scalar(tok, c.type, c.bytes.data() + (i * c.components + k) * s))
-            throw IoError(path + ": bad value '" + std::string(tok) + "' for field '" + c.name + "' at point " +
-                          std::to_string(i));
+            throw at_line(i, "has a bad value '" + std::string(tok) + "' for field '" + c.name + "'");
         }
       }
+      if (!text.line_done()) throw at_line(i, "has more values than the " + expected);
+    }
+    // Data beyond the header's POINTS is refused: a count too small would drop the rest silently.
+    if (text.next_line())
+      throw DataError(path + ": line " + std::to_string(text.line_number()) + ": more data than the header's " +
+                      std::to_string(n) + " POINTS");
   } else if (h.data == "binary") {
     if (n > 0 && n > remaining / point_bytes) throw too_many();
     columns = make_columns(h, n);
@@ -257,7 +273,7 @@ PointCloud read_pcd(const std::string& path) {
 void write_pcd(const std::string& path, const PointCloud& cloud, PcdData data) {
   cloud.validate();
   detail::require_no_lists(cloud, path, "PCD");
-  const detail::ColumnsToWrite w = detail::columns_for_writing(cloud);
+  const detail::ColumnsToWrite w = detail::columns_for_writing(cloud, path);
   const std::size_t n = cloud.size();
   const bool organised = cloud.meta.width > 0 && std::uint64_t{cloud.meta.width} * cloud.meta.height == n;
   std::string out = "# .PCD v0.7 - Point Cloud Data file format\n";

@@ -101,7 +101,7 @@ void write_pfm(const std::string& path, const ImageF& image, bool little_endian)
     out.write(reinterpret_cast<const char*>(buf.data()), static_cast<std::streamsize>(row * sizeof(float)));
   }
   out.flush();
-  if (!out) throw IoError(path + ": write failed");
+  if (!out) throw io_error_with_reason(path, "write failed");
 }
 
 }  // namespace s3d::io

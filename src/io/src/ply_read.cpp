@@ -17,8 +17,6 @@
 namespace s3d::io {
 namespace {
 
-using detail::TextCursor;
-
 struct PlyProperty {
   std::string name;
   bool is_list = false;
@@ -120,6 +118,9 @@ PlyHeader parse_header(std::string_view bytes, const std::string& path) {
       if (!property_names.insert(p.name).second)
         throw IoError(path + ": PLY element '" + h.elements.back().name + "' has two properties named '" + p.name +
                       "'");
+      if (h.elements.back().properties.size() == detail::kMaxCloudColumns)
+        throw IoError(path + ": PLY element '" + h.elements.back().name + "' has more than " +
+                      std::to_string(detail::kMaxCloudColumns) + " properties");
       h.elements.back().properties.push_back(std::move(p));
     } else {
       throw IoError(path + ": unknown PLY header line '" + line + "'");
@@ -374,36 +375,51 @@ bool read_binary_element(const PlyElementHeader& e, bool swap, std::string_view 
   return false;
 }
 
-void read_ascii_element(const PlyElementHeader& e, TextCursor* text, std::vector<AttributeColumn>* columns,
+/// The values an item of `e` must have on its line, lists counted as their length's value plus items.
+std::string values_expected(const PlyElementHeader& e) {
+  const bool lists = has_lists(e);
+  return std::to_string(e.properties.size()) + (lists ? " properties (lists counted by their length)" : " properties");
+}
+
+void read_ascii_element(const PlyElementHeader& e, detail::TextLines* text, std::vector<AttributeColumn>* columns,
                         const std::string& path) {
   std::string_view tok;
-  auto fail = [&](std::uint64_t item, const char* what) {
-    return IoError(path + ": " + what + " in PLY element '" + e.name + "' at item " + std::to_string(item) +
-                   (what[0] == 'b' ? " ('" + std::string(tok) + "')" : std::string()));
+  auto fail = [&](std::uint64_t item, const std::string& what) {
+    return IoError(path + ": line " + std::to_string(text->line_number()) + ": item " + std::to_string(item) +
+                   " of PLY element '" + e.name + "' " + what);
   };
+  auto too_few = [&](std::uint64_t item) { return fail(item, "has fewer values than its " + values_expected(e)); };
   std::uint8_t value[8];
-  for (std::uint64_t i = 0; i < e.count; ++i)
+  for (std::uint64_t i = 0; i < e.count; ++i) {
+    if (!text->next_line())
+      throw IoError(path + ": the data ends at item " + std::to_string(i) + " of PLY element '" + e.name +
+                    "', whose header says " + std::to_string(e.count) + " (truncated?)");
     for (std::size_t k = 0; k < e.properties.size(); ++k) {
       const PlyProperty& p = e.properties[k];
       AttributeColumn& c = (*columns)[k];
       std::uint64_t items = 1;
       if (p.is_list) {
-        if (!text->next(&tok)) throw fail(i, "truncated data");
+        if (!text->next_value(&tok)) throw too_few(i);
         // The length must fit the declared count type, or the file could not be written back as it was.
-        if (!detail::parse_scalar(tok, p.count_type, value)) throw fail(i, "bad list length");
+        if (!detail::parse_scalar(tok, p.count_type, value))
+          throw fail(i, "has a bad list length '" + std::string(tok) + "'");
         const double length = detail::scalar_to_double(p.count_type, value);
-        if (length < 0) throw fail(i, "bad list length");
+        if (length < 0) throw fail(i, "has a bad list length '" + std::string(tok) + "'");
         items = static_cast<std::uint64_t>(length);
-        if (items > text->remaining()) throw fail(i, "truncated data");
+        if (items > text->remaining())
+          throw fail(i, "has a list of " + std::string(tok) + " values, more than the data holds (truncated?)");
       }
       const std::size_t n = scalar_size(p.type);
       for (std::uint64_t j = 0; j < items; ++j) {
-        if (!text->next(&tok)) throw fail(i, "truncated data");
-        if (!detail::parse_scalar(tok, p.type, value)) throw fail(i, "bad value");
+        if (!text->next_value(&tok)) throw too_few(i);
+        if (!detail::parse_scalar(tok, p.type, value))
+          throw fail(i, "has a bad value '" + std::string(tok) + "' for property '" + p.name + "'");
         c.bytes.insert(c.bytes.end(), value, value + n);
       }
       if (p.is_list) c.offsets.push_back(c.offsets.back() + items);
     }
+    if (!text->line_done()) throw fail(i, "has more values than its " + values_expected(e));
+  }
 }
 
 /// read_ply into `cloud`, whose xyz and point attributes lend their storage (make_columns).
@@ -414,7 +430,7 @@ void read_ply_reusing(const std::string& path, PointCloud* cloud) {
   const bool ascii = h.encoding == "ascii";
   const bool swap = (h.encoding == "binary_big_endian") == detail::host_is_little_endian();
   std::size_t pos = h.data_offset;
-  TextCursor text{bytes.data() + pos, bytes.data() + bytes.size()};
+  detail::TextLines text(bytes.data(), bytes.data() + pos, bytes.data() + bytes.size());
   std::vector<CloudElement> elements;
   std::vector<AttributeColumn> points;
   std::size_t points_index = 0, point_count = 0;
@@ -442,6 +458,13 @@ void read_ply_reusing(const std::string& path, PointCloud* cloud) {
     }
   }
   if (!have_points) throw DataError(path + ": PLY file without a vertex element");
+  // Data beyond what the header counts is refused: a count too small would drop the rest silently.
+  if (ascii && text.next_line())
+    throw DataError(path + ": line " + std::to_string(text.line_number()) +
+                    ": more data than the header's element counts");
+  if (!ascii && pos < bytes.size())
+    throw DataError(path + ": " + std::to_string(bytes.size() - pos) +
+                    " bytes after the last element: more data than the header's element counts");
   if (!filled_xyz) xyz.clear();  // a reused cloud's old positions: cloud_from_columns converts x, y, z
   *cloud = detail::cloud_from_columns(std::move(points), point_count, path, std::move(xyz));
   cloud->elements = std::move(elements);

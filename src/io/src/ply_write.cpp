@@ -124,7 +124,7 @@ void write_items(Encoder* enc, const std::vector<const AttributeColumn*>& column
 
 void write_ply(const std::string& path, const PointCloud& cloud, PlyFormat format) {
   cloud.validate();
-  const detail::ColumnsToWrite points = detail::columns_for_writing(cloud);
+  const detail::ColumnsToWrite points = detail::columns_for_writing(cloud, path);
   const std::size_t points_at = std::min(cloud.meta.points_element_index, cloud.elements.size());
   std::string out = "ply\nformat ";
   out += format == PlyFormat::kAscii             ? "ascii"

@@ -2,6 +2,8 @@
 // The exception types every s3d library throws. The CLI frame catches them in one place and maps each
 // type to an exit code (docs/CLI.md): InvalidArgument -> 2, IoError/DataError -> 1 for the item,
 // DeviceUnavailable/OutOfMemory/CudaError -> 75 (transient: retry elsewhere).
+#include <cerrno>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -24,6 +26,14 @@ class IoError : public Error {
  public:
   using Error::Error;
 };
+
+/// IoError "`path`: `what`: REASON", REASON being errno's text: for a failed write, open or close, so that a
+/// full disk or a missing permission says so. errno is read now; a stream that failed without setting it
+/// gives "an I/O error".
+inline IoError io_error_with_reason(const std::string& path, const std::string& what) {
+  const int err = errno;
+  return IoError(path + ": " + what + ": " + (err != 0 ? std::strerror(err) : "an I/O error"));
+}
 
 /// A file parses but its content cannot be used (NaN scores, images of different sizes, ...).
 class DataError : public Error {
