@@ -231,6 +231,15 @@ int main(int argc, char** argv) {
         if (!fmt.empty() && fmt != "npy")
           throw s3d::InvalidArgument("-o " + o + ": neighbour arrays are .npy files (-o NAME.npy)");
       }
+    // Several arrays are named from the first (NAME.npy, NAME.dist.npy, ...): that name must end in .npy.
+    const bool several_arrays = ((mode == Mode::kBall || mode == Mode::kKnn) && run.plan.arrays.count() > 1) ||
+                                (mode == Mode::kInterp && run.plan.emit_weights) ||
+                                (mode == Mode::kVoxel && run.plan.emit_voxels);
+    if (several_arrays)
+      for (const auto& o : s.outputs)
+        if (o == "-" || o.size() < 4 || o.compare(o.size() - 4, 4, ".npy") != 0)
+          throw s3d::InvalidArgument("-o " + o + ": several arrays are written, named from it (NAME.npy, " +
+                                     "NAME.dist.npy, ...): give -o NAME.npy");
     if (mode == Mode::kRulebook)
       for (const auto& o : s.outputs) {
         const std::string fmt = o == "-" && s.format.empty() ? "npz" : s3d::cli::format_of(o, s);

@@ -29,11 +29,12 @@ inline std::vector<std::string> split_list(const std::string& text) {
 /// Writes `content` to `path` (`-` = stdout) atomically. @throws IoError naming `path`.
 inline void write_file_atomically(cli::ItemContext& ctx, const std::string& path, const std::string& content) {
   ctx.write_atomically(path, [&](const std::string& tmp) {
+    errno = 0;
     std::ofstream out(tmp, std::ios::binary);
-    if (!out) throw IoError(path + ": cannot create");
+    if (!out) throw io_error_with_reason(path, "cannot create");
     out.write(content.data(), static_cast<std::streamsize>(content.size()));
     out.close();
-    if (!out) throw IoError(path + ": write failed");
+    if (!out) throw io_error_with_reason(path, "write failed");
   });
 }
 

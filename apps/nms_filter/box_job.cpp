@@ -120,10 +120,10 @@ void write_kept(cli::ItemContext& ctx, const KeptBoxes& kept, bool emit_indices)
         const std::string tmp = (fs::path(dir) / file.name).string();
         std::ofstream out(tmp, std::ios::binary);
         const std::string shown = (fs::path(job.out) / file.name).string();
-        if (!out) throw IoError(shown + ": cannot create");
+        if (!out) throw io_error_with_reason(shown, "cannot create");
         out.write(file.content.data(), static_cast<std::streamsize>(file.content.size()));
         out.close();
-        if (!out) throw IoError(shown + ": write failed");
+        if (!out) throw io_error_with_reason(shown, "write failed");
       }
     });
   } else {

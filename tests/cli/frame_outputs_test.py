@@ -265,6 +265,22 @@ class OutputsTest(FrameCase):
         self.assert_one_error_line(p, "--output-dir f")
         self.assertEqual(p.stdout, "")  # before any item: no record
 
+    def test_output_under_a_file_is_a_usage_error_before_any_item(self):
+        self.write("a.txt", "x\n")
+        self.write("b.txt", "y\n")
+        self.write("f", "a file\n")
+        p = self.demo("a.txt", "b.txt", "-o", "f/sub/{/.}.up.txt", "--json")
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assert_one_error_line(p, "f/sub/a.up.txt: f is not a folder")
+        self.assertEqual(p.stdout, "")  # before any item: no record
+        self.assertEqual(sorted(os.listdir(self.dir)), ["a.txt", "b.txt", "f", "tmp"])  # tmp: the test's TMPDIR
+
+    def test_write_failures_say_why(self):
+        self.write("a.txt", "x\n")
+        p = self.demo("a.txt", "-o", "/dev/full")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assert_one_error_line(p, "/dev/full", "No space left on device")
+
     def test_sgm_depth_stdout_without_format_is_a_usage_error(self):
         left, right = os.path.join(SAMPLE, "left.png"), os.path.join(SAMPLE, "right.png")
         p = self.run_tool(SGM, left, right, "-o", "-", "--device", "cpu")

@@ -792,6 +792,10 @@ class PcSampleTest(unittest.TestCase):
                            "0,0,0,-1,1,1", "-o", "out.ply"], 2, "range")
         self.assert_fails(["voxel", "three.ply", "--voxel-size", "1", "--min-points", "0", "-o", "out.ply"], 2,
                           "min_points")
+        # several arrays are named from -o: one that is not NAME.npy is refused before any item
+        self.assert_fails(["voxel", "three.ply", "--voxel-size", "1", "--emit", "voxels", "-o", "/dev/null"], 2,
+                          "-o /dev/null", "NAME.npy")
+        self.assert_fails(["knn", "three.ply", "-k", "2", "-o", "/dev/null"], 2, "-o /dev/null", "NAME.npy")
         # a grid beyond 2^62 cells is the item's failure (exit 1), named
         write_ply(self.path("far.ply"), xyz, [(-1e10, -1e10, -1e10), (1e10, 1e10, 1e10)])
         self.assert_fails(["voxel", "far.ply", "--voxel-size", "1e-3", "-o", "out.ply"], 1, "far.ply", "cells")

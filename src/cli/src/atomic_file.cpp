@@ -104,6 +104,28 @@ bool is_write_through(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode));
 }
 
+void check_output_location(const std::string& target) {
+  struct stat st;
+  if (::stat(target.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
+    if (::access(target.c_str(), W_OK) != 0) throw IoError(target + ": cannot write: " + std::strerror(errno));
+    return;
+  }
+  fs::path folder = fs::path(target).parent_path();
+  if (folder.empty()) folder = ".";
+  for (;;) {
+    if (::stat(folder.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) throw IoError(target + ": " + folder.string() + " is not a folder");
+      if (::access(folder.c_str(), W_OK | X_OK) != 0)
+        throw IoError(target + ": cannot write into " + folder.string() + ": " + std::strerror(errno));
+      return;
+    }
+    fs::path up = folder.parent_path();
+    if (up.empty() && folder.is_relative() && folder != ".") up = ".";
+    if (up.empty() || up == folder) return;  // nothing of the path exists: the write says why
+    folder = up;
+  }
+}
+
 void write_through(const std::string& tmp, const std::string& target) {
   std::ifstream in(tmp, std::ios::binary);
   if (!in) throw IoError(target + ": cannot reopen the finished output");

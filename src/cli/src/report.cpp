@@ -18,7 +18,7 @@ void Records::write(const nlohmann::json& record) {
   if (report_.is_open()) {
     report_ << line;
     report_.flush();
-    if (!report_) throw IoError(report_path_ + ": write failed");
+    if (!report_) throw io_error_with_reason(report_path_, "write failed");
   }
   if (to_stdout_) write_stdout(line.data(), line.size());
 }

@@ -54,7 +54,7 @@ int Tool::Impl::run_report(int argc, char** argv) {
         std::ofstream out(tmp, std::ios::binary);
         out << text;
         out.close();
-        if (!out) throw IoError(output + ": write failed");
+        if (!out) throw io_error_with_reason(output, "write failed");
       });
     }
     if (const auto w = merged.summary.find("warnings"); w != merged.summary.end())

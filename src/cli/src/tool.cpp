@@ -506,6 +506,7 @@ void Tool::Impl::check_collisions(const std::vector<Item>& items) {
       } catch (const IoError&) {
         continue;
       }
+      check_output_location(key);           // exit 2 now rather than a failure after the item's work
       if (is_write_through(key)) continue;  // many items may write into /dev/null or a FIFO
       key = fs::absolute(key).lexically_normal().string();
       const auto [it, fresh] = owner.emplace(key, k);

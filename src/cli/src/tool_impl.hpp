@@ -97,7 +97,8 @@ struct Tool::Impl {
   std::vector<Item> collect_items();
   void validate_outputs(std::size_t item_count) const;
   /// A usage error when two items (or two outputs of one) would write the same path, as tool.outputs_of
-  /// names them. Items whose outputs_of throws are left to fail when they run.
+  /// names them, or when an output can never be written (check_output_location). Items whose outputs_of
+  /// throws are left to fail when they run.
   void check_collisions(const std::vector<Item>& items);
   std::string copy_stdin();
   std::string copy_stdin_once();

@@ -25,6 +25,12 @@ std::string resolve_links(const std::string& path);
 /// replaced by a rename.
 bool is_write_through(const std::string& path);
 
+/// Throws IoError naming `target` when it can never be written, found before any work: the nearest folder
+/// of its path that exists is not a folder (`-o some_file/x.ply`) or cannot be written into (errno's text),
+/// or it is a character device or FIFO without write permission. Missing folders are fine (created when
+/// the output is written); a full disk is found only by the write.
+void check_output_location(const std::string& target);
+
 /// Copies the complete file `tmp` into the character device or FIFO `target` (opened for writing, not
 /// created or truncated). @throws IoError naming `target`.
 void write_through(const std::string& tmp, const std::string& target);
