@@ -385,6 +385,7 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
     }
   } else {
     rec["interrupted"] = true;
+    ctx.mark_interrupted();
   }
   const auto& seq = fused.sequence;
   rec["layout"] = seq.listing.layout;

@@ -443,7 +443,8 @@ class IcpFuseTest(unittest.TestCase):
 
     def test_sigint_keeps_a_valid_trajectory(self):
         self.need_data()
-        proc = subprocess.Popen([EXE, "--device", "cpu", "--volume-resolution", "64", "-vv", REDKITCHEN, "-o", "out"],
+        proc = subprocess.Popen([EXE, "--device", "cpu", "--volume-resolution", "64", "-vv", REDKITCHEN, "-o", "out",
+                                 "--report", "cut.jsonl"],
                                 cwd=self.dir, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=ENV)
         seen = 0
         deadline = time.time() + 240
@@ -463,6 +464,15 @@ class IcpFuseTest(unittest.TestCase):
         self.assertLess(len(poses), 300)
         # an interrupted sequence keeps only its trajectory, so --skip-existing redoes it
         self.assertEqual(sorted(os.listdir(self.path("out"))), ["trajectory.txt"])
+        # ... and it is not done: its record says so, and a merge of the reports fails on it
+        with open(self.path("cut.jsonl")) as f:
+            records = [json.loads(line) for line in f]
+        self.assertEqual([r["status"] for r in records if r["type"] == "item"], ["interrupted"])
+        self.assertEqual(records[-1]["interrupted_items"], 1)
+        self.assertEqual(records[-1]["ok"], 0)
+        merged = subprocess.run([EXE, "report", "cut.jsonl"], cwd=self.dir, capture_output=True, text=True, env=ENV)
+        self.assertEqual(merged.returncode, 1, merged.stderr)
+        self.assertIn("interrupted", merged.stderr)
 
 
 if __name__ == "__main__":

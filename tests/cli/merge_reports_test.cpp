@@ -87,6 +87,33 @@ TEST_F(MergeReports, AResubmittedShardKeepsTheFirstAttemptsResults) {
   }
 }
 
+// An interrupted item's record (a partial trajectory) is not done: any complete record of the item wins, and
+// alone it is counted apart, stays out of the aggregates and fails the merge.
+TEST_F(MergeReports, AnInterruptedRecordIsNotDone) {
+  json partial = item(0, "interrupted");
+  partial["value"] = 7.0;
+  const std::string cut = write("cut.jsonl", {partial, item(1, "ok", 1.0), summary(2, 0, 1)});
+  const std::string full = write("full.jsonl", {item(0, "ok", 5.0), item(1, "ok", 1.0), summary(2, 0, 1)});
+  const std::string skip = write("skip.jsonl", {item(0, "skipped"), item(1, "skipped"), summary(2, 0, 1)});
+  for (const auto& order : {std::vector<std::string>{cut, full}, {full, cut}}) {
+    const MergedReport m = merge_reports(order, "demo", {sum_of({"value"})});
+    EXPECT_EQ(m.summary["ok"], 2);
+    EXPECT_EQ(m.summary["interrupted"], 0);
+    EXPECT_EQ(m.summary["value"], 6.0);  // the complete record's, not the partial one's
+    EXPECT_EQ(m.exit_code, 0);
+  }
+  const MergedReport skipped = merge_reports({cut, skip}, "demo", {sum_of({"value"})});
+  EXPECT_EQ(skipped.items[0]["status"], "skipped");  // its outputs were complete when skipped
+  const MergedReport alone = merge_reports({cut}, "demo", {sum_of({"value"})});
+  EXPECT_EQ(alone.summary["ok"], 1);
+  EXPECT_EQ(alone.summary["interrupted"], 1);
+  EXPECT_EQ(alone.summary["skipped"], 0);
+  EXPECT_EQ(alone.summary["value"], 1.0);
+  EXPECT_EQ(alone.exit_code, 1);
+  ASSERT_TRUE(alone.summary.contains("warnings"));
+  EXPECT_NE(alone.summary["warnings"].dump().find("interrupted"), std::string::npos);
+}
+
 // A run aggregates its records as the tool made them (signed int64 counts); the merge, as parsed from the
 // report (unsigned): the sums must come out as the same JSON.
 TEST(SumOf, IntegersSumAsIntegersWhateverTheirSignedness) {

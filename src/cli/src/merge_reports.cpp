@@ -14,10 +14,12 @@
 namespace s3d::cli {
 namespace {
 
-// Higher wins when two reports hold the same item.
+// Higher wins when two reports hold the same item: a complete record (ok, or skipped for outputs already
+// there) over a failure, and anything over an interrupted item's partial one.
 int rank(const std::string& status) {
-  if (status == "ok") return 2;
-  if (status == "failed") return 1;
+  if (status == "ok") return 3;
+  if (status == "failed") return 2;
+  if (status == "skipped") return 1;
   return 0;
 }
 
@@ -170,7 +172,7 @@ MergedReport merge_reports(const std::vector<std::string>& paths, const std::str
                     " reports: the batch size is unknown");
 
   MergedReport merged;
-  std::size_t ok = 0, failed = 0, skipped = 0;
+  std::size_t ok = 0, failed = 0, skipped = 0, interrupted = 0;
   nlohmann::json failures = nlohmann::json::array();
   std::vector<nlohmann::json> ok_items;
   std::map<std::string, double> stage_seconds;
@@ -189,6 +191,8 @@ MergedReport merge_reports(const std::vector<std::string>& paths, const std::str
       ++failed;
       failures.push_back(
           {{"index", index}, {"input", k.record.value("input", "")}, {"error", k.record.value("error", "")}});
+    } else if (status == "interrupted") {
+      ++interrupted;
     } else {
       ++skipped;
     }
@@ -210,10 +214,14 @@ MergedReport merge_reports(const std::vector<std::string>& paths, const std::str
   s["ok"] = ok;
   s["failed"] = failed;
   s["skipped"] = skipped;
+  s["interrupted"] = interrupted;
   s["missing"] = missing;
   if (missing > 0) s["missing_indexes"] = missing_indexes;
   s["failures"] = failures;
-  merged.exit_code = failed > 0 || missing > 0 ? 1 : 0;
+  if (interrupted > 0)
+    warnings.push_back(std::to_string(interrupted) +
+                       " items hold only an interrupted run's partial record: not done (run them again)");
+  merged.exit_code = failed > 0 || missing > 0 || interrupted > 0 ? 1 : 0;
   s["exit_code"] = merged.exit_code;
   s["seconds_sum"] = seconds_sum;
   s["seconds_max"] = seconds_max;

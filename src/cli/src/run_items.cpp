@@ -129,7 +129,7 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
   }
 
   // 3. The items. Per-item failures are recorded and the batch goes on (unless --fail-fast).
-  std::size_t ok = 0, failed = 0, skipped = 0, done = 0;
+  std::size_t ok = 0, failed = 0, skipped = 0, interrupted_items = 0, done = 0;
   int exit_code = kExitOk;
   progress = std::make_unique<detail::Progress>(show_progress, items.size());
   log = detail::make_stderr_logger(name, detail::stderr_wants_color(), progress.get());
@@ -271,7 +271,9 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
       run.record["stage_seconds"] = ctx->stage_seconds();
       for (const auto& [stage, secs] : ctx->stage_seconds()) stage_totals[stage] += secs;
     }
+    if (status == "ok" && ctx->interrupted()) status = "interrupted";
     run.record["status"] = status;
+    if (status == "interrupted") ++interrupted_items;
     if (status == "ok") ++ok;
     if (status == "skipped") ++skipped;
     if (status == "failed") ++failed;
@@ -319,6 +321,7 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
   summary["failed"] = failed;
   summary["skipped"] = skipped;
   summary["not_run"] = items.size() - done;
+  summary["interrupted_items"] = interrupted_items;
   summary["seconds"] = std::chrono::duration<double>(Clock::now() - batch_start).count();
   summary["exit_code"] = exit_code;
   summary["workers"] = workers;

@@ -125,6 +125,8 @@ class Tool::Impl::Context final : public ItemContext {
   std::string readable_path(const std::string& input) override;
   const Device& device() const override;
   void add_stage_seconds(const std::string& stage, double seconds) override { stage_seconds_[stage] += seconds; }
+  void mark_interrupted() override { interrupted_ = true; }
+  bool interrupted() const { return interrupted_; }
 
   /// Decides, before any work, what the existing ones of the item's planned outputs `outs` mean: true =
   /// skip the item (--skip-existing, all exist); some exist under --skip-existing: the item is redone,
@@ -146,6 +148,7 @@ class Tool::Impl::Context final : public ItemContext {
   void allow_overwrite(bool allow) { allow_overwrite_ = allow; }
 
  private:
+  bool interrupted_ = false;
   const std::string& first_input() const;
   /// The real path an output goes to (links followed), after the checks every output gets (a folder where a
   /// file goes and the reverse, an existing file without --overwrite). @throws IoError, SkipItem.

@@ -92,6 +92,11 @@ class ItemContext {
   /// Adds `seconds` to the item's time in `stage` (e.g. "decode", "encode"). The item's record gets them
   /// as "stage_seconds", the summary their sums over the batch (and `-v` one line of means per item).
   virtual void add_stage_seconds(const std::string& stage, double seconds) = 0;
+  /// Says the item stopped part-way because interrupt_requested() (a tool that keeps partial work, such as
+  /// icp-fuse's trajectory of the frames done). What it wrote is committed, but its record's status is
+  /// "interrupted", not "ok": it counts as not done (the summary's `interrupted_items`), stays out of the
+  /// batch's aggregates, and `TOOL report` prefers any complete record of the item to it.
+  virtual void mark_interrupted() = 0;
 };
 
 /// Times a scope into ItemContext::add_stage_seconds (wall clock, from construction to stop() or the end
