@@ -201,7 +201,9 @@ std::string intrinsics_source(const io::RgbdSequence& listing, const cli::Item& 
 Sequence load_sequence(const cli::Item& item, cli::ItemContext& ctx, const Plan& plan) {
   Sequence seq;
   const std::string path = ctx.readable_path(item.inputs[0]);
-  seq.listing = io::list_rgbd_sequence(path, plan.fps);
+  // A list on stdin: its paths are relative to the working directory, not to the copy's folder.
+  seq.listing = item.inputs[0] == "-" ? io::list_rgbd_sequence_from_copy(path, "-", plan.fps)
+                                      : io::list_rgbd_sequence(path, plan.fps);
   for (const auto& f : seq.listing.frames)
     if (f.index >= plan.first_frame && f.index < plan.last_frame) seq.frames.push_back(f);
   if (seq.frames.empty())

@@ -336,6 +336,22 @@ class IcpFuseTest(unittest.TestCase):
         self.assertEqual(size, header + 24 * counts["vertex"])
         self.assertFalse(os.path.exists(self.path("out", "mesh.ply")))
 
+    def test_frame_list_on_stdin_is_relative_to_the_working_directory(self):
+        self.synthetic(frames=3)
+        lines = "".join("%d.0 syn/%04d.png\n" % (i, i) for i in range(3))
+        proc = subprocess.run([EXE, *SMALL, "-", "--intrinsics", "60,60,32,24", "-o", "out", "--json"], cwd=self.dir,
+                              input=lines.encode(), capture_output=True, timeout=280, env=ENV)
+        self.assertEqual(proc.returncode, 0, proc.stderr.decode())
+        item = self.records(proc)[0]
+        self.assertEqual((item["layout"], item["frames"], item["unreadable"]), ("list", 3, 0))
+        self.assertEqual([p[0] for p in read_trajectory(self.path("out", "trajectory.txt"))], [0.0, 1.0, 2.0])
+        # messages name `-`, never the copy of stdin
+        proc = subprocess.run([EXE, *SMALL, "-", "--intrinsics", "60,60,32,24", "-o", "bad"], cwd=self.dir,
+                              input=b"0.0 syn/0000.png\nsyn/0001.png\n", capture_output=True, timeout=280, env=ENV)
+        self.assertEqual(proc.returncode, 1, proc.stderr.decode())
+        self.assertIn("-:2: expected `timestamp path`", proc.stderr.decode())
+        self.assertNotIn("s3d-tmp", proc.stderr.decode())
+
     # usage -------------------------------------------------------------------------------------------
     def test_missing_intrinsics_is_a_usage_error(self):
         seq = self.synthetic(frames=2)

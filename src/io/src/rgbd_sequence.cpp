@@ -49,8 +49,10 @@ constexpr const char* kTumDepthHeader = "# depth maps";
 /// `path` or `timestamp path` lines; `#` comments and blank lines skipped. A first token that reads as a
 /// number followed by more text is a timestamp (TUM lists), so a file named `1.png` alone on its line stays
 /// a path. `tum_header` (optional) says whether a comment before the first frame is TUM's depth header.
-std::vector<ListLine> read_list(const std::string& file, bool* tum_header = nullptr) {
-  std::ifstream in(file, std::ios::binary);
+/// Messages name `shown` (`-` for a copy of stdin), else `path`.
+std::vector<ListLine> read_list(const std::string& path, bool* tum_header = nullptr, const std::string& shown = "") {
+  const std::string& file = shown.empty() ? path : shown;
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw IoError(file + ": cannot open");
   std::vector<ListLine> out;
   std::size_t number = 0;
@@ -128,6 +130,18 @@ void associate_rgb(const std::vector<ListLine>& rgb, const fs::path& folder, Rgb
 }
 
 }  // namespace
+
+RgbdSequence list_rgbd_sequence_from_copy(const std::string& copy, const std::string& shown, double fps) {
+  S3D_EXPECTS(std::isfinite(fps) && fps > 0.0, "list_rgbd_sequence: fps must be > 0");
+  RgbdSequence seq;
+  seq.source = shown;
+  seq.layout = "list";
+  bool tum = false;
+  frames_from_list(read_list(copy, &tum, shown), fs::path(), fps, &seq);  // relative stays relative
+  if (tum) seq.depth_scale = kDepthScaleTum;
+  if (seq.frames.empty()) throw DataError(shown + ": the list names no frames");
+  return seq;
+}
 
 RgbdSequence list_rgbd_sequence(const std::string& path, double fps) {
   S3D_EXPECTS(std::isfinite(fps) && fps > 0.0, "list_rgbd_sequence: fps must be > 0");

@@ -68,6 +68,11 @@ std::string format_depth_scale_file(double scale);
 /// frames, a list line that does not parse, naming `file:line`).
 RgbdSequence list_rgbd_sequence(const std::string& path, double fps = 30.0);
 
+/// Lists the frames of a list file read from a stream (stdin, `-`) and copied to `copy`: its relative paths
+/// are relative to the working directory (as for `--input-list -`), not to the copy's folder, messages name
+/// `shown` (`-`), and no folder files are looked for. @throws as list_rgbd_sequence.
+RgbdSequence list_rgbd_sequence_from_copy(const std::string& copy, const std::string& shown, double fps = 30.0);
+
 /// The default units per metre of a depth file: 1 for `.pfm` (metres), 1000 (mm) for anything else.
 double default_depth_scale(const std::string& path);
 
