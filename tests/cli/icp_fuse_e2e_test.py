@@ -352,6 +352,19 @@ class IcpFuseTest(unittest.TestCase):
         self.assertIn("-:2: expected `timestamp path`", proc.stderr.decode())
         self.assertNotIn("s3d-tmp", proc.stderr.decode())
 
+    def test_print_config_then_config_reproduces_the_run(self):
+        seq = self.synthetic(frames=3)
+        args = [*SMALL, "--intrinsics", "60,60,32,24", "--mode", "f2f", "--max-step", "0.5,20", "--min-inliers", "0.1",
+                "--depth-noise", "stereo:0.1", "--emit", "trajectory,cloud"]
+        self.run_tool(seq, *args, "-o", "direct")
+        config = self.run_tool(seq, *args, "-o", "again", "--print-config").stdout
+        with open(self.path("run.toml"), "wb") as f:
+            f.write(config)
+        self.run_tool("--config", "run.toml", seq)
+        for name in ("trajectory.txt", "cloud.ply"):
+            with open(self.path("direct", name), "rb") as a, open(self.path("again", name), "rb") as b:
+                self.assertEqual(a.read(), b.read(), name)
+
     # usage -------------------------------------------------------------------------------------------
     def test_missing_intrinsics_is_a_usage_error(self):
         seq = self.synthetic(frames=2)

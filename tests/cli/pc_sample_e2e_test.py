@@ -800,6 +800,35 @@ class PcSampleTest(unittest.TestCase):
         write_ply(self.path("far.ply"), xyz, [(-1e10, -1e10, -1e10), (1e10, 1e10, 1e10)])
         self.assert_fails(["voxel", "far.ply", "--voxel-size", "1e-3", "-o", "out.ply"], 1, "far.ply", "cells")
 
+    def test_print_config_then_config_reproduces_every_subcommand(self):
+        """Each subcommand with settings off their defaults: --print-config's text, given back with --config and
+        the inputs alone (the subcommand chosen by its [section]), writes the same bytes."""
+        pts = self.bunny_points()
+        write_ply(self.path("sparse.ply"), [("x", "float"), ("y", "float"), ("z", "float"), ("label", "float")],
+                  [(p[0], p[1], p[2], float(i % 5)) for i, p in enumerate(pts[:60])])
+        self.write_coords("c.npy", random_voxels(3, 40, [5, 6, 7]))
+        runs = [
+            (["fps", "-n", "17", "--start", "3", "--emit", "indices"], BUNNY_SMALL, "out.txt"),
+            (["knn", "-k", "4", "--exclude-self"], BUNNY_SMALL, "out.npy"),
+            (["ball", "--radius", "0.01", "-k", "5", "--order", "distance"], BUNNY_SMALL, "out.npy"),
+            (["interp", "--from", "sparse.ply", "--attributes", "label", "--drop-faces"], BUNNY_SMALL, "out.ply"),
+            (["voxel", "--voxel-size", "0.01,0.02,0.01", "--aggregate", "first", "--min-points", "2"], BUNNY_SMALL,
+             "out.ply"),
+            (["rulebook", "--shape", "5,6,7", "--kernel", "3", "--stride", "2", "--padding", "1"], "c.npy",
+             "out.npz"),
+        ]
+        for args, cloud, out in runs:
+            with self.subTest(args[0]):
+                direct, again = self.path(args[0] + "_direct_" + out), self.path(args[0] + "_" + out)
+                self.run_tool(*args, cloud, "-o", direct)
+                config = self.run_tool(*args, cloud, "-o", again, "--print-config").stdout
+                self.assertIn(("\n[%s]\n" % args[0]).encode(), config)
+                with open(self.path(args[0] + ".toml"), "wb") as f:
+                    f.write(config)
+                self.run_tool("--config", args[0] + ".toml", cloud)  # no subcommand, no flag, no -o
+                with open(direct, "rb") as a, open(again, "rb") as b:
+                    self.assertEqual(a.read(), b.read(), args[0])
+
     # rulebook -----------------------------------------------------------------------------------------
     def assert_layer(self, arrays, prefix, inputs, outs, out_shape, pairs, rec=None):
         """One layer's .npz arrays (and record) equal the reference, in the defined order."""

@@ -312,6 +312,7 @@ void Tool::Impl::add_common_options() {
   std::function<void(CLI::App&)> fall_through = [&](CLI::App& a) {
     for (CLI::App* sub : a.get_subcommands([](CLI::App*) { return true; })) {
       sub->fallthrough();
+      sub->configurable();  // a [section] of --config selects it, so that --print-config's text runs as given
       fall_through(*sub);
     }
   };
@@ -404,26 +405,41 @@ std::string Tool::Impl::config_text() const {
   };
   std::ostringstream os;
   os << "# " << name << " " << S3D_VERSION << ": effective settings (read back with --config FILE)\n";
-  for (const CLI::Option* opt : app.get_options()) {
-    if (!opt->get_configurable() || opt->get_lnames().empty()) continue;
-    const std::string key = opt->get_lnames().front();
-    if (key == "help" || key == "config") continue;
-    if (opt->get_expected_max() == 0) {
-      // Every flag, on or off (ConfigReader reads `=false` back as "not given").
-      os << key << "=" << flag_text(*opt) << "\n";
-      continue;
+  // One app's options; a subcommand's go in its [section] (also a short-only option such as `-n`: key `n`).
+  auto options_of = [&](const CLI::App& a) {
+    for (const CLI::Option* opt : a.get_options()) {
+      if (!opt->get_configurable()) continue;
+      const std::string key = !opt->get_lnames().empty()   ? opt->get_lnames().front()
+                              : !opt->get_snames().empty() ? opt->get_snames().front()
+                                                           : std::string();
+      if (key.empty() || key == "help" || key == "config") continue;
+      if (opt->get_expected_max() == 0) {
+        // Every flag, on or off (ConfigReader reads `=false` back as "not given").
+        os << key << "=" << flag_text(*opt) << "\n";
+        continue;
+      }
+      const auto& results = opt->results();
+      if (results.empty()) {
+        if (!opt->get_default_str().empty()) os << key << "=" << value(opt->get_default_str()) << "\n";
+      } else if (opt->get_items_expected_max() > 1) {
+        os << key << "=[";
+        for (std::size_t i = 0; i < results.size(); ++i) os << (i ? ", " : "") << value(results[i]);
+        os << "]\n";
+      } else {
+        os << key << "=" << value(results.back()) << "\n";
+      }
     }
-    const auto& results = opt->results();
-    if (results.empty()) {
-      if (!opt->get_default_str().empty()) os << key << "=" << value(opt->get_default_str()) << "\n";
-    } else if (opt->get_items_expected_max() > 1) {
-      os << key << "=[";
-      for (std::size_t i = 0; i < results.size(); ++i) os << (i ? ", " : "") << value(results[i]);
-      os << "]\n";
-    } else {
-      os << key << "=" << value(results.back()) << "\n";
+  };
+  options_of(app);
+  std::function<void(const CLI::App&, const std::string&)> sections = [&](const CLI::App& a, const std::string& at) {
+    for (const CLI::App* sub : a.get_subcommands()) {  // the ones given on the command line
+      const std::string section = at.empty() ? sub->get_name() : at + "." + sub->get_name();
+      os << "\n[" << section << "]\n";
+      options_of(*sub);
+      sections(*sub, section);
     }
-  }
+  };
+  sections(app, "");
   return os.str();
 }
 
