@@ -241,6 +241,17 @@ TEST(HostileClouds, TextRecordsAreReadLineByLine) {
   EXPECT_EQ(read_pcd.xyz, (std::vector<float>{0, 0, 0, 7, 8, 9}));
 }
 
+// Bytes of a file quoted in a message are escaped and cut: a binary header never reaches a terminal raw.
+TEST(HostileClouds, QuotedFileBytesAreEscapedAndShort) {
+  CloudTempDir dir;
+  const std::string junk = std::string("\x01\x02\xff\x1b[31m") + std::string(200, 'z');
+  const std::string m = refusal_of(dir, {"junk.ply", "ply\n" + junk + "\nend_header\n", CloudFormat::kPly, ""});
+  EXPECT_NE(m.find("unknown PLY header line '\\x01\\x02\\xff\\x1b[31mzzz"), std::string::npos) << m;
+  EXPECT_NE(m.find("zzz...'"), std::string::npos) << m;
+  EXPECT_LT(m.size(), dir.file("junk.ply").size() + 120) << m;
+  for (const char c : m) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << m;
+}
+
 // A shared limit on the columns of a cloud file: a hostile header naming more is refused before any work,
 // and a writer refuses a cloud that no reader would take back.
 TEST(HostileClouds, ColumnCountIsBounded) {

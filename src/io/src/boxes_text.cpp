@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "boxes_internal.hpp"
+#include "quoted.hpp"
 #include "s3d/core/errors.hpp"
 
 namespace s3d::io::detail {
@@ -92,11 +93,6 @@ void split_ws(std::string_view line, std::vector<Field>& out) {
     while (i < n && line[i] != ' ' && line[i] != '\t') ++i;
     out.push_back({b, i - b});
   }
-}
-
-std::string quoted(std::string_view s) {
-  constexpr std::size_t kMax = 40;
-  return "'" + std::string(s.substr(0, kMax)) + (s.size() > kMax ? "...'" : "'");
 }
 
 /// Parses field `f` of `line` named `name` into `*v`; returns "" or a message.

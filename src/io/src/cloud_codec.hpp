@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "quoted.hpp"
 #include "s3d/core/point_cloud.hpp"
 
 namespace s3d::io::detail {

@@ -61,14 +61,15 @@ NpyHeader parse_header(const std::string& bytes, const std::string& path) {
                                    : std::from_chars_result{nullptr, std::errc::invalid_argument};
   if (r.ec != std::errc() || r.ptr != descr.data() + descr.size() ||
       std::string("<>|=").find(descr[0]) == std::string::npos)
-    throw DataError(path + ": unsupported .npy dtype '" + descr + "'");
+    throw DataError(path + ": unsupported .npy dtype " + detail::quoted(descr));
   h.byte_order = descr[0] == '=' ? (detail::host_is_little_endian() ? '<' : '>') : descr[0];
   h.kind = descr[1];
   h.item_size = item_size;
   const bool ok =
       ((h.kind == 'i' || h.kind == 'u') && (item_size == 1 || item_size == 2 || item_size == 4 || item_size == 8)) ||
       (h.kind == 'f' && (item_size == 4 || item_size == 8));
-  if (!ok) throw DataError(path + ": unsupported .npy dtype '" + descr + "' (integers or float32/float64)");
+  if (!ok)
+    throw DataError(path + ": unsupported .npy dtype " + detail::quoted(descr) + " (integers or float32/float64)");
   const std::size_t f = value_of(dict, "fortran_order");
   if (f == std::string::npos) throw IoError(path + ": .npy header without fortran_order");
   h.fortran = dict.compare(f, 4, "True") == 0;

@@ -126,7 +126,7 @@ PcdHeader parse_header(const std::string& bytes, const std::string& path) {
       h.data = one();
       break;
     } else {
-      throw IoError(path + ": unknown PCD header line '" + line + "'");
+      throw IoError(path + ": unknown PCD header line " + detail::quoted(line));
     }
   }
   h.data_offset = std::min(pos, bytes.size());  // a file may end right after `DATA ...`
@@ -209,7 +209,7 @@ PointCloud read_pcd(const std::string& path) {
         for (int k = 0; k < c.components; ++k) {
           if (!text.next_value(&tok)) throw at_line(i, "has fewer values than the " + expected);
           if (!detail::parse_scalar(tok, c.type, c.bytes.data() + (i * c.components + k) * s))
-            throw at_line(i, "has a bad value '" + std::string(tok) + "' for field '" + c.name + "'");
+            throw at_line(i, "has a bad value " + detail::quoted(tok) + " for field '" + c.name + "'");
         }
       }
       if (!text.line_done()) throw at_line(i, "has more values than the " + expected);

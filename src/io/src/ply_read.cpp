@@ -88,14 +88,14 @@ PlyHeader parse_header(std::string_view bytes, const std::string& path) {
       std::string version;
       ls >> h.encoding >> version;
       if (h.encoding != "ascii" && h.encoding != "binary_little_endian" && h.encoding != "binary_big_endian")
-        throw IoError(path + ": unknown PLY format '" + h.encoding + "'");
+        throw IoError(path + ": unknown PLY format " + detail::quoted(h.encoding));
     } else if (kw == "element") {
       PlyElementHeader e;
       std::string count;
       ls >> e.name >> count;
       const auto r = std::from_chars(count.data(), count.data() + count.size(), e.count);
       if (e.name.empty() || count.empty() || r.ec != std::errc() || r.ptr != count.data() + count.size())
-        throw IoError(path + ": bad PLY element line '" + line + "'");
+        throw IoError(path + ": bad PLY element line " + detail::quoted(line));
       h.elements.push_back(std::move(e));
       property_names.clear();
     } else if (kw == "property") {
@@ -108,10 +108,10 @@ PlyHeader parse_header(std::string_view bytes, const std::string& path) {
         ls >> ct >> it >> p.name;
         p.is_list = true;
         if (!parse_type(ct, &p.count_type) || is_floating(p.count_type) || !parse_type(it, &p.type))
-          throw IoError(path + ": bad PLY list property '" + line + "'");
+          throw IoError(path + ": bad PLY list property " + detail::quoted(line));
       } else {
         ls >> p.name;
-        if (!parse_type(t, &p.type)) throw IoError(path + ": unknown PLY type '" + t + "'");
+        if (!parse_type(t, &p.type)) throw IoError(path + ": unknown PLY type " + detail::quoted(t));
       }
       if (p.name.empty()) throw IoError(path + ": PLY property without a name");
       // Properties are kept by name: a second one of the same name could only overwrite or lose the first.
@@ -123,7 +123,7 @@ PlyHeader parse_header(std::string_view bytes, const std::string& path) {
                       std::to_string(detail::kMaxCloudColumns) + " properties");
       h.elements.back().properties.push_back(std::move(p));
     } else {
-      throw IoError(path + ": unknown PLY header line '" + line + "'");
+      throw IoError(path + ": unknown PLY header line " + detail::quoted(line));
     }
   }
   if (h.encoding.empty()) throw IoError(path + ": PLY header without a format line");
@@ -402,18 +402,18 @@ void read_ascii_element(const PlyElementHeader& e, detail::TextLines* text, std:
         if (!text->next_value(&tok)) throw too_few(i);
         // The length must fit the declared count type, or the file could not be written back as it was.
         if (!detail::parse_scalar(tok, p.count_type, value))
-          throw fail(i, "has a bad list length '" + std::string(tok) + "'");
+          throw fail(i, "has a bad list length " + detail::quoted(tok));
         const double length = detail::scalar_to_double(p.count_type, value);
-        if (length < 0) throw fail(i, "has a bad list length '" + std::string(tok) + "'");
+        if (length < 0) throw fail(i, "has a bad list length " + detail::quoted(tok));
         items = static_cast<std::uint64_t>(length);
         if (items > text->remaining())
-          throw fail(i, "has a list of " + std::string(tok) + " values, more than the data holds (truncated?)");
+          throw fail(i, "has a list of " + detail::quoted(tok) + " values, more than the data holds (truncated?)");
       }
       const std::size_t n = scalar_size(p.type);
       for (std::uint64_t j = 0; j < items; ++j) {
         if (!text->next_value(&tok)) throw too_few(i);
         if (!detail::parse_scalar(tok, p.type, value))
-          throw fail(i, "has a bad value '" + std::string(tok) + "' for property '" + p.name + "'");
+          throw fail(i, "has a bad value " + detail::quoted(tok) + " for property '" + p.name + "'");
         c.bytes.insert(c.bytes.end(), value, value + n);
       }
       if (p.is_list) c.offsets.push_back(c.offsets.back() + items);
