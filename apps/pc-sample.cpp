@@ -199,13 +199,15 @@ int main(int argc, char** argv) {
                    "16 nearest neighbours of every point: nbr.npy, nbr.dist.npy, nbr.counts.npy");
   tool.add_example("sgm-depth l.png r.png --calib K.txt --emit cloud -o - | pc-sample fps - -n 4096 -o s.ply",
                    "sample a stereo cloud in a pipe (PLY on stdin is recognised)");
-  tool.add_example("pc-sample interp dense.ply --from sampled.ply -o labelled.ply",
-                   "spread the sampled cloud's attributes back to every point (pointnet2 three_interpolate)");
-
   tool.add_example("pc-sample voxel --voxel-size 0.1 000000.bin -o down.ply",
                    "voxel-grid downsampling as PCL's VoxelGrid (centroids; every attribute averaged)");
-  tool.add_example("pc-sample rulebook voxels.npy --shape 41,1600,1408 --kernel 3 --stride 2 --padding 1 -o rb.npz",
-                   "spconv indice pairs [2, K, N] with counts, CSR pairs and the output coordinates");
+  // The tool's help keeps 2-4 examples (docs/CLI.md); the other subcommands show theirs in their own help.
+  app.get_subcommand("interp")->footer(
+      "Example:\n  pc-sample interp dense.ply --from sampled.ply -o labelled.ply\n"
+      "      spread the sampled cloud's attributes back to every point (pointnet2 three_interpolate)");
+  rulebook->footer(
+      "Example:\n  pc-sample rulebook voxels.npy --shape 41,1600,1408 --kernel 3 --stride 2 --padding 1 -o rb.npz\n"
+      "      spconv indice pairs [2, K, N] with counts, CSR pairs and the output coordinates");
 
   s3d::pc_sample::Run run;
   s3d::pc_sample::CloudPool clouds;  // the input clouds' storage, from each item's write to a later load
