@@ -170,15 +170,20 @@ std::string fraction_text(double v) {
 /// A sequence whose tracking the data does not support fails: more than `max_lost` of its processed frames
 /// lost. The message says how many, from where, and what to try.
 void check_tracking(const std::string& name, const std::vector<FrameRecord>& frames, double max_lost) {
-  std::size_t processed = 0, lost = 0;
+  std::size_t processed = 0, lost = 0, invalid = 0;
   const FrameRecord* first = nullptr;
   for (const auto& f : frames) {
     if (!f.processed) continue;
     ++processed;
+    invalid += f.result.status == fusion::FrameStatus::kInvalid;
     if (f.result.status != fusion::FrameStatus::kLost) continue;
     ++lost;
     if (!first) first = &f;
   }
+  // No frame with depth to track: a trajectory of identity poses would be no result at all.
+  if (processed > 0 && invalid == processed)
+    throw DataError(name + ": none of its " + std::to_string(processed) +
+                    " frames has enough valid depth (pixels 0, or beyond --max-depth): nothing was tracked");
   if (lost == 0 || static_cast<double>(lost) <= max_lost * static_cast<double>(processed)) return;
   throw DataError(name + ": tracking lost on " + std::to_string(lost) + " of " + std::to_string(processed) +
                   " frames (more than --max-lost " + fraction_text(max_lost) + "), the first at frame " +
@@ -380,6 +385,11 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
     if (fused.mesh) {
       write_ply_atomically(ctx, paths[slot++], mesh_cloud(*fused.mesh));
       rec["mesh"] = {{"vertices", fused.mesh->vertices.size() / 3}, {"triangles", fused.mesh->triangles.size() / 3}};
+      if (fused.mesh->vertices.empty()) {
+        const std::string why = "the mesh is empty: no surface was fused inside the volume (see --volume-size)";
+        spdlog::warn("{}: {}", item.inputs[0], why);
+        rec["warnings"].push_back(why);
+      }
     }
     if (fused.cloud) {
       write_ply_atomically(ctx, paths[slot++], surface_cloud(*fused.cloud));

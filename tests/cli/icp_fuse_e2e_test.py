@@ -278,6 +278,23 @@ class IcpFuseTest(unittest.TestCase):
         proc = self.run_tool(*SMALL, "empty", "--intrinsics", "60,60,32,24", "-o", "out", code=2)
         self.assertIn("no depth frames", proc.stderr.decode())
 
+    def test_all_invalid_depth_fails_and_an_empty_mesh_is_a_warning(self):
+        for name, depth in (("zero", 0), ("far", 9000)):
+            os.makedirs(self.path(name))
+            for i in range(3):
+                with open(self.path(name, "%04d.png" % i), "wb") as f:
+                    f.write(png16(64, 48, lambda x, y: depth))
+        proc = self.run_tool(*SMALL, "zero", "--intrinsics", "60,60,32,24", "-o", "out", code=1)
+        self.assertIn("zero: none of its 3 frames has enough valid depth", proc.stderr.decode())
+        self.assertFalse(os.path.exists(self.path("out")))
+        # a wall 9 m away, outside the 3 m cube: nothing is fused (the flat wall loses tracking, kept by --max-lost)
+        proc = self.run_tool(*SMALL, "far", "--intrinsics", "60,60,32,24", "-o", "far_out", "--max-lost", "1",
+                             "--json")
+        self.assertIn("far: the mesh is empty", proc.stderr.decode())
+        item = self.records(proc)[0]
+        self.assertEqual(item["mesh"]["vertices"], 0)
+        self.assertEqual(len(item["warnings"]), 1)
+
     def test_tum_folder_with_its_timestamps_and_scale(self):
         seq = self.path("tum")
         os.makedirs(os.path.join(seq, "depth"))
