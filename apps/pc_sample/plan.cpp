@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +18,35 @@ namespace fs = std::filesystem;
 
 namespace s3d::pc_sample {
 namespace {
+
+// The library's checks name its fields (KnnParams.k); a user of the tool knows the flags.
+constexpr std::pair<const char*, const char*> kFlagOfField[] = {
+    {"KnnParams.k", "-k"},
+    {"BallQueryParams.radius", "--radius"},
+    {"BallQueryParams.min_radius", "--min-radius"},
+    {"BallQueryParams.k", "-k"},
+    {"VoxelizeParams.voxel_size", "--voxel-size"},
+    {"VoxelizeParams.origin", "--origin"},
+    {"VoxelizeParams.range", "--range"},
+    {"VoxelizeParams.max_points_per_voxel", "--max-points-per-voxel"},
+    {"VoxelizeParams.max_voxels", "--max-voxels"},
+    {"VoxelizeParams.min_points_per_voxel", "--min-points"},
+    {"VoxelizeParams.aggregate", "--aggregate"},
+};
+
+/// params.validate(), its message naming the flags instead of the fields.
+template <class Params>
+void validate_flags(const Params& params) {
+  try {
+    params.validate();
+  } catch (const InvalidArgument& e) {
+    std::string m = e.what();
+    for (const auto& [field, flag] : kFlagOfField)
+      for (std::size_t at = m.find(field); at != std::string::npos; at = m.find(field, at))
+        m.replace(at, std::string(field).size(), flag);
+    throw InvalidArgument(m);
+  }
+}
 
 using apps::split_list;
 
@@ -238,7 +268,7 @@ Plan make_plan(Mode mode, const Flags& f) {
       p.ball.order = f.order == "index" ? points::BallOrder::kIndex : points::BallOrder::kDistance;
       S3D_EXPECTS(std::isfinite(f.radius) && f.radius > 0.0f,
                   "--radius must be finite and > 0 (got " + std::to_string(f.radius) + ")");
-      p.ball.validate();
+      validate_flags(p.ball);
       p.queries = f.ball_queries;
       p.arrays = parse_arrays(f.ball_emit);
       break;
@@ -247,7 +277,7 @@ Plan make_plan(Mode mode, const Flags& f) {
       p.knn.exclude_self = f.exclude_self;
       p.knn.allow_fewer = !f.knn_pad.empty();
       if (p.knn.allow_fewer) p.knn.pad = parse_pad("--pad", f.knn_pad);
-      p.knn.validate();
+      validate_flags(p.knn);
       p.queries = f.knn_queries;
       S3D_EXPECTS(!(f.exclude_self && !p.queries.empty()), "--exclude-self: only without --queries (self queries)");
       p.arrays = parse_arrays(f.knn_emit);
@@ -291,7 +321,7 @@ Plan make_plan(Mode mode, const Flags& f) {
         p.voxel.aggregate = points::VoxelAggregate::kNearestCenter;
       else
         throw InvalidArgument("--aggregate: expected mean, first or nearest, got '" + f.voxel_aggregate + "'");
-      p.voxel.validate();
+      validate_flags(p.voxel);
       S3D_EXPECTS(f.voxel_emit == "cloud" || f.voxel_emit == "voxels",
                   "--emit: expected cloud or voxels, got '" + f.voxel_emit + "'");
       p.emit_voxels = f.voxel_emit == "voxels";
@@ -306,7 +336,7 @@ Plan make_plan(Mode mode, const Flags& f) {
         for (float v : size) S3D_EXPECTS(v > 0.f, "--voxel-size must be > 0, got '" + f.rb_voxel_size + "'");
         p.voxel.voxel_size = {size[0], size[1], size[2]};
         p.voxel.origin = points::VoxelOrigin::kWorld;
-        p.voxel.validate();
+        validate_flags(p.voxel);
       } else {
         S3D_EXPECTS(!f.rb_shape.empty(),
                     "rulebook: --shape Z,Y,X is required for .npy coordinates "

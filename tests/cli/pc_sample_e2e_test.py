@@ -791,7 +791,10 @@ class PcSampleTest(unittest.TestCase):
         self.assert_fails(["voxel", "three.ply", "--voxel-size", "1", "--origin", "range", "--range",
                            "0,0,0,-1,1,1", "-o", "out.ply"], 2, "range")
         self.assert_fails(["voxel", "three.ply", "--voxel-size", "1", "--min-points", "0", "-o", "out.ply"], 2,
-                          "min_points")
+                          "--min-points must be >= 1")
+        # the library's checks reach the user under the flags' names, not the C++ fields'
+        err = self.assert_fails(["knn", "three.ply", "-k", "0", "-o", "out.npy"], 2, "-k must be in [1, 1024]")
+        self.assertNotIn("Params", err)
         # several arrays are named from -o: one that is not NAME.npy is refused before any item
         self.assert_fails(["voxel", "three.ply", "--voxel-size", "1", "--emit", "voxels", "-o", "/dev/null"], 2,
                           "-o /dev/null", "NAME.npy")
