@@ -105,6 +105,30 @@ class OutputsTest(FrameCase):
         self.assertTrue(stat.S_ISFIFO(os.stat(fifo).st_mode), "the fifo was replaced")
         self.assertEqual(got, ["THROUGH THE FIFO\n"])
 
+    def test_fifo_output_commits_nothing_before_its_reader(self):
+        """An item's file outputs are committed only after its FIFO output has its reader: a signal during the
+        wait leaves none of them; kill -9 there leaves a staged copy in $TMPDIR that the next run removes, even
+        one that skips every item."""
+        self.write("a.txt", "fine\n")
+        os.mkfifo(self.path("b.fifo"))
+        for how in (signal.SIGTERM, signal.SIGKILL):
+            proc = subprocess.Popen([DEMO, "--device", "cpu", "--second", "a.txt", "-o", "out/a.txt", "-o", "b.fifo",
+                                     "--overwrite"], cwd=self.dir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    env=self.env)
+            self.wait_blocked(proc)
+            proc.send_signal(how)
+            proc.communicate(timeout=30)
+            self.assertEqual(proc.returncode, 143 if how == signal.SIGTERM else -signal.SIGKILL)
+            out = os.listdir(self.path("out")) if os.path.isdir(self.path("out")) else []
+            self.assertEqual([f for f in out if not f.startswith(".")], [])  # kill -9 leaves a hidden temp
+            self.assertTrue(stat.S_ISFIFO(os.stat(self.path("b.fifo")).st_mode))
+        self.assertNotEqual(os.listdir(self.tmpdir), [])  # the killed run's staged copy
+        self.write("c.txt", "other\n")
+        self.write(os.path.join("done", "c.up.txt"), "made before\n")
+        p = self.run_tool(DEMO, "c.txt", "--output-dir", "done", "--skip-existing", "--device", "cpu")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(os.listdir(self.tmpdir), [])  # run_tool's own check, made explicit
+
     def test_symlink_output_replaces_its_target(self):
         self.write("a.txt", "new\n")
         self.write("real/target.txt", "old\n")

@@ -175,10 +175,16 @@ void Tool::Impl::Context::write_folder_atomically(const std::string& path,
 
 void Tool::Impl::Context::commit_outputs() {
   std::vector<std::string> created;  // removed again when a later rename fails
-  std::size_t k = 0;
+  // Devices and FIFOs first: a FIFO blocks until its reader comes, and a signal during that wait ends the
+  // process; no file of the item may be in place by then (all or nothing).
+  std::vector<const Staged*> order;
+  for (const Staged& o : staged_)
+    if (o.kind == Staged::kThrough) order.push_back(&o);
+  for (const Staged& o : staged_)
+    if (o.kind != Staged::kThrough) order.push_back(&o);
   try {
-    for (; k < staged_.size(); ++k) {
-      const Staged& o = staged_[k];
+    for (const Staged* next : order) {
+      const Staged& o = *next;
       std::error_code ec;
       const bool existed = fs::exists(fs::symlink_status(o.target, ec));
       switch (o.kind) {
@@ -203,8 +209,8 @@ void Tool::Impl::Context::commit_outputs() {
           commit_folder(o, existed, created);
           break;
       }
-      written_.push_back(o.path);
     }
+    for (const Staged& o : staged_) written_.push_back(o.path);  // in the order the tool wrote them
   } catch (...) {
     for (auto it = created.rbegin(); it != created.rend(); ++it) {
       std::error_code ec;

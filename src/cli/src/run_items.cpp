@@ -12,6 +12,7 @@
 
 #include "ordered_stages.hpp"
 #include "report.hpp"
+#include "s3d/cli/atomic_file.hpp"
 #include "s3d/cli/inputs.hpp"
 #include "s3d/cli/shard.hpp"
 #include "s3d/core/config.hpp"
@@ -116,6 +117,11 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
     set_cpu_threads(s.threads);
     for (auto& fn : start_fns) fn(device);
     check_collisions(all);
+    // Staged copies of `-`, device and FIFO outputs live in $TMPDIR: those a killed run of this host left
+    // are removed now, even when every item is skipped and nothing is staged there.
+    std::error_code tmp_ec;
+    if (const auto tmp_dir = std::filesystem::temp_directory_path(tmp_ec); !tmp_ec)
+      remove_stale_temps(tmp_dir.string());
     const bool data_on_stdout = std::find(s.outputs.begin(), s.outputs.end(), "-") != s.outputs.end();
     records.emplace(s.json && !data_on_stdout, s.report_path);
     if (shard.count > 1) log->info("shard {}/{}: {} of {} items", shard.index, shard.count, items.size(), all.size());
