@@ -34,6 +34,9 @@ foreach(file ${s3d_python_tests_here})
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${file}")
   get_property(environment DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}/${folder}" PROPERTY S3D_PYTHON_TEST_ENVIRONMENT)
   set(environment "S3D_DATA_DIR=${S3D_DATA_DIR}" ${environment})
+  if(S3D_SANITIZE)
+    list(APPEND environment "S3D_SANITIZED=1")  # tests that run the tools on real data take less of it there
+  endif()
   get_filename_component(stem "${file}" NAME)
   string(REGEX REPLACE "_test\\.py$" "" stem "${stem}")
   # Top-level classes and their `def test_...` methods, in file order.
