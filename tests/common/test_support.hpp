@@ -20,6 +20,20 @@ inline std::filesystem::path data_dir() {
 #endif
 }
 
+/// True in an AddressSanitizer build, where each pixel costs 10-20x more: tests that sweep large synthetic
+/// images take smaller ones there (odd sizes still).
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
 /// True under CI=true: missing real data is then a failure, not a skip.
 inline bool running_in_ci() {
   const char* ci = std::getenv("CI");

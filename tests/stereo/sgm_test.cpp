@@ -228,8 +228,9 @@ class SgmDevice : public ::testing::TestWithParam<Device> {};
 
 TEST_P(SgmDevice, CensusMatchesReference) {
   S3D_SKIP_IF_NO_DEVICE(GetParam());
-  const Image<std::uint8_t> im8 = random_image<std::uint8_t>(631, 479, 11);
-  const Image<std::uint16_t> im16 = random_image<std::uint16_t>(631, 479, 12, 65535);
+  const int width = test::kSanitized ? 211 : 631, height = test::kSanitized ? 157 : 479;
+  const Image<std::uint8_t> im8 = random_image<std::uint8_t>(width, height, 11);
+  const Image<std::uint16_t> im16 = random_image<std::uint16_t>(width, height, 12, 65535);
   struct W {
     CensusKind kind;
     int w, h;
@@ -385,7 +386,8 @@ TEST_P(SgmDevice, FillOcclusionsMatchesReference) {
   };
   int filled_total = 0, invalid_left = 0;
   std::uint32_t seed = 500;
-  for (const Size sz : {Size{1, 1}, Size{1, 7}, Size{7, 1}, Size{2, 3}, Size{3, 2}, Size{33, 17}, Size{631, 479}}) {
+  for (const Size sz : {Size{1, 1}, Size{1, 7}, Size{7, 1}, Size{2, 3}, Size{3, 2}, Size{33, 17},
+                        test::kSanitized ? Size{211, 157} : Size{631, 479}}) {
     for (float invalid : {0.0f, 0.3f, 0.8f, 0.97f, 1.0f}) {
       const int W = sz.w, H = sz.h;
       auto d = random_disparity(W, H, ++seed, invalid);
@@ -542,7 +544,7 @@ std::vector<Config> configs() {
 
 TEST_P(SgmDevice, ShiftedPairRecoversDisparityAndCudaMatchesCpu) {
   S3D_SKIP_IF_NO_DEVICE(GetParam());
-  const int W = 631, H = 479;
+  const int W = test::kSanitized ? 211 : 631, H = test::kSanitized ? 157 : 479;
   for (const Config& cfg : configs()) {
     SCOPED_TRACE(cfg.name);
     const SgmParams& p = cfg.params;

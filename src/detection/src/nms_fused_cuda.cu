@@ -12,7 +12,8 @@
 // on by default only where it beats the general pipeline (docs/PERFORMANCE.md has the measurements).
 #include <algorithm>
 #include <cstdlib>
-#include <cub/cub.cuh>
+#include <cub/block/block_radix_sort.cuh>
+#include <cub/block/block_scan.cuh>
 
 #include "nms_stages_cuda.cuh"
 

@@ -2,7 +2,7 @@
 // tile order of the hard-NMS mask (Morton order of the box centres within each group, so that a 64-box tile
 // covers a small area and the tile-pair culling removes most pairs).
 #include <cmath>
-#include <cub/cub.cuh>
+#include <cub/device/device_radix_sort.cuh>
 
 #include "nms_stages_cuda.cuh"
 #include "s3d/core/cuda_arch.cuh"

@@ -4,7 +4,9 @@
 // IoU(j, i) passes: the upper triangle of the priority order, stored per suppressed box. Memory is
 // pairs x 64 words, not M^2/64.
 #include <algorithm>
-#include <cub/cub.cuh>
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/device/device_scan.cuh>
 
 #include "nms_stages_cuda.cuh"
 

@@ -2,7 +2,8 @@
 // order, so a stable sort by image gives each box its rank within its image.
 #include <thrust/iterator/counting_iterator.h>
 
-#include <cub/cub.cuh>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_select.cuh>
 #include <utility>
 
 #include "nms_stages_cuda.cuh"

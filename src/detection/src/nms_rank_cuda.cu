@@ -4,7 +4,8 @@
 #include <thrust/iterator/counting_iterator.h>
 
 #include <cmath>
-#include <cub/cub.cuh>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_select.cuh>
 
 #include "nms_stages_cuda.cuh"
 

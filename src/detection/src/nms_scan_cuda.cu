@@ -7,7 +7,7 @@
 #include <cooperative_groups.h>
 
 #include <algorithm>
-#include <cub/cub.cuh>
+#include <cub/device/device_select.cuh>
 
 #include "nms_stages_cuda.cuh"
 

@@ -1,6 +1,6 @@
 // Segments of a sorted key list (groups in priority order, images in output order): where each run of equal
 // keys starts, and the group index and [start, end) range of every group.
-#include <cub/cub.cuh>
+#include <cub/device/device_scan.cuh>
 
 #include "nms_stages_cuda.cuh"
 

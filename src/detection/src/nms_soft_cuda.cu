@@ -4,7 +4,7 @@
 // (soft_small_kernel); larger ones in global memory (soft_kernel). The selections are then sorted into the
 // output order.
 #include <algorithm>
-#include <cub/cub.cuh>
+#include <cub/device/device_radix_sort.cuh>
 
 #include "nms_stages_cuda.cuh"
 

@@ -16,7 +16,8 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
-#include <cub/cub.cuh>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_select.cuh>
 #include <utility>
 #include <vector>
 

@@ -8,7 +8,8 @@
 #include <thrust/iterator/transform_iterator.h>
 
 #include <cstdint>
-#include <cub/cub.cuh>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
 #include <vector>
 
 #include "marching_cubes_tables.hpp"

@@ -15,7 +15,7 @@
 
 #include <cstdint>
 #include <cstring>
-#include <cub/cub.cuh>
+#include <cub/device/device_scan.cuh>
 #include <vector>
 
 #include "backend.hpp"

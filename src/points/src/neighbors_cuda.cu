@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <climits>
-#include <cub/cub.cuh>
+#include <cub/device/device_radix_sort.cuh>
 
 #include "neighbors_impl.hpp"
 #include "s3d/core/cuda_check.cuh"

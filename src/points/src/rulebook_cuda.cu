@@ -20,7 +20,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <cub/cub.cuh>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_select.cuh>
 #include <string>
 #include <utility>
 #include <vector>

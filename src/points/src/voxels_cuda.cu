@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <climits>
-#include <cub/cub.cuh>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_run_length_encode.cuh>
+#include <cub/device/device_scan.cuh>
 
 #include "s3d/core/cuda_check.cuh"
 #include "s3d/core/device_buffer.hpp"
