@@ -1,5 +1,5 @@
 #pragma once
-// How much memory one pair may need before it is refused as too large for this machine (issue 9): a pair
+// How much memory one pair may need before it is refused as too large for this machine: a pair
 // that can never fit is a data error of that pair (exit 1, the batch goes on), unlike an allocation that
 // fails because other processes hold the memory now (out of memory: exit 75, retry elsewhere).
 #include <cstddef>

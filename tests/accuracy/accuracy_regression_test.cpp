@@ -1,11 +1,11 @@
 // Regression bounds on s3d SGM's accuracy (CPU) on every real scene of ../shared/data/stereo, beside OpenCV
 // StereoSGBM 3-way run in the same process (docs/ACCURACY.md). Two settings, each set explicitly here so the
 // bounds hold whatever the library's defaults become:
-//   - the defaults of 2026-11-22 (uniqueness 0, occlusion fill): measured errors + a small margin on the
-//     full frame (the issue's evaluation: SGBM's empty left band counts as invalid), and issue 4's targets
+//   - the defaults (uniqueness 0, occlusion fill): measured errors + a small margin on the
+//     full frame (SGBM's empty left band counts as invalid), and the accuracy targets
 //     per scene and mask: (a) <= 0.8x SGBM's (a) and (b) <= SGBM's (b) where docs/ACCURACY.md says they are
 //     met, and the measured ratios (+ margin) where they are not, so no pair can drift;
-//   - the precise setting (uniqueness 8, no fill; the defaults before 2026-11-22): its bounds on the
+//   - the precise setting (uniqueness 8, no fill): its bounds on the
 //     columns x >= D and target (b) on every scene, on x >= D and on the full frame.
 // A change that makes matching worse fails here; one that makes it better should tighten the bounds.
 #include <gtest/gtest.h>
@@ -23,7 +23,7 @@ namespace {
 
 struct Bound {
   const char* scene;
-  // defaults, full frame: measured 2026-11-22 + 0.3 percentage points (density - 0.5)
+  // defaults, full frame: measured + 0.3 percentage points (density - 0.5)
   double bad2_all_a;     ///< bad-2 % over "all", invalid counted as wrong
   double bad2_all_b;     ///< bad-2 % over "all", estimated pixels only
   double bad2_nonocc_a;  ///< NAN: no nonocc mask
@@ -31,8 +31,8 @@ struct Bound {
   double d1_all_a;  ///< KITTI's metric (NAN elsewhere)
   double d1_all_b;
   double min_density;
-  // the issue's targets on the full frame, as ceilings on (ours / SGBM 3-way): 0.8 for (a) and 1.0 for (b)
-  // where met; the measured ratio + 0.03 where not (docs/ACCURACY.md lists them). KITTI: D1.
+  // the accuracy targets (docs/ACCURACY.md) on the full frame, as ceilings on (ours / SGBM 3-way): 0.8 for (a) and 1.0
+  // for (b) where met; the measured ratio + 0.03 where not (docs/ACCURACY.md lists them). KITTI: D1.
   double max_ratio_a_all, max_ratio_b_all, max_ratio_a_nonocc, max_ratio_b_nonocc;
   // precise setting, columns x >= D: measured + 0.3 (density - 0.5)
   double precise_bad2_all_a, precise_bad2_all_b, precise_bad2_nonocc_b, precise_min_density;
@@ -61,7 +61,7 @@ const Bound kBounds[] = {
 
 void PrintTo(const Bound& b, std::ostream* os) { *os << b.scene; }
 
-// The library's defaults as of 2026-11-22 (docs/ACCURACY.md "Defaults").
+// The library's defaults (docs/ACCURACY.md "Defaults").
 stereo::SgmParams default_params(int disparities) {
   stereo::SgmParams p;
   p.disparities = disparities;
@@ -82,7 +82,7 @@ stereo::SgmParams default_params(int disparities) {
   return p;
 }
 
-// The precise setting (docs/ACCURACY.md; the defaults before 2026-11-22).
+// The precise setting (docs/ACCURACY.md).
 stereo::SgmParams precise_params(int disparities) {
   stereo::SgmParams p = default_params(disparities);
   p.uniqueness = 8;
@@ -128,7 +128,8 @@ TEST_P(SgmAccuracy, DefaultsStayWithinTheMeasuredBoundsOnTheFullFrame) {
   RecordProperty("bad2_all_b", std::to_string(all->bad2_est));
 }
 
-// Issue 4's targets with the defaults, full frame, against StereoSGBM 3-way on the same pair and D.
+// The accuracy targets (docs/ACCURACY.md) with the defaults, full frame, against StereoSGBM 3-way on the same pair and
+// D.
 TEST_P(SgmAccuracy, DefaultsMeetTheTargetsWhereMeasured) {
   const Bound b = GetParam();
   ASSERT_TRUE(find());

@@ -6,7 +6,7 @@
 //
 // The library's defaults (SgmParams) unless flags say otherwise; --no-fill turns the occlusion fill
 // (SgmParams::fill, on by default) off, --fill on. Besides the two tables
-// (columns x >= D, full frame) the markdown states the targets per scene and mask: (a) <= 0.8 x
+// (columns x >= D, full frame) the markdown states the accuracy targets per scene and mask: (a) <= 0.8 x
 // SGBM 3-way's (a), (b) <= SGBM 3-way's (b) (KITTI: D1).
 #include <cmath>
 #include <cstdio>
@@ -219,7 +219,8 @@ int main(int argc, char** argv) {
     }
     md << "\n";
   }
-  // The targets, per scene and mask (KITTI: D1 over "all"), against SGBM 3-way; HH's (b) beside.
+  // The accuracy targets (docs/ACCURACY.md), per scene and mask (KITTI: D1 over "all"), against SGBM 3-way; HH's (b)
+  // beside.
   for (int pass = 0; pass < 2; ++pass) {
     md << (pass == 0 ? "#### Targets, columns x >= D\n\n" : "#### Targets, full frame\n\n");
     md << "| scene | region | s3d (a) | SGBM 3-way (a) | ratio (a) <= 0.8? | s3d (b) | SGBM 3-way (b) | (b) <= SGBM? | "

@@ -11,7 +11,7 @@
 //                [--sequence depth.txt --depth-scale S]
 // (the last ones: FusionParams fields, the library's defaults otherwise, KinFu's plus the ICP's noise weighting;
 // the camera defaults to the sequence's camera-intrinsics.txt, 585,585,320,240).
-// --half: 320x240 (every other pixel of every other row, intrinsics halved), the CPU real-time size.
+// --half: 320x240 (every other pixel of every other row, intrinsics halved), the CPU real-time target's size.
 // --sequence: a TUM RGB-D depth.txt (`timestamp file` lines, # comments) instead of redkitchen, its 16-bit PNGs
 // divided by --depth-scale (5000 for TUM); the trajectory then carries the list's timestamps.
 #include <algorithm>

@@ -31,7 +31,7 @@ struct Setting {
   std::string name;
   int width, height, disparities, paths;
   bool full;         ///< true: library defaults (true right-view LR check, speckle); false: libSGM-like core
-  double libsgm_ms;  ///< libSGM 3.1 on an H200, device to device (issue 4); 0 = not given
+  double libsgm_ms;  ///< libSGM 3.1 on an H200, device to device, as the speed target gave it; 0 = not given
 };
 
 /// Random texture smoothed horizontally, and its copy shifted by a smooth disparity field.

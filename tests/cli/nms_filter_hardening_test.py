@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""nms-filter against hostile but fair inputs (issue 9): numeric flags, line endings and byte-order marks,
+"""nms-filter against hostile but fair inputs: numeric flags, line endings and byte-order marks,
 duplicate columns, and a VOC folder with one bad file.
 
 Run with S3D_NMS_FILTER set to the built executable (CTest does: tests/cli/nms_filter.cmake), as

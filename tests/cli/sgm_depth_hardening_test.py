@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""sgm-depth against hostile but fair inputs (issue 9): numeric flags, unpaired dataset files, bad
+"""sgm-depth against hostile but fair inputs: numeric flags, unpaired dataset files, bad
 calibration files, images that print decoder noise, pairs that can never fit in memory, and the records.
 
 Run with S3D_SGM_DEPTH set to the built executable (CTest does: tests/cli/sgm_depth.cmake), as

@@ -63,7 +63,7 @@ TEST(SgmAccuracy, Tsukuba) {
   const Scores s = evaluate(dir, 16.0, 32);
   std::printf("tsukuba nonocc: bad-2.0 %.2f%% (invalid wrong), %.2f%% (estimated), density %.1f%%\n",
               s.bad2_all_invalid_wrong, s.bad2_estimated, s.density);
-  // measured with the defaults of 2026-11-22 (uniqueness 0, occlusion fill; docs/ACCURACY.md)
+  // measured with the defaults (uniqueness 0, occlusion fill; docs/ACCURACY.md)
   EXPECT_GT(s.density, 99.0);                // measured 99.6
   EXPECT_LT(s.bad2_all_invalid_wrong, 3.1);  // measured 2.76
   EXPECT_LT(s.bad2_estimated, 2.7);          // measured 2.36
@@ -74,7 +74,7 @@ TEST(SgmAccuracy, Cones) {
   const Scores s = evaluate(dir, 4.0, 64);
   std::printf("cones nonocc: bad-2.0 %.2f%% (invalid wrong), %.2f%% (estimated), density %.1f%%\n",
               s.bad2_all_invalid_wrong, s.bad2_estimated, s.density);
-  EXPECT_GT(s.density, 98.9);                // measured 99.4 with the defaults of 2026-11-22
+  EXPECT_GT(s.density, 98.9);                // measured 99.4 with the defaults
   EXPECT_LT(s.bad2_all_invalid_wrong, 4.0);  // measured 3.67
   EXPECT_LT(s.bad2_estimated, 3.45);         // measured 3.12
 }
@@ -114,7 +114,7 @@ TEST(SgmAccuracy, KittiD1) {
   const double density = 100.0 * estimated / total;
   std::printf("kitti 000005_10: D1 %.2f%% (invalid wrong), %.2f%% (estimated), density %.1f%%\n", d1_all, d1_est,
               density);
-  EXPECT_LT(d1_all, 22.0);   // measured 20.57 with the defaults of 2026-11-22 (whole frame, left band included)
+  EXPECT_LT(d1_all, 22.0);   // measured 20.57 with the defaults (whole frame, left band included)
   EXPECT_LT(d1_est, 5.8);    // measured 5.42
   EXPECT_GT(density, 83.0);  // measured 84.0
 }

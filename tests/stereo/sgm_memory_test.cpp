@@ -112,7 +112,7 @@ TEST(SgmMemoryCpu, LargePairNeedsAboutThreeBytesPerCell) {
   const SgmMemory m = sgm_engine_memory(Device(), p, 8192, 8192);
   const double cells = 8192.0 * 8192.0 * 256;
   EXPECT_GT(static_cast<double>(m.host), 3.0 * cells);
-  EXPECT_LT(static_cast<double>(m.host), 3.2 * cells);  // the "8192^2 at -D 256 needs about 32 GB" (x1.6 here)
+  EXPECT_LT(static_cast<double>(m.host), 3.2 * cells);  // "8192^2 at -D 256 needs about 32 GB" (x1.6 here)
   EXPECT_EQ(m.device, 0u);
 }
 
