@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # There (the GPU machine): runs a packed `gpu` build (scripts/pack-gpu.sh): ctest -L gpu, then
-# compute-sanitizer memcheck and racecheck over the GPU test executables, then the benchmarks.
+# compute-sanitizer memcheck and racecheck over the GPU test executables, then the benchmarks (bench_sgm with
+# libSGM built from the packed peer sources and timed in the same run).
 # Logs and JSON go to $OUT (or ./gpu-check-out); a short table is printed last.
 # Narrowing: S3D_SANITIZE_ONLY=REGEX (test executables run under the sanitizers), S3D_SKIP_NMS_BENCH=1.
 set -uo pipefail
@@ -68,6 +69,19 @@ fi
 if [ -x "$bench/bench_sgm" ]; then
   "$bench/bench_sgm" "$out/bench_sgm.json" 2>&1 | tee "$out/bench_sgm.log"
   result[bench_sgm]=$([ "${PIPESTATUS[0]}" -eq 0 ] && echo ran || echo FAIL)
+  # Its peer in the same run: libSGM 3.1 on bench_sgm's sizes (subpixel on, LR check off and on).
+  if [ -d "$pack/peers/libSGM" ] && [ -f "$out/bench_sgm.json" ]; then
+    if bash "$pack/peers/build.sh" -o "$pack/peers/build" libsgm >"$out/libsgm_build.log" 2>&1 &&
+      bash "$pack/peers/bench_sgm.sh" --lr both 1024x440:128:4:sub 1024x440:128:8:sub 1242x375:128:8:sub \
+        1242x375:256:8:sub 1920x1080:128:8:sub 1920x1080:256:8:sub >"$out/libsgm.jsonl" 2>"$out/libsgm.log"; then
+      python3 "$pack/sgm_libsgm.py" --s3d "$out/bench_sgm.json" \
+        --libsgm "$out/libsgm.jsonl" --out "$out/sgm_libsgm.json" 2>&1 | tee "$out/sgm_libsgm.log"
+      result[sgm_vs_libsgm]=$([ "${PIPESTATUS[0]}" -eq 0 ] && echo ran || echo FAIL)
+    else
+      result[sgm_vs_libsgm]=FAIL
+      tail -5 "$out/libsgm_build.log" "$out/libsgm.log"
+    fi
+  fi
 fi
 if [ -x "$bench/bench_sgm_pipeline" ]; then
   "$bench/bench_sgm_pipeline" "$out/bench_sgm_pipeline.json" 2>&1 | tee "$out/bench_sgm_pipeline.log"

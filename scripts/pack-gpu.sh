@@ -25,15 +25,23 @@ gpu_tests=$(cd "$build" && ctest -L gpu -N | awk '/Test +#/{print $3}' | sort -u
     mkdir -p "$out/$(dirname "$f")" && cp "$build/$f" "$out/$f"
   done
 cp tests/bench/*.py "$out/" 2>/dev/null || true
+# libSGM's sources and timing harness (../shared/peers), built there, so that bench_sgm has its peer in the same run.
+peers="${S3D_PEERS_DIR:-$root/../shared/peers}"
+if [ -d "$peers/libSGM" ]; then
+  mkdir -p "$out/peers" && cp -r "$peers"/{libSGM,libsgm_bench,build.sh,bench_sgm.sh} "$out/peers/"
+fi
 # The same kernel tests built with S3D_PORTABLE_KERNELS: every sm_80+/sm_90 fast path replaced by the fallback
 # that older GPUs (sm_75) run, so those paths run and are compared with the CPU oracle on this GPU too.
-cmake --preset gpu-portable >/dev/null
-cmake --build --preset gpu-portable
-mkdir -p "$out/portable"
-for t in test_stereo test_stereo_layouts test_nms test_points; do
-  f=$(find "$root/build/gpu-portable/tests" -type f -perm -u+x -name "$t" | head -1)
-  [ -n "$f" ] && cp "$f" "$out/portable/"
-done
+# S3D_SKIP_PORTABLE=1 leaves them out (a change that touches no kernel's code path).
+if [ -z "${S3D_SKIP_PORTABLE:-}" ]; then
+  cmake --preset gpu-portable >/dev/null
+  cmake --build --preset gpu-portable
+  mkdir -p "$out/portable"
+  for t in test_stereo test_stereo_layouts test_nms test_points; do
+    f=$(find "$root/build/gpu-portable/tests" -type f -perm -u+x -name "$t" | head -1)
+    [ -n "$f" ] && cp "$f" "$out/portable/"
+  done
+fi
 echo "$build" >"$out/BUILD_DIR"
 data="${S3D_DATA_DIR:-$root/../shared/data}"
 if [ -d "$data" ]; then
