@@ -104,6 +104,35 @@ class NmsFilterHardeningTest(ToolCase):
             doc = f.read()
         self.assertTrue("--format voc dir/*.txt" in doc, "NMS-FILTER.md does not say how to get one item per file")
 
+    # configuration ------------------------------------------------------------------------------------
+    def test_print_config_then_config_reproduces_the_run(self):
+        rows = []
+        for image in (1, 2):
+            for i in range(12):
+                x, y = (i % 4) * 6, (i // 4) * 6
+                rows.append('{"image_id":%d,"category_id":%d,"bbox":[%d,%d,10,10],"score":%.2f}'
+                            % (image, i % 2, x, y, 0.95 - 0.07 * i))
+        dets = self.write("d.jsonl", "\n".join(rows) + "\n")
+        args = ["--iou", "0.3", "--iou-ge", "--pixel-offset", "1", "--per-class", "--min-score", "0.2",
+                "--max-dets", "5", "--method", "soft-gaussian", "--sigma", "0.3", "--pre-top-k", "9",
+                "--box-format", "xywh"]
+        p = self.run_tool(dets, *args, "-o", self.path("direct.jsonl"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = self.run_tool(dets, *args, "-o", self.path("again.jsonl"), "--print-config")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertFalse(os.path.exists(self.path("again.jsonl")))  # printing the config runs nothing
+        for key in ("iou", "iou-ge", "pixel-offset", "per-class", "min-score", "max-dets", "method", "sigma",
+                    "pre-top-k", "box-format"):
+            self.assertIn(key, p.stdout)
+        self.write("run.toml", p.stdout)
+        p = self.run_tool("--config", self.path("run.toml"), dets)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(self.read("again.jsonl"), self.read("direct.jsonl"))
+        # and the settings did change the result: the defaults keep another set
+        p = self.run_tool(dets, "-o", self.path("defaults.jsonl"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotEqual(self.read("defaults.jsonl"), self.read("direct.jsonl"))
+
 
 if __name__ == "__main__":
     run_tests("S3D_NMS_FILTER", __doc__)
