@@ -250,6 +250,21 @@ TEST(HostileClouds, QuotedFileBytesAreEscapedAndShort) {
   EXPECT_NE(m.find("zzz...'"), std::string::npos) << m;
   EXPECT_LT(m.size(), dir.file("junk.ply").size() + 120) << m;
   for (const char c : m) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << m;
+  // names the header gives (elements, properties, fields) are file bytes too
+  const std::string name = "n\x1b[2J\x07";
+  const std::string twice = refusal_of(dir, {"twice.ply",
+                                             "ply\nformat ascii 1.0\nelement vertex 1\nproperty float " + name +
+                                                 "\nproperty float " + name + "\nend_header\n0 0\n",
+                                             CloudFormat::kPly, ""});
+  EXPECT_NE(twice.find("two properties named 'n\\x1b[2J\\x07'"), std::string::npos) << twice;
+  const std::string field = refusal_of(dir, {"field.pcd",
+                                             "VERSION 0.7\nFIELDS x " + name +
+                                                 "\nSIZE 4 3\nTYPE F F\nCOUNT 1 1\nWIDTH 1\nHEIGHT 1\n"
+                                                 "POINTS 1\nDATA ascii\n0 0\n",
+                                             CloudFormat::kPcd, ""});
+  EXPECT_NE(field.find("'n\\x1b[2J\\x07'"), std::string::npos) << field;
+  for (const std::string& text : {twice, field})
+    for (const char c : text) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << text;
 }
 
 // A shared limit on the columns of a cloud file: a hostile header naming more is refused before any work,

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "cloud_codec.hpp"
+#include "quoted.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -341,7 +342,8 @@ ColumnsToWrite columns_for_writing(const PointCloud& cloud, const std::string& p
 
 void require_no_lists(const PointCloud& cloud, const std::string& path, const char* format) {
   for (const auto& a : cloud.attributes)
-    if (a.is_list) throw InvalidArgument(path + ": " + format + " cannot hold list attribute '" + a.name + "'");
+    if (a.is_list)
+      throw InvalidArgument(path + ": " + format + " cannot hold list attribute " + detail::quoted(a.name));
 }
 
 }  // namespace s3d::io::detail

@@ -10,6 +10,7 @@
 #include "byte_order.hpp"
 #include "cloud_codec.hpp"
 #include "lzf.hpp"
+#include "quoted.hpp"
 #include "s3d/core/errors.hpp"
 
 namespace s3d::io {
@@ -61,7 +62,7 @@ std::uint64_t parse_count(const std::string& text, const std::string& key, const
   std::uint64_t v = 0;
   const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
   if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size())
-    throw IoError(path + ": bad PCD " + key + " '" + text + "'");
+    throw IoError(path + ": bad PCD " + key + " " + detail::quoted(text));
   return v;
 }
 
@@ -131,7 +132,7 @@ PcdHeader parse_header(const std::string& bytes, const std::string& path) {
   }
   h.data_offset = std::min(pos, bytes.size());  // a file may end right after `DATA ...`
   if (h.data != "ascii" && h.data != "binary" && h.data != "binary_compressed")
-    throw IoError(path + ": unknown PCD DATA '" + h.data + "'");
+    throw IoError(path + ": unknown PCD DATA " + detail::quoted(h.data));
   if (names.empty()) throw IoError(path + ": PCD header without FIELDS");
   if (counts.empty()) counts.assign(names.size(), "1");
   if (sizes.size() != names.size() || types.size() != names.size() || counts.size() != names.size())
@@ -142,8 +143,10 @@ PcdHeader parse_header(const std::string& bytes, const std::string& path) {
     const std::uint64_t size = parse_count(sizes[k], "SIZE", path);
     const std::uint64_t count = parse_count(counts[k], "COUNT", path);
     if (types[k].size() != 1 || size > 8 || !type_of(types[k][0], static_cast<int>(size), &f.type))
-      throw DataError(path + ": unsupported PCD field '" + f.name + "' (TYPE " + types[k] + ", SIZE " + sizes[k] + ")");
-    if (count < 1 || count > 1u << 20) throw IoError(path + ": bad PCD COUNT " + counts[k] + " for '" + f.name + "'");
+      throw DataError(path + ": unsupported PCD field " + detail::quoted(f.name) + " (TYPE " + types[k] + ", SIZE " +
+                      sizes[k] + ")");
+    if (count < 1 || count > 1u << 20)
+      throw IoError(path + ": bad PCD COUNT " + counts[k] + " for " + detail::quoted(f.name));
     f.count = static_cast<int>(count);
     h.fields.push_back(f);
   }
@@ -209,7 +212,7 @@ PointCloud read_pcd(const std::string& path) {
         for (int k = 0; k < c.components; ++k) {
           if (!text.next_value(&tok)) throw at_line(i, "has fewer values than the " + expected);
           if (!detail::parse_scalar(tok, c.type, c.bytes.data() + (i * c.components + k) * s))
-            throw at_line(i, "has a bad value " + detail::quoted(tok) + " for field '" + c.name + "'");
+            throw at_line(i, "has a bad value " + detail::quoted(tok) + " for field " + detail::quoted(c.name));
         }
       }
       if (!text.line_done()) throw at_line(i, "has more values than the " + expected);
@@ -336,7 +339,7 @@ PcdData parse_pcd_data(const std::string& text) {
   if (text == "ascii") return PcdData::kAscii;
   if (text == "binary") return PcdData::kBinary;
   if (text == "binary_compressed") return PcdData::kBinaryCompressed;
-  throw InvalidArgument("unknown PCD DATA '" + text + "' (expected ascii, binary, binary_compressed)");
+  throw InvalidArgument("unknown PCD DATA " + detail::quoted(text) + " (expected ascii, binary, binary_compressed)");
 }
 
 const char* to_string(PcdData data) {

@@ -10,6 +10,7 @@
 
 #include "byte_order.hpp"
 #include "cloud_codec.hpp"
+#include "quoted.hpp"
 #include "s3d/core/errors.hpp"
 #include "s3d/io/ply.hpp"
 #include "xyz_rgb_records.hpp"
@@ -116,10 +117,10 @@ PlyHeader parse_header(std::string_view bytes, const std::string& path) {
       if (p.name.empty()) throw IoError(path + ": PLY property without a name");
       // Properties are kept by name: a second one of the same name could only overwrite or lose the first.
       if (!property_names.insert(p.name).second)
-        throw IoError(path + ": PLY element '" + h.elements.back().name + "' has two properties named '" + p.name +
-                      "'");
+        throw IoError(path + ": PLY element " + detail::quoted(h.elements.back().name) + " has two properties named " +
+                      detail::quoted(p.name));
       if (h.elements.back().properties.size() == detail::kMaxCloudColumns)
-        throw IoError(path + ": PLY element '" + h.elements.back().name + "' has more than " +
+        throw IoError(path + ": PLY element " + detail::quoted(h.elements.back().name) + " has more than " +
                       std::to_string(detail::kMaxCloudColumns) + " properties");
       h.elements.back().properties.push_back(std::move(p));
     } else {
@@ -181,13 +182,14 @@ void check_count(const PlyElementHeader& e, bool ascii, std::size_t remaining, c
   // Items without properties take no bytes, so nothing bounds their count (2^64 of them, written back,
   // never end): refused.
   if (e.properties.empty() && e.count > 0)
-    throw IoError(path + ": PLY element '" + e.name + "' has " + std::to_string(e.count) + " items but no properties");
+    throw IoError(path + ": PLY element " + detail::quoted(e.name) + " has " + std::to_string(e.count) +
+                  " items but no properties");
   const std::uint64_t per_item = min_item_size(e, ascii);
   // ascii: each value takes at least one character and one separator (the last one may lack it).
   const std::uint64_t available = ascii ? (remaining + 1) / 2 : remaining;
   if (per_item > 0 && e.count > available / per_item)
-    throw IoError(path + ": header says " + std::to_string(e.count) + " " + e.name + " items but only " +
-                  std::to_string(remaining) + " bytes of data follow (truncated?)");
+    throw IoError(path + ": header says " + std::to_string(e.count) + " " + detail::quoted(e.name) +
+                  " items but only " + std::to_string(remaining) + " bytes of data follow (truncated?)");
 }
 
 /// Copies the N-byte values at `in + i * stride` to `out + i * out_stride` (in bytes) for `count` records,
@@ -331,7 +333,8 @@ bool read_fixed_records(const PlyElementHeader& e, bool swap, const std::uint8_t
 bool read_binary_element(const PlyElementHeader& e, bool swap, std::string_view bytes, std::size_t* pos,
                          std::vector<AttributeColumn>* columns, const std::string& path, std::vector<float>* xyz) {
   auto truncated = [&](std::uint64_t item) {
-    return IoError(path + ": truncated PLY data in element '" + e.name + "' at item " + std::to_string(item));
+    return IoError(path + ": truncated PLY data in element " + detail::quoted(e.name) + " at item " +
+                   std::to_string(item));
   };
   const auto* data = reinterpret_cast<const std::uint8_t*>(bytes.data());
   if (!has_lists(e)) {
@@ -361,7 +364,7 @@ bool read_binary_element(const PlyElementHeader& e, bool swap, std::string_view 
       if (swap) detail::reverse_bytes(count_bytes, cn);
       *pos += cn;
       const double length = detail::scalar_to_double(p.count_type, count_bytes);
-      if (length < 0) throw IoError(path + ": negative list length in element '" + e.name + "'");
+      if (length < 0) throw IoError(path + ": negative list length in element " + detail::quoted(e.name));
       const std::size_t n = scalar_size(p.type);
       const auto items = static_cast<std::uint64_t>(length);
       if (items > (bytes.size() - *pos) / n) throw truncated(i);
@@ -386,7 +389,7 @@ void read_ascii_element(const PlyElementHeader& e, detail::TextLines* text, std:
   std::string_view tok;
   auto fail = [&](std::uint64_t item, const std::string& what) {
     return IoError(path + ": line " + std::to_string(text->line_number()) + ": item " + std::to_string(item) +
-                   " of PLY element '" + e.name + "' " + what);
+                   " of PLY element " + detail::quoted(e.name) + " " + what);
   };
   auto too_few = [&](std::uint64_t item) { return fail(item, "has fewer values than its " + values_expected(e)); };
   std::uint8_t value[8];
@@ -413,7 +416,7 @@ void read_ascii_element(const PlyElementHeader& e, detail::TextLines* text, std:
       for (std::uint64_t j = 0; j < items; ++j) {
         if (!text->next_value(&tok)) throw too_few(i);
         if (!detail::parse_scalar(tok, p.type, value))
-          throw fail(i, "has a bad value " + detail::quoted(tok) + " for property '" + p.name + "'");
+          throw fail(i, "has a bad value " + detail::quoted(tok) + " for property " + detail::quoted(p.name));
         c.bytes.insert(c.bytes.end(), value, value + n);
       }
       if (p.is_list) c.offsets.push_back(c.offsets.back() + items);
@@ -496,7 +499,7 @@ PlyFormat parse_ply_format(const std::string& text) {
   if (text == "ascii") return PlyFormat::kAscii;
   if (text == "binary" || text == "binary_little_endian") return PlyFormat::kBinaryLittleEndian;
   if (text == "binary_big_endian") return PlyFormat::kBinaryBigEndian;
-  throw InvalidArgument("unknown PLY format '" + text + "' (expected ascii, binary, binary_big_endian)");
+  throw InvalidArgument("unknown PLY format " + detail::quoted(text) + " (expected ascii, binary, binary_big_endian)");
 }
 
 }  // namespace s3d::io

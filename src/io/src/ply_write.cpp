@@ -5,6 +5,7 @@
 
 #include "byte_order.hpp"
 #include "cloud_codec.hpp"
+#include "quoted.hpp"
 #include "s3d/core/errors.hpp"
 #include "s3d/io/ply.hpp"
 
@@ -41,7 +42,7 @@ struct Encoder {
       holder.bytes.resize(scalar_size(c.count_type));
       holder.set_value(0, 0, static_cast<double>(length));
       if (static_cast<std::uint64_t>(holder.value(0)) != length)
-        throw InvalidArgument(path + ": list '" + c.name + "' has " + std::to_string(length) +
+        throw InvalidArgument(path + ": list " + detail::quoted(c.name) + " has " + std::to_string(length) +
                               " values, more than its length type " + scalar_name(c.count_type) + " holds");
       std::memcpy(count, holder.bytes.data(), holder.bytes.size());
       value(c.count_type, count, *first);
