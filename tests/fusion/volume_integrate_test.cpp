@@ -181,8 +181,8 @@ TEST_P(VolumeIntegrate, ColumnRangeSkipsOnlyRejectedVoxels) {
 }
 
 /// The CPU backend integrates 8 voxels at a time with AVX2 (integrate_lanes.hpp) and one at a time without: the
-/// same voxels bit for bit, frame after frame (running means, the weight cap), on a grid whose x side is no
-/// multiple of 8 and a 128^3 one, with real frames at full and half size.
+/// same voxels and colours bit for bit, frame after frame (running means, the weight caps), on a grid whose x
+/// side is no multiple of 8 and a 128^3 one, with real frames at full size (with their colour) and half size.
 TEST(VolumeIntegrateCpu, AvxLanesMatchTheScalarLoop) {
   S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299");
   {  // the AVX2 variant below is the lanes, not the scalar loop again
@@ -197,21 +197,25 @@ TEST(VolumeIntegrateCpu, AvxLanesMatchTheScalarLoop) {
     const detail::IntegrateArgs a =
         detail::make_integrate_args(detail::make_grid(tiny), depth.cview(), {2.0f, 2.0f, 1.5f, 1.5f},
                                     detail::Rigid{{1, 0, 0, 0, 1, 0, 0, 0, 1}, {0, 0, 0}});
-    ASSERT_EQ(detail::integrate_lanes_cpu(voxels.data(), a, depth.data.data(), depth.width), cpu_avx2_enabled());
+    ASSERT_EQ(detail::integrate_lanes_cpu(voxels.data(), nullptr, a, depth.data.data(), depth.width, nullptr),
+              cpu_avx2_enabled());
   }
   VolumeParams odd = redkitchen_volume(64, 0.04f);
   odd.resolution = {101, 77, 93};
   odd.size = {3.0f, 2.5f, 2.8f};
   odd.max_weight = 3;
+  odd.color = true;
   for (const VolumeParams& p : {odd, redkitchen_volume(128, 0.03f)}) {
     std::vector<std::int16_t> tsdf[2], weight[2];
+    std::vector<std::uint8_t> colors[2];
     for (int variant = 0; variant < 2; ++variant) {
       const s3d::test::ScopedCpuIsa scoped(variant == 0 ? "avx2" : "baseline");
       TestVolume volume(Device(Device::Kind::kCpu), p);
       for (int f = 0; f <= 60; f += 10) {
         const Image<float> depth = s3d::test::read_redkitchen_depth(f);
         if (f % 20 == 0) {
-          volume.integrate(depth, redkitchen_camera(), read_redkitchen_pose(f));
+          const Image<std::uint8_t> rgb = s3d::test::read_redkitchen_color(f);
+          volume.integrate(depth, redkitchen_camera(), read_redkitchen_pose(f), p.color ? rgb.data.data() : nullptr);
         } else {  // every other pixel of every other row, the intrinsics halved
           Image<float> half(depth.width / 2, depth.height / 2);
           for (int y = 0; y < half.height; ++y)
@@ -220,11 +224,15 @@ TEST(VolumeIntegrateCpu, AvxLanesMatchTheScalarLoop) {
         }
       }
       volume.download(tsdf[variant], weight[variant]);
+      colors[variant] = volume.colors();
     }
-    long long capped = 0, observed = 0;
+    long long capped = 0, observed = 0, colored = 0;
     for (std::int16_t w : weight[1]) capped += w == p.max_weight, observed += w != 0;
+    for (std::size_t v = 3; v < colors[1].size(); v += 4) colored += colors[1][v] != 0;
     EXPECT_GT(observed, 50000);
     if (p.max_weight == 3) EXPECT_GT(capped, 10000);
+    if (p.color) EXPECT_GT(colored, 2000);
+    ASSERT_TRUE(colors[0] == colors[1]) << "colours differ, " << p.resolution[0] << " voxels in x";
     ASSERT_EQ(tsdf[0].size(), tsdf[1].size());
     for (std::size_t v = 0; v < tsdf[0].size(); ++v) {
       ASSERT_EQ(weight[0][v], weight[1][v]) << "voxel " << v << ", " << p.resolution[0] << " voxels in x";

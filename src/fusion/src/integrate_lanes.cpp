@@ -16,9 +16,25 @@ using lanes::kLanes;
 using lanes::set;
 using lanes::tsdf_of_words;
 
-/// Columns (i0 .. i0 + 7, j): tsdf_sample + tsdf_fuse in the lanes whose column_range holds k, for every k of
-/// the union of those ranges.
-void integrate_group(Voxel* vol, const IntegrateArgs& a, const float* depth, int pitch, int i0, int j) {
+/// color_fuse in the lanes of `lanes` (a movemask), from the lanes' rounded pixel coordinates: integer work on
+/// the few voxels near the surface, done one lane at a time as the scalar loop does it.
+void fuse_color_lanes(ColorVoxel* colors, long long first_voxel, const std::uint8_t* rgb, int width, int max_weight,
+                      int lanes, __m256 ur, __m256 vr) {
+  alignas(32) int u[kLanes], v[kLanes];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(u), _mm256_cvttps_epi32(ur));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(v), _mm256_cvttps_epi32(vr));
+  for (; lanes != 0; lanes &= lanes - 1) {
+    const int l = __builtin_ctz(static_cast<unsigned>(lanes));
+    const long long pixel = static_cast<long long>(v[l]) * width + u[l];
+    ColorVoxel& c = colors[first_voxel + l];
+    c = color_fuse(c, rgb + 3 * pixel, max_weight);
+  }
+}
+
+/// Columns (i0 .. i0 + 7, j): tsdf_sample + tsdf_fuse (+ color_fuse where `colors` is set and takes_color) in
+/// the lanes whose column_range holds k, for every k of the union of those ranges.
+void integrate_group(Voxel* vol, ColorVoxel* colors, const IntegrateArgs& a, const float* depth, int pitch,
+                     const std::uint8_t* rgb, int i0, int j) {
   const VolumeGrid& g = a.grid;
   alignas(32) int first[kLanes], last[kLanes];
   int k_begin = g.nz, k_end = -1;
@@ -87,7 +103,8 @@ void integrate_group(Voxel* vol, const IntegrateArgs& a, const float* depth, int
     const __m256 ratio = _mm256_div_ps(sdf, truncation);
     const __m256 tsdf = _mm256_blendv_ps(one, ratio, _mm256_cmp_ps(ratio, one, _CMP_LT_OQ));
     // tsdf_fuse on the 8 stored words {int16 tsdf, int16 weight}
-    int* words = reinterpret_cast<int*>(vol + i0 + g.nx * static_cast<long long>(j) + plane * k);
+    const long long first_voxel = i0 + g.nx * static_cast<long long>(j) + plane * k;
+    int* words = reinterpret_cast<int*>(vol + first_voxel);
     const __m256i mask = _mm256_castps_si256(ok);
     const __m256i word = _mm256_maskload_epi32(words, mask);
     const __m256i w = _mm256_srai_epi32(word, 16);
@@ -103,24 +120,31 @@ void integrate_group(Voxel* vol, const IntegrateArgs& a, const float* depth, int
     const __m256i out = _mm256_or_si256(_mm256_slli_epi32(weight, 16),
                                         _mm256_and_si256(_mm256_cvttps_epi32(s), _mm256_set1_epi32(0xffff)));
     _mm256_maskstore_epi32(words, mask, out);
+    if (colors != nullptr) {
+      const int takes = _mm256_movemask_ps(_mm256_and_ps(ok, _mm256_cmp_ps(tsdf, one, _CMP_LT_OQ)));
+      if (takes != 0) fuse_color_lanes(colors, first_voxel, rgb, a.width, g.max_weight, takes, ur, vr);
+    }
   }
 }
 
 }  // namespace
 S3D_AVX2_REGION_END
 
-bool integrate_lanes_cpu(Voxel* vol, const IntegrateArgs& a, const float* depth, long long pitch) {
+bool integrate_lanes_cpu(Voxel* vol, ColorVoxel* colors, const IntegrateArgs& a, const float* depth, long long pitch,
+                         const std::uint8_t* rgb) {
   const VolumeGrid& g = a.grid;
   if (!cpu_avx2_enabled() || g.count() > 0x7fffffffLL || pitch * a.height > 0x7fffffffLL) return false;
   const int groups = (g.nx + kLanes - 1) / kLanes;
 #pragma omp parallel for collapse(2) schedule(dynamic, 8)
   for (int j = 0; j < g.ny; ++j)
     for (int group = 0; group < groups; ++group)
-      integrate_group(vol, a, depth, static_cast<int>(pitch), group * kLanes, j);
+      integrate_group(vol, colors, a, depth, static_cast<int>(pitch), rgb, group * kLanes, j);
   return true;
 }
 #else
-bool integrate_lanes_cpu(Voxel*, const IntegrateArgs&, const float*, long long) { return false; }
+bool integrate_lanes_cpu(Voxel*, ColorVoxel*, const IntegrateArgs&, const float*, long long, const std::uint8_t*) {
+  return false;
+}
 #endif
 
 }  // namespace s3d::fusion::detail

@@ -5,9 +5,11 @@
 namespace s3d::fusion::detail {
 
 /// tsdf_sample and tsdf_fuse for every voxel of the grid whose column_range holds it, 8 neighbouring columns (x)
-/// at a time: the same operations in the same order as the scalar loop, so the same bits. Depth only (no
-/// colour, no brick marks). False (and nothing written) where the CPU lacks AVX2, S3D_CPU_ISA forbids it, or the
-/// grid or the depth image has 2^31 elements or more.
-bool integrate_lanes_cpu(Voxel* vol, const IntegrateArgs& a, const float* depth, long long pitch);
+/// at a time, and color_fuse from `rgb` (a dense 3-byte image of the depth's size) where `colors` is set: the
+/// same operations in the same order as the scalar loop, so the same bits. No brick marks. False (and nothing
+/// written) where the CPU lacks AVX2, S3D_CPU_ISA forbids it, or the grid or the depth image has 2^31 elements
+/// or more.
+bool integrate_lanes_cpu(Voxel* vol, ColorVoxel* colors, const IntegrateArgs& a, const float* depth, long long pitch,
+                         const std::uint8_t* rgb);
 
 }  // namespace s3d::fusion::detail

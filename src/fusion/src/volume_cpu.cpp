@@ -62,8 +62,8 @@ class CpuVolume final : public VolumeBackend {
     ColorVoxel* colors = colors_.empty() || rgb == nullptr ? nullptr : colors_.data();
     const float* depth = depth_m.data;
     const long long pitch = depth_m.pitch;
-    // AVX2, 8 voxels at a time, where it need not colour or mark (marks: only after a skipping ray cast).
-    if (colors == nullptr && !marking && integrate_lanes_cpu(vol, a, depth, pitch)) return;
+    // AVX2, 8 voxels at a time, where it need not mark bricks (marks: only after a skipping ray cast).
+    if (!marking && integrate_lanes_cpu(vol, colors, a, depth, pitch, rgb)) return;
     const VolumeGrid g = grid_;
 #pragma omp parallel for collapse(2) schedule(dynamic, 64)
     for (int j = 0; j < g.ny; ++j)
