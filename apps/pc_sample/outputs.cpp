@@ -5,35 +5,10 @@
 
 #include "../common/tool_files.hpp"
 #include "s3d/core/errors.hpp"
+#include "s3d/io/npy.hpp"
 #include "s3d/io/point_cloud_io.hpp"
 
 namespace s3d::pc_sample {
-
-std::string npy_bytes(const void* data, const char* dtype, const std::vector<std::int64_t>& shape) {
-  std::ostringstream dict;
-  dict << "{'descr': '" << dtype << "', 'fortran_order': False, 'shape': (";
-  std::int64_t count = 1;
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    dict << shape[i] << (shape.size() == 1 || i + 1 < shape.size() ? "," : "");
-    if (i + 1 < shape.size()) dict << " ";
-    count *= shape[i];
-  }
-  dict << "), }";
-  std::string header = dict.str();
-  // NumPy pads the header with spaces and a newline so that the data starts on a 64-byte boundary.
-  const std::size_t unpadded = 10 + header.size() + 1;
-  header += std::string((64 - unpadded % 64) % 64, ' ') + "\n";
-  std::string out = "\x93NUMPY";
-  out += '\x01';
-  out += '\x00';
-  out += static_cast<char>(header.size() & 0xff);
-  out += static_cast<char>(header.size() >> 8);
-  out += header;
-  // "<i4", "<f4", "<i8": the item size is the dtype's digit; s3d builds for little-endian hosts (as '<' says).
-  const std::size_t item = static_cast<std::size_t>(dtype[2] - '0');
-  if (count > 0) out.append(static_cast<const char*>(data), static_cast<std::size_t>(count) * item);
-  return out;
-}
 
 void write_bytes(cli::ItemContext& ctx, const std::string& path, const std::string& content) {
   apps::write_file_atomically(ctx, path, content);
@@ -42,7 +17,7 @@ void write_bytes(cli::ItemContext& ctx, const std::string& path, const std::stri
 void write_indices(cli::ItemContext& ctx, const std::string& path, const std::string& format,
                    const std::vector<std::int32_t>& indices) {
   if (format == "npy") {
-    write_bytes(ctx, path, npy_bytes(indices.data(), "<i4", {static_cast<std::int64_t>(indices.size())}));
+    write_bytes(ctx, path, io::npy_bytes(indices.data(), "<i4", {static_cast<std::int64_t>(indices.size())}));
     return;
   }
   std::string text;

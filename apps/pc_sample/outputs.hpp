@@ -11,9 +11,6 @@
 
 namespace s3d::pc_sample {
 
-/// A .npy file's bytes: `count` values of `dtype` ("<i4", "<f4" or "<i8") at `data`, shape `shape`.
-std::string npy_bytes(const void* data, const char* dtype, const std::vector<std::int64_t>& shape);
-
 /// Writes `content` to `path` atomically.
 void write_bytes(cli::ItemContext& ctx, const std::string& path, const std::string& content);
 

@@ -7,6 +7,7 @@
 #include "job.hpp"
 #include "outputs.hpp"
 #include "s3d/core/errors.hpp"
+#include "s3d/io/npy.hpp"
 
 namespace s3d::pc_sample {
 namespace {
@@ -159,9 +160,9 @@ nlohmann::json write_result(cli::ItemContext& ctx, const cli::CommonSettings& se
       const std::vector<std::int64_t> shape{nb.queries, nb.k};
       // Every array is encoded before the first is written, so only a failing disk can split an item's files.
       std::vector<std::string> blobs;
-      if (p.arrays.indices) blobs.push_back(npy_bytes(nb.indices.data(), "<i4", shape));
-      if (p.arrays.distances) blobs.push_back(npy_bytes(nb.distances.data(), "<f4", shape));
-      if (p.arrays.counts) blobs.push_back(npy_bytes(nb.counts.data(), "<i4", {nb.queries}));
+      if (p.arrays.indices) blobs.push_back(io::npy_bytes(nb.indices.data(), "<i4", shape));
+      if (p.arrays.distances) blobs.push_back(io::npy_bytes(nb.distances.data(), "<f4", shape));
+      if (p.arrays.counts) blobs.push_back(io::npy_bytes(nb.counts.data(), "<i4", {nb.queries}));
       for (std::size_t i = 0; i < blobs.size(); ++i) write_bytes(ctx, job.outputs[i], blobs[i]);
       break;
     }
@@ -211,9 +212,9 @@ nlohmann::json write_result(cli::ItemContext& ctx, const cli::CommonSettings& se
       rec["features"] = names;
       const std::vector<std::int64_t> coords_shape{v.count, 4},
           feature_shape{v.count, static_cast<std::int64_t>(width)};
-      const std::string coords = npy_bytes(v.coords.data(), "<i4", coords_shape);
-      const std::string feats = npy_bytes(features.data(), "<f4", feature_shape);
-      const std::string map = npy_bytes(point_voxel.data(), "<i4", {static_cast<std::int64_t>(point_voxel.size())});
+      const std::string coords = io::npy_bytes(v.coords.data(), "<i4", coords_shape);
+      const std::string feats = io::npy_bytes(features.data(), "<f4", feature_shape);
+      const std::string map = io::npy_bytes(point_voxel.data(), "<i4", {static_cast<std::int64_t>(point_voxel.size())});
       write_bytes(ctx, job.outputs[0], coords);
       write_bytes(ctx, job.outputs[1], feats);
       write_bytes(ctx, job.outputs[2], map);
@@ -226,8 +227,8 @@ nlohmann::json write_result(cli::ItemContext& ctx, const cli::CommonSettings& se
       if (p.emit_weights) {
         to_file_rows(r.weights.indices, sparse);
         const std::vector<std::int64_t> shape{r.weights.queries, 3};
-        const std::string idx = npy_bytes(r.weights.indices.data(), "<i4", shape);
-        const std::string w = npy_bytes(r.weights.weights.data(), "<f4", shape);
+        const std::string idx = io::npy_bytes(r.weights.indices.data(), "<i4", shape);
+        const std::string w = io::npy_bytes(r.weights.weights.data(), "<f4", shape);
         write_bytes(ctx, job.outputs[0], idx);
         write_bytes(ctx, job.outputs[1], w);
         break;

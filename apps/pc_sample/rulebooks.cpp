@@ -12,35 +12,10 @@
 #include "outputs.hpp"
 #include "s3d/core/errors.hpp"
 #include "s3d/io/npy.hpp"
+#include "s3d/io/zip.hpp"
 
 namespace s3d::pc_sample {
 namespace {
-
-std::uint32_t crc32(const std::string& data) {
-  static const std::array<std::uint32_t, 256> table = [] {
-    std::array<std::uint32_t, 256> t{};
-    for (std::uint32_t i = 0; i < 256; ++i) {
-      std::uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  std::uint32_t c = 0xFFFFFFFFu;
-  for (unsigned char b : data) c = table[(c ^ b) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
-}
-
-void put16(std::string& out, std::uint32_t v) {
-  out += static_cast<char>(v & 0xFF);
-  out += static_cast<char>((v >> 8) & 0xFF);
-}
-void put32(std::string& out, std::uint32_t v) {
-  put16(out, v & 0xFFFF);
-  put16(out, v >> 16);
-}
-
-constexpr std::uint64_t kZipLimit = 0xFFFFFFFFull;
 
 std::string kind_of(const RulebookLayer& layer) {
   if (layer.inverse || !layer.inverse_of.empty()) return "inverse";
@@ -121,58 +96,11 @@ std::vector<LayerResult> run_layers(points::RulebookEngine& engine, const Plan& 
   return out;
 }
 
-std::string zip_bytes(const std::vector<std::pair<std::string, std::string>>& files) {
-  std::string body, directory;
-  for (const auto& [name, data] : files) {
-    if (data.size() > kZipLimit || body.size() > kZipLimit)
-      throw DataError(name + ": the .npz would exceed 4 GiB (write -o NAME.npy, or fewer layers)");
-    const std::uint32_t crc = crc32(data), size = static_cast<std::uint32_t>(data.size());
-    const std::uint32_t offset = static_cast<std::uint32_t>(body.size());
-    auto common = [&](std::string& out) {
-      put16(out, 20);    // version needed: 2.0
-      put16(out, 0);     // flags
-      put16(out, 0);     // stored
-      put16(out, 0);     // time 00:00
-      put16(out, 0x21);  // date 1980-01-01
-      put32(out, crc);
-      put32(out, size);  // compressed
-      put32(out, size);  // uncompressed
-      put16(out, static_cast<std::uint32_t>(name.size()));
-      put16(out, 0);  // extra
-    };
-    put32(body, 0x04034b50);
-    common(body);
-    body += name;
-    body += data;
-    put32(directory, 0x02014b50);
-    put16(directory, 20);  // made by
-    common(directory);
-    put16(directory, 0);  // comment
-    put16(directory, 0);  // disk
-    put16(directory, 0);  // internal attributes
-    put32(directory, 0);  // external attributes
-    put32(directory, offset);
-    directory += name;
-  }
-  if (body.size() + directory.size() > kZipLimit)
-    throw DataError("the .npz would exceed 4 GiB (write -o NAME.npy, or fewer layers)");
-  std::string end;
-  put32(end, 0x06054b50);
-  put16(end, 0);
-  put16(end, 0);
-  put16(end, static_cast<std::uint32_t>(files.size()));
-  put16(end, static_cast<std::uint32_t>(files.size()));
-  put32(end, static_cast<std::uint32_t>(directory.size()));
-  put32(end, static_cast<std::uint32_t>(body.size()));
-  put16(end, 0);
-  return body + directory + end;
-}
-
 std::string rulebook_file(const std::vector<LayerResult>& layers, bool chained, bool npy) {
   auto pairs_npy = [](const LayerResult& l) {
     const points::Rulebook& rb = l.rb;
     const std::vector<std::int32_t> pairs = rb.spconv_pairs(rb.inputs);
-    return npy_bytes(pairs.data(), "<i4", {2, rb.kernel_volume, rb.inputs});
+    return io::npy_bytes(pairs.data(), "<i4", {2, rb.kernel_volume, rb.inputs});
   };
   if (npy) return pairs_npy(layers.front());
   std::vector<std::pair<std::string, std::string>> files;
@@ -181,14 +109,14 @@ std::string rulebook_file(const std::vector<LayerResult>& layers, bool chained, 
     const std::string prefix = chained ? l.name + "/" : "";
     const std::int64_t p = rb.pairs();
     files.emplace_back(prefix + "pairs.npy", pairs_npy(l));
-    files.emplace_back(prefix + "counts.npy", npy_bytes(rb.counts.data(), "<i4", {rb.kernel_volume}));
-    files.emplace_back(prefix + "offsets.npy", npy_bytes(rb.offsets.data(), "<i8", {rb.kernel_volume + 1}));
-    files.emplace_back(prefix + "in_index.npy", npy_bytes(rb.in_index.data(), "<i4", {p}));
-    files.emplace_back(prefix + "out_index.npy", npy_bytes(rb.out_index.data(), "<i4", {p}));
-    files.emplace_back(prefix + "out_coords.npy", npy_bytes(rb.out.coords.data(), "<i4", {rb.out.count(), 4}));
-    files.emplace_back(prefix + "out_shape.npy", npy_bytes(rb.out.shape.data(), "<i4", {3}));
+    files.emplace_back(prefix + "counts.npy", io::npy_bytes(rb.counts.data(), "<i4", {rb.kernel_volume}));
+    files.emplace_back(prefix + "offsets.npy", io::npy_bytes(rb.offsets.data(), "<i8", {rb.kernel_volume + 1}));
+    files.emplace_back(prefix + "in_index.npy", io::npy_bytes(rb.in_index.data(), "<i4", {p}));
+    files.emplace_back(prefix + "out_index.npy", io::npy_bytes(rb.out_index.data(), "<i4", {p}));
+    files.emplace_back(prefix + "out_coords.npy", io::npy_bytes(rb.out.coords.data(), "<i4", {rb.out.count(), 4}));
+    files.emplace_back(prefix + "out_shape.npy", io::npy_bytes(rb.out.shape.data(), "<i4", {3}));
   }
-  return zip_bytes(files);
+  return io::zip_stored(files);
 }
 
 nlohmann::json rulebook_record(const std::vector<LayerResult>& layers) {

@@ -32,10 +32,6 @@ struct LayerResult {
 std::vector<LayerResult> run_layers(points::RulebookEngine& engine, const Plan& plan, const points::SparseCoords& in,
                                     const std::string& name);
 
-/// A stored (uncompressed) zip of `files` (name, bytes), as numpy.savez writes without compression.
-/// @throws DataError when a member or the archive exceeds 4 GiB (no zip64).
-std::string zip_bytes(const std::vector<std::pair<std::string, std::string>>& files);
-
 /// The output file: `npy` the first layer's pairs [2, K, N_max] only, else the .npz of every layer's arrays
 /// (`chained`: prefixed `NAME/`).
 std::string rulebook_file(const std::vector<LayerResult>& layers, bool chained, bool npy);

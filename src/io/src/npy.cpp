@@ -195,6 +195,32 @@ PointCloud read_npy(const std::string& path) {
   return cloud;
 }
 
+std::string npy_header(const char* dtype, const std::vector<std::int64_t>& shape) {
+  std::string dict = std::string("{'descr': '") + dtype + "', 'fortran_order': False, 'shape': (";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    dict += std::to_string(shape[i]);
+    if (shape.size() == 1 || i + 1 < shape.size()) dict += ",";
+    if (i + 1 < shape.size()) dict += " ";
+  }
+  dict += "), }";
+  // numpy aligns the data to 64 bytes: magic (6) + version (2) + length (2) + dict, padded, newline.
+  while ((10 + dict.size() + 1) % 64 != 0) dict.push_back(' ');
+  dict.push_back('\n');
+  std::string out("\x93NUMPY\x01\x00", 8);
+  out.push_back(static_cast<char>(dict.size() & 0xff));
+  out.push_back(static_cast<char>(dict.size() >> 8));
+  return out + dict;
+}
+
+std::string npy_bytes(const void* data, const char* dtype, const std::vector<std::int64_t>& shape) {
+  std::string out = npy_header(dtype, shape);
+  std::int64_t count = 1;
+  for (std::int64_t d : shape) count *= d;
+  const std::size_t item = static_cast<std::size_t>(dtype[2] - '0');  // "<i4" -> 4
+  if (count > 0) out.append(static_cast<const char*>(data), static_cast<std::size_t>(count) * item);
+  return out;
+}
+
 void write_npy(const std::string& path, const PointCloud& cloud) {
   cloud.validate();
   detail::require_no_lists(cloud, path, ".npy");
@@ -215,15 +241,7 @@ void write_npy(const std::string& path, const PointCloud& cloud) {
     wide = wide || c->type == ScalarType::kFloat64 || c->type == ScalarType::kInt32 || c->type == ScalarType::kUint32;
   }
   const std::size_t n = cloud.size(), item = wide ? 8 : 4;
-  std::string dict = std::string("{'descr': '") + (wide ? "<f8" : "<f4") + "', 'fortran_order': False, 'shape': (" +
-                     std::to_string(n) + ", " + std::to_string(k) + "), }";
-  // numpy aligns the data to 64 bytes: magic (6) + version (2) + length (2) + dict, padded, newline.
-  while ((10 + dict.size() + 1) % 64 != 0) dict.push_back(' ');
-  dict.push_back('\n');
-  std::string out("\x93NUMPY\x01\x00", 8);
-  out.push_back(static_cast<char>(dict.size() & 0xff));
-  out.push_back(static_cast<char>(dict.size() >> 8));
-  out += dict;
+  std::string out = npy_header(wide ? "<f8" : "<f4", {static_cast<std::int64_t>(n), static_cast<std::int64_t>(k)});
   const std::size_t at = out.size();
   out.resize(at + item * n * k);
   auto* p = reinterpret_cast<std::uint8_t*>(out.data() + at);

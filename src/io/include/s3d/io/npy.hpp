@@ -30,6 +30,13 @@ struct NpyInt32Array {
 /// header, truncated data), DataError (another dtype, a Fortran array of more than 2 dimensions).
 NpyInt32Array read_npy_int32(const std::string& path);
 
+/// The header of a version-1.0, C-order `.npy` of `shape` elements of `dtype` (`<i4`, `<f4`, `<i8`, `<f8`):
+/// magic, version, length, the dict padded so that the data starts on a 64-byte boundary (numpy's layout).
+std::string npy_header(const char* dtype, const std::vector<std::int64_t>& shape);
+
+/// npy_header followed by the elements at `data` (host byte order: s3d builds for little-endian hosts).
+std::string npy_bytes(const void* data, const char* dtype, const std::vector<std::int64_t>& shape);
+
 /// Writes `cloud` to exactly `path` as float32 (N, 3 + columns): positions, then every fixed attribute's
 /// components in the cloud's order. Elements are not written. @throws IoError, InvalidArgument (lists).
 void write_npy(const std::string& path, const PointCloud& cloud);
