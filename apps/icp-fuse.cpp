@@ -132,7 +132,8 @@ int main(int argc, char** argv) {
       ->group(out_group);
   app.add_option("--eval", f.eval,
                  "score the trajectory against a TUM ground truth: ATE RMSE (SE(3) Horn) and RPE per frame and per "
-                 "second, printed and in the record; `auto`: the sequence's groundtruth.txt or its "
+                 "second, then evo's APE and RPE blocks (per frame, per metre), printed and in the record; `auto`: the "
+                 "sequence's groundtruth.txt or its "
                  "frame-*.pose.txt")
       ->type_name("FILE|auto")
       ->group(out_group);
@@ -140,6 +141,35 @@ int main(int argc, char** argv) {
                  "with --eval: ATE also over these frame ranges of each sequence, each aligned on its own "
                  "(e.g. 0:122,122:300)")
       ->type_name("A:B,...")
+      ->group(out_group);
+  app.add_option("--eval-align", f.eval_align,
+                 "with --eval: the evo blocks' alignment of the estimate onto the ground truth: se3 (evo -a), sim3 "
+                 "(evo -as, for monocular scale) or none")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "se3", "sim3"}))
+      ->type_name("none|se3|sim3")
+      ->group(out_group);
+  app.add_option("--eval-relation", f.eval_relation,
+                 "with --eval: the evo blocks' pose relation (evo -r): trans_part (m), rot_part, angle_deg, "
+                 "angle_rad or full")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"trans_part", "rot_part", "angle_deg", "angle_rad", "full"}))
+      ->type_name("RELATION")
+      ->group(out_group);
+  app.add_option("--eval-max-diff", f.eval_max_diff,
+                 "with --eval: seconds within which the evo blocks associate timestamps (evo --t_max_diff)")
+      ->capture_default_str()
+      ->group(out_group);
+  app.add_option("--save-results", f.save_results,
+                 "with --eval: write the APE as evo's results archive (evo_res reads it), in each sequence's folder "
+                 "when the name is relative")
+      ->type_name("FILE.zip")
+      ->group(out_group);
+  app.add_option("--trajectory-format", f.trajectory_format,
+                 "trajectory.txt as TUM lines (timestamp tx ty tz qx qy qz qw) or KITTI 3x4 poses (12 numbers a line)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"tum", "kitti"}))
+      ->type_name("tum|kitti")
       ->group(out_group);
 
   tool.add_example("icp-fuse --device cpu 7scenes/redkitchen -o out --eval auto",

@@ -10,7 +10,7 @@ PACKAGES=(
   libpng-dev libjpeg-dev    # the fusion tests read the real depth and colour frames with libpng / libjpeg
   libcli11-dev libspdlog-dev libfmt-dev libeigen3-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libomp-dev help2man python3 clang-format
+  libomp-dev help2man python3 python3-venv clang-format
   clang libclang-rt-14-dev  # the `fuzz` preset: clang++ 14 and its libFuzzer runtime (libclang_rt.fuzzer-x86_64.a)
   python3-open3d            # tests/points/open3d_fps_test.py: the FPS set equals Open3D's
   slurm-wlm munge parallel  # tests/cluster: a real single-node Slurm (scripts/slurm-local.sh) and GNU parallel
@@ -25,3 +25,13 @@ if [ "${#missing[@]}" -gt 0 ]; then
 else
   echo "setup.sh: all ${#PACKAGES[@]} packages already installed"
 fi
+
+# evo (PyPI, pinned), the trajectory evaluator tests/cli/icp_fuse_evo_test.py compares icp-fuse's evaluation with:
+# a virtual environment of Debian's python3 (its numpy seen) in the checkout's .venv-evo (git-ignored), where the
+# tests look for it (CMake's S3D_EVO_BIN).
+EVO_VENV="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.venv-evo"
+if [ ! -x "$EVO_VENV/bin/evo_ape" ]; then
+  /usr/bin/python3 -m venv --system-site-packages "$EVO_VENV"
+  "$EVO_VENV/bin/pip" install --quiet --disable-pip-version-check evo==1.38.1
+fi
+echo "setup.sh: evo $("$EVO_VENV/bin/pip" show evo 2>/dev/null | sed -n 's/^Version: //p') in $EVO_VENV"

@@ -337,7 +337,9 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
   const auto paths = planned_outputs(fused.folder, plan);
   nlohmann::json rec;
   rec["output_folder"] = fused.folder;
-  apps::write_file_atomically(ctx, paths[0], fusion::format_tum_trajectory(fused.trajectory));
+  apps::write_file_atomically(ctx, paths[0],
+                              plan.kitti_trajectory ? fusion::format_kitti_poses(fused.trajectory)
+                                                    : fusion::format_tum_trajectory(fused.trajectory));
   nlohmann::json counts = {{"first", 0}, {"tracked", 0}, {"recovered", 0}, {"lost", 0}, {"invalid", 0}};
   std::size_t unreadable = 0, color_frames = 0, fallback_frames = 0;
   double track_ms = 0.0;
@@ -484,10 +486,25 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
         ev[key] = nullptr;
       }
     }
+    // evo's blocks (and its results archive), computed as evo_ape / evo_rpe would from these two files.
+    // On the trajectory as its TUM text holds it (9 decimals), which is what evo reads.
+    const fusion::Trajectory as_written =
+        fusion::parse_tum_trajectory(fusion::format_tum_trajectory(fused.trajectory), "trajectory");
+    const EvoReport evo = evo_report(*seq.ground_truth, as_written, plan.evo, where);
+    ev["evo"] = evo.json;
+    if (!plan.save_results.empty()) {
+      if (evo.ape) {
+        const std::string ref_name = std::filesystem::path(seq.ground_truth_source).stem().string();
+        apps::write_file_atomically(ctx, paths.back(),
+                                    evo_results_zip(*evo.ape, ref_name.empty() ? "reference" : ref_name, item.name()));
+      } else {
+        spdlog::warn("{}: --save-results: no APE to save ({})", item.name(), evo.json["ape"].value("error", ""));
+      }
+    }
     rec["eval"] = ev;
     if (!settings.json && settings.report_path != "-") {
       std::lock_guard<std::mutex> lock(stdout_mutex);
-      std::fprintf(stdout, "%s\n", line.c_str());
+      std::fprintf(stdout, "%s\n\n%s", line.c_str(), evo.text.c_str());
       std::fflush(stdout);
     }
   }

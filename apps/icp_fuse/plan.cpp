@@ -232,6 +232,26 @@ Plan make_plan(const Flags& f) {
     plan.eval_ranges.emplace_back(a, b);
   }
   if (!plan.eval_ranges.empty() && plan.eval.empty()) throw InvalidArgument("--eval-ranges: needs --eval");
+  try {
+    plan.evo.alignment = fusion::evo::parse_alignment(f.eval_align);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(std::string("--eval-align: ") + e.what());
+  }
+  try {
+    plan.evo.relation = fusion::evo::parse_pose_relation(f.eval_relation);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(std::string("--eval-relation: ") + e.what());
+  }
+  if (!(f.eval_max_diff > 0.0 && f.eval_max_diff <= 1e6))
+    throw InvalidArgument("--eval-max-diff: " + std::to_string(f.eval_max_diff) + " is not a number of seconds > 0");
+  plan.evo.max_difference = f.eval_max_diff;
+  plan.save_results = f.save_results;
+  if (!plan.save_results.empty() && plan.eval.empty()) throw InvalidArgument("--save-results: needs --eval");
+  if (!plan.save_results.empty() && std::filesystem::path(plan.save_results).extension() != ".zip")
+    throw InvalidArgument("--save-results: `" + plan.save_results + "` is not a .zip file name (evo_res reads .zip)");
+  if (f.trajectory_format != "tum" && f.trajectory_format != "kitti")
+    throw InvalidArgument("--trajectory-format: `" + f.trajectory_format + "` is not tum or kitti");
+  plan.kitti_trajectory = f.trajectory_format == "kitti";
   plan.fps = f.fps;
   return plan;
 }
@@ -258,6 +278,7 @@ std::vector<std::string> planned_outputs(const std::string& folder, const Plan& 
   out.push_back((fs::path(folder) / "frames.jsonl").string());
   if (plan.emit_mesh) out.push_back((fs::path(folder) / "mesh.ply").string());
   if (plan.emit_cloud) out.push_back((fs::path(folder) / "cloud.ply").string());
+  if (!plan.save_results.empty()) out.push_back((fs::path(folder) / plan.save_results).string());
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "evo_report.hpp"
 #include "s3d/cli/tool.hpp"
 #include "s3d/fusion/params.hpp"
 
@@ -27,14 +28,19 @@ struct Flags {
   double truncation = 0.03;
   std::string icp_iterations = "10,5,4";
   double huber = 0.0;
-  std::string noise_weighting = "on";  ///< on | off
-  std::string depth_noise = "kinect";  ///< kinect | stereo:BASELINE_M[,DISPARITY_SIGMA_PX]
-  std::string motion_prior = "on";     ///< on | off
-  std::string max_step = "0.2,30";     ///< metres,degrees from the prediction
-  double min_inliers = 0.2;            ///< inlier ratio below which a frame is lost
-  double max_lost = 0.1;               ///< fraction of lost frames above which a sequence fails
-  std::string eval;                    ///< ground-truth file or `auto`; empty: no evaluation
-  std::string eval_ranges;             ///< `A:B,C:D`: ATE also over these frame ranges (each aligned on its own)
+  std::string noise_weighting = "on";        ///< on | off
+  std::string depth_noise = "kinect";        ///< kinect | stereo:BASELINE_M[,DISPARITY_SIGMA_PX]
+  std::string motion_prior = "on";           ///< on | off
+  std::string max_step = "0.2,30";           ///< metres,degrees from the prediction
+  double min_inliers = 0.2;                  ///< inlier ratio below which a frame is lost
+  double max_lost = 0.1;                     ///< fraction of lost frames above which a sequence fails
+  std::string eval;                          ///< ground-truth file or `auto`; empty: no evaluation
+  std::string eval_ranges;                   ///< `A:B,C:D`: ATE also over these frame ranges (each aligned on its own)
+  std::string eval_align = "se3";            ///< none | se3 | sim3 (evo -a / -as)
+  std::string eval_relation = "trans_part";  ///< evo --pose_relation
+  double eval_max_diff = 0.01;               ///< seconds, evo --t_max_diff
+  std::string save_results;                  ///< evo results archive (.zip), in each sequence's folder when relative
+  std::string trajectory_format = "tum";     ///< tum | kitti
   std::string frames;
   std::string emit = "trajectory,mesh";
   std::string color = "auto";  ///< auto | on | off
@@ -49,7 +55,10 @@ struct Plan {
   std::string eval;
   /// ATE also over these [first, last) ranges of sequence frame indices (--eval-ranges).
   std::vector<std::pair<std::size_t, std::size_t>> eval_ranges;
-  std::size_t first_frame = 0;  ///< --frames A:B, half-open [A, B)
+  EvoSettings evo;                ///< the evo blocks' alignment, pose relation and association window
+  std::string save_results;       ///< empty: no results archive
+  bool kitti_trajectory = false;  ///< trajectory.txt as KITTI 3x4 poses instead of TUM lines
+  std::size_t first_frame = 0;    ///< --frames A:B, half-open [A, B)
   std::size_t last_frame = std::numeric_limits<std::size_t>::max();
   bool emit_trajectory = true, emit_mesh = true, emit_cloud = false;
   /// Vertex colours from the sequence's colour frames: kAuto when it lists any, kOn required, kOff never.
@@ -80,7 +89,8 @@ std::optional<fusion::CameraIntrinsics> parse_inline_intrinsics(const std::strin
 /// manifest's "name" or the sequence's folder name (a list file: its name without extension).
 std::string output_folder(const cli::Item& item, cli::ItemContext& ctx, const cli::CommonSettings& settings);
 
-/// The files an item writes, in order: trajectory.txt, frames.jsonl, mesh.ply, cloud.ply (as --emit asks).
+/// The files an item writes, in order: trajectory.txt, frames.jsonl, mesh.ply, cloud.ply (as --emit asks), then
+/// the --save-results archive.
 std::vector<std::string> planned_outputs(const std::string& folder, const Plan& plan);
 
 }  // namespace s3d::icp_fuse

@@ -207,7 +207,15 @@ class IcpFuseTest(unittest.TestCase):
         out = proc.stdout.decode()
         self.assertIn("ATE RMSE", out)
         self.assertIn("RPE per frame", out)
-        self.assertEqual(len(out.strip().splitlines()), 1, out)
+        # the summary line, then evo's APE and RPE-per-frame blocks (the path is too short for one per metre)
+        lines = out.splitlines()
+        self.assertIn("ATE RMSE", lines[0])
+        self.assertEqual(lines[1], "")
+        self.assertEqual(lines[2:4], ["APE w.r.t. translation part (m)", "(with SE(3) Umeyama alignment)"])
+        self.assertEqual([line.split("\t")[0].strip() for line in lines[5:12]],
+                         ["max", "mean", "median", "min", "rmse", "sse", "std"])
+        self.assertIn("RPE w.r.t. translation part (m)", lines)
+        self.assertNotIn("for delta = 1.0 (m) using consecutive pairs", lines)
         # a TUM ground truth file, with --json: in the record, nothing else on stdout
         proc = self.run_tool(*SMALL, REDKITCHEN, "--frames", "0:6", "-o", "out2", "--eval",
                              os.path.join(REDKITCHEN, "groundtruth.txt"), "--emit", "trajectory", "--json",
@@ -221,6 +229,12 @@ class IcpFuseTest(unittest.TestCase):
         self.assertLessEqual(ate["mean"], ate["rmse"] + 1e-12)
         self.assertEqual(item["eval"]["rpe_frame"]["unit"], "frames")
         self.assertEqual(item["eval"]["rpe_frame"]["translation_m"]["pairs"], 5)
+        # evo's APE: 7-Scenes' stamps match exactly, so the same poses as the ATE, from the written trajectory
+        evo = item["eval"]["evo"]
+        self.assertEqual(evo["ape"]["count"], 6)
+        self.assertAlmostEqual(evo["ape"]["stats"]["rmse"], ate["rmse"], delta=1e-6)
+        self.assertEqual(evo["rpe_frame"]["count"], 5)
+        self.assertIn("error", evo["rpe_m"])
         self.assertEqual(item["timestamps"], "list")  # the real folder has depth.txt
         # a ground truth that does not parse: a one-line error naming file:line, exit 1, no outputs
         with open(self.path("bad_gt.txt"), "w") as f:

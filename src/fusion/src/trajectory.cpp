@@ -77,6 +77,21 @@ Trajectory parse_tum_trajectory(const std::string& text, const std::string& name
 
 Trajectory read_tum_trajectory(const std::string& path) { return parse_tum_trajectory(read_text(path), path); }
 
+std::string format_kitti_poses(const Trajectory& trajectory) {
+  std::string out;
+  char buf[256];
+  for (const StampedPose& p : trajectory) {
+    const Eigen::Matrix4d m = p.pose.matrix();
+    int n = 0;
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 4; ++c)
+        n += std::snprintf(buf + n, sizeof buf - static_cast<std::size_t>(n), "%s%.9e", n ? " " : "", m(r, c));
+    out += buf;
+    out += '\n';
+  }
+  return out;
+}
+
 std::string format_tum_trajectory(const Trajectory& trajectory) {
   std::string out;
   char buf[256];

@@ -37,6 +37,9 @@ Trajectory read_tum_trajectory(const std::string& path);
 /// The TUM text of `trajectory`: one line per pose, timestamp with 6 decimals, translation and quaternion
 /// with 9 significant digits after the point (`%.9f`), quaternion with qw >= 0, no header.
 std::string format_tum_trajectory(const Trajectory& trajectory);
+/// The KITTI odometry poses text of `trajectory`: one line per pose, the first three rows of its 4x4
+/// camera-to-world matrix, row by row (12 numbers, `%.9e`), no timestamps.
+std::string format_kitti_poses(const Trajectory& trajectory);
 /// Writes format_tum_trajectory to `path` (not atomically: the CLI stages it through its frame).
 /// @throws IoError naming `path`.
 void write_tum_trajectory(const std::string& path, const Trajectory& trajectory);

@@ -1,0 +1,78 @@
+#include "evo_report.hpp"
+
+#include <utility>
+#include <vector>
+
+#include "s3d/core/errors.hpp"
+#include "s3d/io/npy.hpp"
+#include "s3d/io/zip.hpp"
+
+namespace s3d::icp_fuse {
+namespace {
+
+namespace evo = fusion::evo;
+
+nlohmann::json stats_json(const evo::Statistics& s) {
+  return {{"max", s.max}, {"mean", s.mean}, {"median", s.median}, {"min", s.min},
+          {"rmse", s.rmse}, {"sse", s.sse},   {"std", s.std}};
+}
+
+std::string npy_of(const std::vector<double>& v) {
+  return io::npy_bytes(v.data(), "<f8", {static_cast<std::int64_t>(v.size())});
+}
+
+}  // namespace
+
+EvoReport evo_report(const fusion::Trajectory& reference, const fusion::Trajectory& estimate,
+                     const EvoSettings& settings, const std::string& where) {
+  EvoReport report;
+  auto add = [&](const char* key, auto&& compute) {
+    try {
+      evo::Result r = compute();
+      report.json[key] = {{"title", r.title}, {"label", r.label}, {"stats", stats_json(r.stats)}, {"count", r.errors.size()}};
+      if (!report.text.empty()) report.text += "\n";
+      report.text += evo::format_block(r);
+      return std::optional<evo::Result>(std::move(r));
+    } catch (const DataError& e) {
+      report.json[key] = {{"error", e.what()}};
+      return std::optional<evo::Result>();
+    }
+  };
+  report.ape = add("ape", [&] {
+    return evo::ape(reference, estimate, settings.relation, settings.alignment, settings.max_difference, where);
+  });
+  add("rpe_frame", [&] {
+    return evo::rpe(reference, estimate, settings.relation, settings.alignment, 1.0, evo::DeltaUnit::kFrames,
+                    settings.max_difference, where);
+  });
+  add("rpe_m", [&] {
+    return evo::rpe(reference, estimate, settings.relation, settings.alignment, 1.0, evo::DeltaUnit::kMeters,
+                    settings.max_difference, where);
+  });
+  return report;
+}
+
+std::string evo_results_zip(const evo::Result& result, const std::string& ref_name, const std::string& est_name) {
+  const nlohmann::json info = {
+      {"title", result.title}, {"ref_name", ref_name}, {"est_name", est_name}, {"label", result.label}};
+  std::vector<std::pair<std::string, std::string>> members = {
+      {"info.json", info.dump()},
+      {"stats.json", stats_json(result.stats).dump()},
+      {"error_array.npy", npy_of(result.errors)},
+      {"seconds_from_start.npy", npy_of(result.seconds_from_start)},
+      {"timestamps.npy", npy_of(result.timestamps)},
+      {"distances_from_start.npy", npy_of(result.distances_from_start)},
+      {"distances.npy", npy_of(result.distances)}};
+  if (result.aligned) {
+    // evo stores the 4x4 Sim(3) matrix, row-major (C order).
+    std::vector<double> m(16);
+    for (int r = 0; r < 4; ++r)
+      for (int c = 0; c < 4; ++c) m[static_cast<std::size_t>(4 * r + c)] = result.alignment(r, c);
+    members.emplace_back("alignment_transformation_sim3.npy", io::npy_bytes(m.data(), "<f8", {4, 4}));
+  }
+  members.emplace_back(ref_name + ".tum", fusion::format_tum_trajectory(result.reference));
+  members.emplace_back(est_name + ".tum", fusion::format_tum_trajectory(result.estimate));
+  return io::zip_stored(members);
+}
+
+}  // namespace s3d::icp_fuse
