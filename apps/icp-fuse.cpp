@@ -119,7 +119,8 @@ int main(int argc, char** argv) {
       ->group(track_group);
   app.add_option("--emit", f.emit,
                  "outputs in each sequence's folder: trajectory (trajectory.txt, always written), mesh "
-                 "(mesh.ply), cloud (cloud.ply); frames.jsonl is always written")
+                 "(mesh.ply), cloud (cloud.ply), plot (trajectory.png; with --eval also ape.png: the APE over time); "
+                 "frames.jsonl is always written")
       ->capture_default_str()
       ->group(out_group);
   app.add_option("--color", f.color,

@@ -1,10 +1,14 @@
 #include "evo_report.hpp"
 
+#include <algorithm>
+#include <filesystem>
 #include <utility>
 #include <vector>
 
 #include "s3d/core/errors.hpp"
+#include "s3d/io/image.hpp"
 #include "s3d/io/npy.hpp"
+#include "s3d/io/plots.hpp"
 #include "s3d/io/zip.hpp"
 
 namespace s3d::icp_fuse {
@@ -13,8 +17,13 @@ namespace {
 namespace evo = fusion::evo;
 
 nlohmann::json stats_json(const evo::Statistics& s) {
-  return {{"max", s.max}, {"mean", s.mean}, {"median", s.median}, {"min", s.min},
+  return {{"max", s.max},   {"mean", s.mean}, {"median", s.median}, {"min", s.min},
           {"rmse", s.rmse}, {"sse", s.sse},   {"std", s.std}};
+}
+
+std::string one_line(std::string title) {
+  std::replace(title.begin(), title.end(), '\n', ' ');
+  return title;
 }
 
 std::string npy_of(const std::vector<double>& v) {
@@ -29,7 +38,8 @@ EvoReport evo_report(const fusion::Trajectory& reference, const fusion::Trajecto
   auto add = [&](const char* key, auto&& compute) {
     try {
       evo::Result r = compute();
-      report.json[key] = {{"title", r.title}, {"label", r.label}, {"stats", stats_json(r.stats)}, {"count", r.errors.size()}};
+      report.json[key] = {
+          {"title", r.title}, {"label", r.label}, {"stats", stats_json(r.stats)}, {"count", r.errors.size()}};
       if (!report.text.empty()) report.text += "\n";
       report.text += evo::format_block(r);
       return std::optional<evo::Result>(std::move(r));
@@ -73,6 +83,30 @@ std::string evo_results_zip(const evo::Result& result, const std::string& ref_na
   members.emplace_back(ref_name + ".tum", fusion::format_tum_trajectory(result.reference));
   members.emplace_back(est_name + ".tum", fusion::format_tum_trajectory(result.estimate));
   return io::zip_stored(members);
+}
+
+void write_plots(cli::ItemContext& ctx, const std::string& folder, const fusion::Trajectory& trajectory,
+                 const fusion::evo::Result* ape) {
+  namespace fs = std::filesystem;
+  auto positions = [](const fusion::Trajectory& t) {
+    std::vector<io::Point3d> out;
+    for (const fusion::StampedPose& p : t)
+      out.push_back({p.pose.translation().x(), p.pose.translation().y(), p.pose.translation().z()});
+    return out;
+  };
+  const std::string shown = fs::path(folder).filename().string();  // the sequence's name, short
+  auto write = [&](const std::string& file, const io::ImageU8& image) {
+    ctx.write_atomically((fs::path(folder) / file).string(),
+                         [&](const std::string& tmp) { io::write_image(tmp, image); });
+  };
+  if (ape == nullptr) {
+    write("trajectory.png", io::plot_trajectory(positions(trajectory), {}, {}, shown + ": trajectory", ""));
+    return;
+  }
+  write("trajectory.png", io::plot_trajectory(positions(ape->estimate), ape->errors, positions(ape->reference),
+                                              shown + ": " + one_line(ape->title), ape->label));
+  write("ape.png", io::plot_over_time(ape->seconds_from_start, ape->errors, ape->stats.rmse, ape->stats.mean,
+                                      ape->stats.median, shown + ": " + one_line(ape->title), ape->label));
 }
 
 }  // namespace s3d::icp_fuse

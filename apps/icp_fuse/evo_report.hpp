@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "s3d/cli/tool.hpp"
 #include "s3d/fusion/evo_metrics.hpp"
 
 namespace s3d::icp_fuse {
@@ -20,8 +21,8 @@ struct EvoSettings {
 /// them. A metric the trajectories cannot give (too few poses associate, a path shorter than 1 m) is left out,
 /// its reason in the JSON.
 struct EvoReport {
-  std::string text;                       ///< the blocks, as evo prints them, separated by empty lines
-  nlohmann::json json;                    ///< {"ape": {"title", "stats"} or {"error"}, "rpe_frame": .., "rpe_m": ..}
+  std::string text;                        ///< the blocks, as evo prints them, separated by empty lines
+  nlohmann::json json;                     ///< {"ape": {"title", "stats"} or {"error"}, "rpe_frame": .., "rpe_m": ..}
   std::optional<fusion::evo::Result> ape;  ///< for the results archive
 };
 EvoReport evo_report(const fusion::Trajectory& reference, const fusion::Trajectory& estimate,
@@ -31,5 +32,11 @@ EvoReport evo_report(const fusion::Trajectory& reference, const fusion::Trajecto
 /// stats.json, each array as .npy, the reference and the estimate as .tum.
 std::string evo_results_zip(const fusion::evo::Result& result, const std::string& ref_name,
                             const std::string& est_name);
+
+/// --emit plot: `folder`/trajectory.png (the estimate in its two main axes; evaluated, the aligned estimate
+/// coloured by its APE over the reference, dashed) and, evaluated, `folder`/ape.png (the APE over time with
+/// its rmse, mean and median), written atomically.
+void write_plots(cli::ItemContext& ctx, const std::string& folder, const fusion::Trajectory& trajectory,
+                 const fusion::evo::Result* ape);
 
 }  // namespace s3d::icp_fuse

@@ -15,6 +15,7 @@
 #include <future>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "../common/tool_files.hpp"
@@ -422,6 +423,7 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
   const std::size_t processed = fused.trajectory.size();
   rec["ms_per_frame"] = processed ? track_ms / static_cast<double>(processed) : 0.0;
 
+  std::optional<fusion::evo::Result> ape_for_plots;
   if (seq.ground_truth && !fused.trajectory.empty()) {
     nlohmann::json ev;
     ev["groundtruth"] = seq.ground_truth_source;
@@ -501,6 +503,7 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
         spdlog::warn("{}: --save-results: no APE to save ({})", item.name(), evo.json["ape"].value("error", ""));
       }
     }
+    ape_for_plots = evo.ape;
     rec["eval"] = ev;
     if (!settings.json && settings.report_path != "-") {
       std::lock_guard<std::mutex> lock(stdout_mutex);
@@ -508,6 +511,7 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
       std::fflush(stdout);
     }
   }
+  if (plan.emit_plot) write_plots(ctx, fused.folder, fused.trajectory, ape_for_plots ? &*ape_for_plots : nullptr);
   return rec;
 }
 

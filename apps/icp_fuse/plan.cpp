@@ -184,9 +184,9 @@ Plan make_plan(const Flags& f) {
   p.initial_pose = fusion::FusionParams::kinfu_initial_pose(p.volume);
   p.validate();  // the rest (a dummy camera is valid)
 
-  plan.emit_trajectory = plan.emit_mesh = plan.emit_cloud = false;
+  plan.emit_trajectory = plan.emit_mesh = plan.emit_cloud = plan.emit_plot = false;
   const auto emit = apps::split_list(f.emit);
-  if (emit.empty()) throw InvalidArgument("--emit: name at least one of trajectory, mesh, cloud");
+  if (emit.empty()) throw InvalidArgument("--emit: name at least one of trajectory, mesh, cloud, plot");
   for (const auto& e : emit) {
     if (e == "trajectory")
       plan.emit_trajectory = true;
@@ -194,8 +194,10 @@ Plan make_plan(const Flags& f) {
       plan.emit_mesh = true;
     else if (e == "cloud")
       plan.emit_cloud = true;
+    else if (e == "plot")
+      plan.emit_plot = true;
     else
-      throw InvalidArgument("--emit: `" + e + "` is not trajectory, mesh or cloud");
+      throw InvalidArgument("--emit: `" + e + "` is not trajectory, mesh, cloud or plot");
   }
   if (f.color == "auto")
     plan.color = Plan::Color::kAuto;
@@ -279,6 +281,10 @@ std::vector<std::string> planned_outputs(const std::string& folder, const Plan& 
   if (plan.emit_mesh) out.push_back((fs::path(folder) / "mesh.ply").string());
   if (plan.emit_cloud) out.push_back((fs::path(folder) / "cloud.ply").string());
   if (!plan.save_results.empty()) out.push_back((fs::path(folder) / plan.save_results).string());
+  if (plan.emit_plot) {
+    out.push_back((fs::path(folder) / "trajectory.png").string());
+    if (!plan.eval.empty()) out.push_back((fs::path(folder) / "ape.png").string());
+  }
   return out;
 }
 

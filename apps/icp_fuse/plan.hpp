@@ -61,6 +61,7 @@ struct Plan {
   std::size_t first_frame = 0;    ///< --frames A:B, half-open [A, B)
   std::size_t last_frame = std::numeric_limits<std::size_t>::max();
   bool emit_trajectory = true, emit_mesh = true, emit_cloud = false;
+  bool emit_plot = false;  ///< trajectory.png (and, evaluated, ape.png)
   /// Vertex colours from the sequence's colour frames: kAuto when it lists any, kOn required, kOff never.
   enum class Color { kAuto, kOn, kOff } color = Color::kAuto;
   double fps = 30.0;
@@ -89,8 +90,8 @@ std::optional<fusion::CameraIntrinsics> parse_inline_intrinsics(const std::strin
 /// manifest's "name" or the sequence's folder name (a list file: its name without extension).
 std::string output_folder(const cli::Item& item, cli::ItemContext& ctx, const cli::CommonSettings& settings);
 
-/// The files an item writes, in order: trajectory.txt, frames.jsonl, mesh.ply, cloud.ply (as --emit asks), then
-/// the --save-results archive.
+/// The files an item writes, in order: trajectory.txt, frames.jsonl, mesh.ply, cloud.ply (as --emit asks), the
+/// --save-results archive, then trajectory.png and ape.png (--emit plot).
 std::vector<std::string> planned_outputs(const std::string& folder, const Plan& plan);
 
 }  // namespace s3d::icp_fuse

@@ -6,5 +6,6 @@ list(APPEND S3D_IO_SOURCES
   src/pfm.cpp
   src/calib.cpp
   src/colormap.cpp
+  src/plots.cpp       # trajectory and error-over-time pictures (evo-style plots)
   src/stereo_eval.cpp
   src/stereo_datasets.cpp)  # dataset naming: KITTI / Middlebury folders, gt scale, masks

@@ -11,6 +11,8 @@ Without evo or the real data a test is skipped (failed under CI=true).
 import json
 import math
 import os
+import shutil
+import struct
 import subprocess
 import sys
 import zipfile
@@ -21,8 +23,7 @@ TUM = os.path.join(os.environ.get("S3D_DATA_DIR", ""), "rgbd", "tum_fr1_rpy_f000
 EVO_BIN = os.environ.get("S3D_EVO_BIN", "")
 # Frame to frame on the CPU (no volume): a few seconds; fewer frames in a sanitizer build.
 FRAMES = "0:16" if os.environ.get("S3D_SANITIZED") == "1" else "0:40"
-RUN = ["--intrinsics", "517.3,516.5,318.6,255.3", "--frames", FRAMES, "--device", "cpu", "--mode", "f2f",
-       "--emit", "trajectory", "--eval", "auto"]
+RUN = ["--intrinsics", "517.3,516.5,318.6,255.3", "--frames", FRAMES, "--device", "cpu", "--mode", "f2f"]
 EVO_ALIGN = {"se3": ["-a"], "sim3": ["-as"], "none": []}
 STATS = ["max", "mean", "median", "min", "rmse", "sse", "std"]
 
@@ -54,8 +55,9 @@ class IcpFuseEvoTest(ToolCase):
                     self.fail("%s missing under CI: %r" % (what, path))
                 self.skipTest("%s not found: %r" % (what, path))
 
-    def fuse(self, *extra):
-        r = subprocess.run([self.exe, TUM, *RUN, "--output-dir", self.dir, "--overwrite", *extra],
+    def fuse(self, *extra, emit="trajectory", evaluate=True):
+        r = subprocess.run([self.exe, TUM, *RUN, "--emit", emit, *(["--eval", "auto"] if evaluate else []),
+                            "--output-dir", self.dir, "--overwrite", *extra],
                            capture_output=True, text=True, timeout=600)
         self.assertEqual(r.returncode, 0, r.stderr)
         return r.stdout, os.path.join(self.dir, os.path.basename(TUM))
@@ -142,15 +144,29 @@ class IcpFuseEvoTest(ToolCase):
                     self.assertAlmostEqual(k[4 * r + c], rot[r][c], delta=1e-7)
         self.assertFalse(any(math.isnan(v) for row in kitti for v in row))
 
+    def test_plots_with_and_without_ground_truth(self):
+        def png_size(path):
+            with open(path, "rb") as f:
+                head = f.read(24)
+            self.assertEqual(head[:8], b"\x89PNG\r\n\x1a\n", path)
+            return struct.unpack(">II", head[16:24])
+
+        _, folder = self.fuse(emit="trajectory,plot")
+        self.assertEqual(sorted(os.listdir(folder)), ["ape.png", "frames.jsonl", "trajectory.png", "trajectory.txt"])
+        self.assertEqual(png_size(os.path.join(folder, "trajectory.png")), (1000, 800))
+        self.assertEqual(png_size(os.path.join(folder, "ape.png")), (1000, 500))
+        shutil.rmtree(folder)
+        _, folder = self.fuse(emit="trajectory,plot", evaluate=False)  # no ground truth: the trajectory alone
+        self.assertEqual(sorted(os.listdir(folder)), ["frames.jsonl", "trajectory.png", "trajectory.txt"])
+
     def test_usage_errors(self):
-        for extra, needle in ((["--save-results", "ape.zip", "--eval", ""], "--save-results"),
-                              (["--save-results", "ape.txt"], ".zip"),
-                              (["--eval-align", "se2"], "--eval-align"),
-                              (["--eval-max-diff", "0"], "--eval-max-diff")):
+        for extra, evaluate, needle in ((["--save-results", "ape.zip"], False, "--save-results"),
+                                        (["--save-results", "ape.txt"], True, ".zip"),
+                                        (["--eval-align", "se2"], True, "--eval-align"),
+                                        (["--eval-max-diff", "0"], True, "--eval-max-diff")):
             with self.subTest(extra=extra):
-                args = [a for a in RUN if a not in ("--eval", "auto")] if "--eval" in extra else list(RUN)
-                r = subprocess.run([self.exe, TUM, *args, "--output-dir", self.dir, *extra], capture_output=True,
-                                   text=True, timeout=120)
+                r = subprocess.run([self.exe, TUM, *RUN, *(["--eval", "auto"] if evaluate else []), "--output-dir",
+                                    self.dir, *extra], capture_output=True, text=True, timeout=120)
                 self.assertEqual(r.returncode, 2, r.stderr)
                 self.assertIn(needle, r.stderr)
                 self.assertEqual(os.listdir(self.dir), [])

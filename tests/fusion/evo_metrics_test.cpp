@@ -79,14 +79,16 @@ TEST(EvoMetrics, RpePairsByFramesAndByPathLength) {
     est.push_back(at(i, Eigen::Vector3d(0.5 * i, 0, 0)));  // 0.1 m too long a step
   }
   const Result frames = rpe(ref, est, PoseRelation::kTranslationPart, Alignment::kNone, 2.0, DeltaUnit::kFrames);
-  EXPECT_EQ(frames.title, "RPE w.r.t. translation part (m)\nfor delta = 2 (frames) using consecutive pairs\n(not aligned)");
+  EXPECT_EQ(frames.title,
+            "RPE w.r.t. translation part (m)\nfor delta = 2 (frames) using consecutive pairs\n(not aligned)");
   ASSERT_EQ(frames.errors.size(), 3u);  // (0, 2), (2, 4), (4, 6)
   for (double e : frames.errors) EXPECT_NEAR(e, 0.2, 1e-12);
   ASSERT_EQ(frames.timestamps.size(), 3u);
   EXPECT_DOUBLE_EQ(frames.timestamps[0], 2.0);
   // The estimate's path grows by 0.5 m a pose: a cut at every 1.2 m of path is every third pose.
   const Result metres = rpe(ref, est, PoseRelation::kTranslationPart, Alignment::kNone, 1.2, DeltaUnit::kMeters);
-  EXPECT_EQ(metres.title, "RPE w.r.t. translation part (m)\nfor delta = 1.2 (m) using consecutive pairs\n(not aligned)");
+  EXPECT_EQ(metres.title,
+            "RPE w.r.t. translation part (m)\nfor delta = 1.2 (m) using consecutive pairs\n(not aligned)");
   ASSERT_EQ(metres.errors.size(), 2u);  // (0, 3), (3, 6)
   for (double e : metres.errors) EXPECT_NEAR(e, 0.3, 1e-12);
   EXPECT_NE(rpe(ref, est, PoseRelation::kTranslationPart, Alignment::kNone, 1.0, DeltaUnit::kMeters)

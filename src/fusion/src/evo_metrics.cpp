@@ -16,7 +16,8 @@ constexpr double kPi = 3.14159265358979323846;
 /// evo `sync.matching_time_indices` over sorted `longer` stamps: for each of `shorter`, the nearest of `longer`
 /// within max_difference (an exact tie goes to the earlier one). Returns (shorter index, longer index) pairs.
 std::vector<std::pair<std::size_t, std::size_t>> match_nearest(const std::vector<double>& shorter,
-                                                               const std::vector<double>& longer, double max_difference) {
+                                                               const std::vector<double>& longer,
+                                                               double max_difference) {
   std::vector<std::pair<std::size_t, std::size_t>> out;
   if (longer.empty()) return out;
   for (std::size_t i = 0; i < shorter.size(); ++i) {
@@ -41,7 +42,9 @@ std::vector<double> stamps_of(const Trajectory& t) {
 }
 
 /// evo's `rotation angle` (the norm of SO(3)'s logarithm), radians.
-double rotation_angle(const Eigen::Matrix3d& r) { return Eigen::AngleAxisd(Eigen::Quaterniond(r).normalized()).angle(); }
+double rotation_angle(const Eigen::Matrix3d& r) {
+  return Eigen::AngleAxisd(Eigen::Quaterniond(r).normalized()).angle();
+}
 
 double pose_error(const Eigen::Matrix4d& e, PoseRelation relation) {
   switch (relation) {
@@ -224,8 +227,7 @@ std::vector<std::pair<std::size_t, std::size_t>> associate(const Trajectory& ref
   } else {
     for (const auto& [r, e] : match_nearest(ref, est, max_difference)) out.emplace_back(e, r);
   }
-  if (out.empty())
-    throw DataError(where + ": no timestamps associate within " + python_float(max_difference) + " s");
+  if (out.empty()) throw DataError(where + ": no timestamps associate within " + python_float(max_difference) + " s");
   return out;
 }
 
@@ -273,11 +275,11 @@ Result rpe(const Trajectory& reference, const Trajectory& estimate, PoseRelation
     throw DataError(where + ": RPE delta = " + python_float(delta) + (unit == DeltaUnit::kFrames ? " frames" : " m") +
                     " forms no pair of poses");
   Result r;
-  const std::string delta_text = unit == DeltaUnit::kFrames ? std::to_string(static_cast<long long>(delta))
-                                                            : python_float(delta);
-  r.title = std::string("RPE w.r.t. ") + relation_name(relation) + " (" + unit_name(relation) + ")\nfor delta = " +
-            delta_text + (unit == DeltaUnit::kFrames ? " (frames)" : " (m)") + " using consecutive pairs" +
-            alignment_suffix(alignment);
+  const std::string delta_text =
+      unit == DeltaUnit::kFrames ? std::to_string(static_cast<long long>(delta)) : python_float(delta);
+  r.title = std::string("RPE w.r.t. ") + relation_name(relation) + " (" + unit_name(relation) +
+            ")\nfor delta = " + delta_text + (unit == DeltaUnit::kFrames ? " (frames)" : " (m)") +
+            " using consecutive pairs" + alignment_suffix(alignment);
   r.label = std::string("RPE (") + unit_name(relation) + ")";
   for (std::size_t k = 1; k < ids.size(); ++k) {
     const std::size_t i = ids[k - 1], j = ids[k];
