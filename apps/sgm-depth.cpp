@@ -65,6 +65,8 @@ struct PairOutput {
   Match match;
   std::shared_ptr<const io::StereoCalibration> calib;
   std::string left_path;
+  io::ImageF gt;                     ///< --emit error: the ground truth (empty without one)
+  std::vector<std::uint8_t> nonocc;  ///< and its non-occluded mask, when the dataset has one
   json record;
 };
 
@@ -164,10 +166,12 @@ class App {
         ->group(g);
 
     const char* o = "Outputs";
-    app.add_option("--emit", opt_.emit_names,
-                   "output to write, repeatable, one -o each (in order): disparity, depth, cloud, confidence, color; "
-                   "depth under --output-dir also writes the folder's camera-intrinsics.txt and depth-scale.txt "
-                   "(what icp-fuse reads)")
+    app.add_option(
+           "--emit", opt_.emit_names,
+           "output to write, repeatable, one -o each (in order): disparity, depth, cloud, confidence, color, error "
+           "(the KITTI devkit's log-colour error picture, with --eval); "
+           "depth under --output-dir also writes the folder's camera-intrinsics.txt and depth-scale.txt "
+           "(what icp-fuse reads)")
         ->type_name("WHAT")
         ->group(o);
     app.add_option("--png-encoding", opt_.png_encoding,
@@ -253,6 +257,9 @@ class App {
     } else if (needs_calib && s.manifest.empty()) {
       throw InvalidArgument("--emit depth/cloud needs --calib FILE (or a manifest `calib` key)");
     }
+    if (std::find(opt_.emits.begin(), opt_.emits.end(), Emit::kError) != opt_.emits.end() && opt_.eval.empty() &&
+        s.manifest.empty())
+      throw InvalidArgument("--emit error needs a ground truth: --eval GT (or a manifest `gt` key)");
     check_depth_png_options();
     if (opt_.png_encoding == "mm" &&
         std::any_of(opt_.emits.begin(), opt_.emits.end(), [](Emit e) { return e == Emit::kDisparity; })) {
@@ -408,13 +415,23 @@ class App {
                      left_name.c_str(), r->region.c_str(), r->bad2_all, r->bad2_est, r->avg_err_est, ev.density);
       }
     }
+    if (!in.gt_path.empty() && std::find(opt_.emits.begin(), opt_.emits.end(), Emit::kError) != opt_.emits.end()) {
+      out.gt = std::move(in.gt);
+      for (auto& m : in.masks)
+        if (m.name == "nonocc") out.nonocc = std::move(m.mask);
+    }
     describe_depth_folders(item, ctx, out);
     return out;
   }
 
   // The writers: each output encoded and written atomically (on a worker thread).
   json write(const cli::Item& item, PairOutput& out, cli::ItemContext& ctx) const {
-    const OutputSource source{out.match.disparity, out.match.confidence, out.calib.get(), out.left_path};
+    const OutputSource source{out.match.disparity,
+                              out.match.confidence,
+                              out.calib.get(),
+                              out.left_path,
+                              out.gt.data.empty() ? nullptr : &out.gt,
+                              &out.nonocc};
     json outs = json::array();
     for (std::size_t slot = 0; slot < opt_.emits.size(); ++slot) {
       const std::string path = output_for(item, ctx, slot);

@@ -17,7 +17,8 @@ Emit parse_emit(const std::string& s) {
   if (s == "cloud") return Emit::kCloud;
   if (s == "confidence") return Emit::kConfidence;
   if (s == "color" || s == "colour") return Emit::kColor;
-  throw InvalidArgument("--emit " + s + ": expected disparity, depth, cloud, confidence or color");
+  if (s == "error") return Emit::kError;
+  throw InvalidArgument("--emit " + s + ": expected disparity, depth, cloud, confidence, color or error");
 }
 
 const char* emit_name(Emit e) {
@@ -32,6 +33,8 @@ const char* emit_name(Emit e) {
       return "confidence";
     case Emit::kColor:
       return "color";
+    case Emit::kError:
+      return "error";
   }
   return "?";
 }
@@ -48,6 +51,8 @@ const char* default_suffix(Emit e) {
       return "_confidence.pfm";
     case Emit::kColor:
       return "_color.png";
+    case Emit::kError:
+      return "_error.png";
   }
   return "";
 }
@@ -147,6 +152,16 @@ void write_output(cli::ItemContext& ctx, const std::string& path, const std::str
       if (fmt != "png" && fmt != "jpg" && fmt != "ppm" && fmt != "bmp") throw bad_format(".png");
       const io::ImageU8 img =
           io::colorize(disparity, settings.color_lo, settings.color_hi, io::parse_colormap(settings.colormap));
+      encode.stop();
+      write_image_file(ctx, path, img);
+      break;
+    }
+    case Emit::kError: {
+      if (fmt != "png" && fmt != "ppm" && fmt != "bmp") throw bad_format(".png");
+      if (src.gt == nullptr)
+        throw DataError(path + ": --emit error needs the pair's ground truth (--eval GT or a manifest `gt`)");
+      static const std::vector<std::uint8_t> kNoMask;
+      const io::ImageU8 img = io::disparity_error_image(disparity, *src.gt, src.nonocc ? *src.nonocc : kNoMask);
       encode.stop();
       write_image_file(ctx, path, img);
       break;

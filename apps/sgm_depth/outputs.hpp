@@ -1,6 +1,7 @@
 #pragma once
 // sgm-depth's write stage: what can be emitted (disparity, depth, cloud, confidence, colour picture),
 // the file formats each accepts, and their encoding, on a frame worker thread.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -10,9 +11,9 @@
 
 namespace s3d::sgm_depth {
 
-enum class Emit { kDisparity, kDepth, kCloud, kConfidence, kColor };
+enum class Emit { kDisparity, kDepth, kCloud, kConfidence, kColor, kError };
 
-/// `disparity`, `depth`, `cloud`, `confidence`, `color` (or `colour`). @throws InvalidArgument
+/// `disparity`, `depth`, `cloud`, `confidence`, `color` (or `colour`), `error`. @throws InvalidArgument
 Emit parse_emit(const std::string& name);
 const char* emit_name(Emit e);
 /// Name suffix of each output under --output-dir (only disparity keeps the bare stem): `.pfm`, `_depth.pfm`...
@@ -32,9 +33,11 @@ struct EncodeSettings {
 /// What one item's outputs are made from.
 struct OutputSource {
   const io::ImageF& disparity;
-  const std::vector<float>& confidence;  ///< empty unless confidence was asked for
-  const io::StereoCalibration* calib;    ///< null unless depth/cloud
-  const std::string& left_path;          ///< the cloud's colours
+  const std::vector<float>& confidence;               ///< empty unless confidence was asked for
+  const io::StereoCalibration* calib;                 ///< null unless depth/cloud
+  const std::string& left_path;                       ///< the cloud's colours
+  const io::ImageF* gt = nullptr;                     ///< the ground truth (error): null without one
+  const std::vector<std::uint8_t>* nonocc = nullptr;  ///< its non-occluded mask (error): empty without one
 };
 
 /// Encodes `e` as `format` (pfm, png, ply...) and writes it atomically to `path` through `ctx`, timing

@@ -77,6 +77,26 @@ class SgmDepthHardeningTest(ToolCase):
                           self.path("ok.pfm"))
         self.assertEqual(p.returncode, 0, p.stderr)
 
+    def test_error_picture_needs_a_ground_truth_and_has_the_pairs_size(self):
+        gt = os.path.join(SAMPLE, "gt_disparity.pfm")
+        p = self.run_tool(self.left, self.right, "-D", "48", "--emit", "error", "-o", self.path("e.png"))
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("--emit error needs a ground truth", p.stderr)
+        self.assertFalse(os.path.exists(self.path("e.png")))
+        p = self.run_tool(self.left, self.right, "-D", "48", "--emit", "error", "-o", self.path("e.txt"), "--eval", gt)
+        self.assertEqual(p.returncode, 1, p.stderr)  # not a picture format: the item fails, nothing written
+        self.assertFalse(os.path.exists(self.path("e.txt")))
+        p = self.run_tool(self.left, self.right, "-D", "48", "--emit", "disparity", "--emit", "error", "-o",
+                          self.path("d.pfm"), "-o", self.path("e.png"), "--eval", gt)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(self.path("e.png"), "rb") as f:
+            head = f.read(26)
+        with open(self.left, "rb") as f:
+            left = f.read(24)
+        self.assertEqual(head[:8], b"\x89PNG\r\n\x1a\n")
+        self.assertEqual(head[16:24], left[16:24])  # width and height
+        self.assertEqual(head[25], 2)  # colour type: RGB
+
     # records ------------------------------------------------------------------------------------------
     def test_summary_settings_show_the_stages_that_ran(self):
         p = self.run_tool(self.left, self.right, "-D", "48", "-o", self.path("a.pfm"), "--json")

@@ -44,7 +44,7 @@ TEST(Plots, TrajectoryIsDrawnInItsMainPlaneWithAColourBar) {
   ASSERT_EQ(img.channels, 3);
   EXPECT_EQ(img.width, 1000);
   EXPECT_EQ(img.height, 800);
-  EXPECT_GT(coloured(img, 81, 839), 500);  // the coloured estimate inside the plot area
+  EXPECT_GT(coloured(img, 81, 839), 500);    // the coloured estimate inside the plot area
   EXPECT_GT(coloured(img, 881, 904), 5000);  // the colour bar
   // The circle spans the plot: nothing is drawn around the area's centre, inside it; the top-left corner of
   // the picture is white.
@@ -99,8 +99,8 @@ TEST(Zip, StoredMembersSitWhereTheDirectorySays) {
     EXPECT_EQ(zip.substr(dir + 46, name_length), name);
     ASSERT_EQ(le32(zip, offset), 0x04034b50u);
     EXPECT_EQ(zip.substr(offset + 30, name_length), name);
-    EXPECT_EQ(zip.substr(offset + 30 + name_length, size), name == "a.json" ? std::string("{}")
-                                                                             : std::string("\x93NUMPY\0x", 8));
+    EXPECT_EQ(zip.substr(offset + 30 + name_length, size),
+              name == "a.json" ? std::string("{}") : std::string("\x93NUMPY\0x", 8));
     dir += 46 + name_length;
   }
   EXPECT_EQ(zip_stored({}).size(), 22u);

@@ -78,7 +78,8 @@ ImageU8 to_rgb(const cv::Mat& bgr) {
   cv::Mat rgb;
   cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
   ImageU8 out(rgb.cols, rgb.rows, 3);
-  for (int y = 0; y < rgb.rows; ++y) std::copy_n(rgb.ptr<std::uint8_t>(y), rgb.cols * 3, &out.data[static_cast<std::size_t>(y) * rgb.cols * 3]);
+  for (int y = 0; y < rgb.rows; ++y)
+    std::copy_n(rgb.ptr<std::uint8_t>(y), rgb.cols * 3, &out.data[static_cast<std::size_t>(y) * rgb.cols * 3]);
   return out;
 }
 
@@ -118,7 +119,8 @@ ImageU8 plot_trajectory(const std::vector<Point3d>& estimate, const std::vector<
   for (const Point3d& p : reference) ref.push_back(project(p));
   double x0 = 1e300, x1 = -1e300, y0 = 1e300, y1 = -1e300;
   for (const auto* list : {&est, &ref})
-    for (const cv::Point2d& p : *list) x0 = std::min(x0, p.x), x1 = std::max(x1, p.x), y0 = std::min(y0, p.y), y1 = std::max(y1, p.y);
+    for (const cv::Point2d& p : *list)
+      x0 = std::min(x0, p.x), x1 = std::max(x1, p.x), y0 = std::min(y0, p.y), y1 = std::max(y1, p.y);
   if (!(x0 <= x1)) x0 = y0 = -1.0, x1 = y1 = 1.0;
   // Equal scale: widen the shorter side, and leave 5 % around.
   const cv::Rect area(80, 82, 760, 668);
@@ -138,7 +140,8 @@ ImageU8 plot_trajectory(const std::vector<Point3d>& estimate, const std::vector<
     hi = *std::max_element(values.begin(), values.end());
   }
   for (std::size_t i = 1; i < est.size(); ++i) {
-    const cv::Scalar c = values.empty() ? cv::Scalar(180, 90, 30) : colour(hi > lo ? (values[i] - lo) / (hi - lo) : 0.5);
+    const cv::Scalar c =
+        values.empty() ? cv::Scalar(180, 90, 30) : colour(hi > lo ? (values[i] - lo) / (hi - lo) : 0.5);
     cv::line(clip, local(est[i - 1]), local(est[i]), c, 2, cv::LINE_AA);
   }
   if (!est.empty()) cv::circle(clip, local(est.front()), 5, kBlack, 1, cv::LINE_AA);  // the start
@@ -163,8 +166,8 @@ ImageU8 plot_trajectory(const std::vector<Point3d>& estimate, const std::vector<
   return to_rgb(img);
 }
 
-ImageU8 plot_over_time(const std::vector<double>& seconds, const std::vector<double>& values, double rmse,
-                       double mean, double median, const std::string& title, const std::string& value_label) {
+ImageU8 plot_over_time(const std::vector<double>& seconds, const std::vector<double>& values, double rmse, double mean,
+                       double median, const std::string& title, const std::string& value_label) {
   if (seconds.size() != values.size())
     throw InvalidArgument("plot_over_time: " + std::to_string(values.size()) + " values for " +
                           std::to_string(seconds.size()) + " times");
