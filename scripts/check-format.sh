@@ -3,7 +3,9 @@
 # .clang-format, Debian 12's clang-format 14) makes of it; `--fix` rewrites them instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t files < <(git ls-files '*.cpp' '*.hpp' '*.cu' '*.cuh' '*.h' '*.in' | grep -E '\.(cpp|hpp|cu|cuh|h)$')
+# Tracked files and new ones not yet added (not ignored): a file is formatted before its first commit too.
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cpp' '*.hpp' '*.cu' '*.cuh' '*.h' |
+                     grep -E '\.(cpp|hpp|cu|cuh|h)$')
 if [ "${1:-}" = "--fix" ]; then
   clang-format -i "${files[@]}"
   exit 0
