@@ -497,7 +497,7 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
     if (!plan.save_results.empty()) {
       if (evo.ape) {
         const std::string ref_name = std::filesystem::path(seq.ground_truth_source).stem().string();
-        apps::write_file_atomically(ctx, paths.back(),
+        apps::write_file_atomically(ctx, (std::filesystem::path(fused.folder) / plan.save_results).string(),
                                     evo_results_zip(*evo.ape, ref_name.empty() ? "reference" : ref_name, item.name()));
       } else {
         spdlog::warn("{}: --save-results: no APE to save ({})", item.name(), evo.json["ape"].value("error", ""));

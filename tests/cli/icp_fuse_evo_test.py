@@ -93,7 +93,9 @@ class IcpFuseEvoTest(ToolCase):
                 self.assertTrue(record)
 
     def test_results_archive_reads_in_evo_res_and_matches_evo_ape_own(self):
-        _, folder = self.fuse("--save-results", "ape.zip")
+        _, folder = self.fuse("--save-results", "ape.zip", emit="trajectory,plot")  # each output to its own file
+        with open(os.path.join(folder, "ape.png"), "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
         ours = os.path.join(folder, "ape.zip")
         theirs = self.path("evo_ape.zip")
         self.evo("evo_ape", "tum", os.path.join(TUM, "groundtruth.txt"), os.path.join(folder, "trajectory.txt"),
