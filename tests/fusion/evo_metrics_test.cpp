@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "s3d/core/errors.hpp"
 #include "s3d/fusion/evo_metrics.hpp"
@@ -45,6 +46,12 @@ TEST(EvoMetrics, AssociationTakesTheNearestWithinTheWindowTiesToTheEarlier) {
   EXPECT_EQ(pairs[0], std::make_pair(std::size_t{0}, std::size_t{1}));
   EXPECT_EQ(pairs[1], std::make_pair(std::size_t{1}, std::size_t{5}));
   EXPECT_THROW(associate(ref, {at(9.0, Eigen::Vector3d::Zero())}, 0.01, "t"), DataError);
+  // Unsorted stamps of the longer one: the first nearest (evo's linear matching), not an error.
+  std::swap(ref[2], ref[7]);
+  const auto unsorted = associate(ref, est, 0.01, "t");
+  ASSERT_EQ(unsorted.size(), 2u);
+  EXPECT_EQ(unsorted[0].second, 1u);
+  EXPECT_EQ(unsorted[1].second, 5u);
 }
 
 TEST(EvoMetrics, ApeOfAShiftedTrajectoryIsTheShiftUnalignedAndZeroAligned) {

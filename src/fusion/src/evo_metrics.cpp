@@ -13,13 +13,23 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-/// evo `sync.matching_time_indices` over sorted `longer` stamps: for each of `shorter`, the nearest of `longer`
-/// within max_difference (an exact tie goes to the earlier one). Returns (shorter index, longer index) pairs.
+/// evo `sync.matching_time_indices`: for each of `shorter`, the nearest of `longer` within max_difference (over
+/// sorted `longer`, an exact tie goes to the earlier one; unsorted, the first nearest). Returns (shorter index,
+/// longer index) pairs.
 std::vector<std::pair<std::size_t, std::size_t>> match_nearest(const std::vector<double>& shorter,
                                                                const std::vector<double>& longer,
                                                                double max_difference) {
   std::vector<std::pair<std::size_t, std::size_t>> out;
   if (longer.empty()) return out;
+  if (!std::is_sorted(longer.begin(), longer.end())) {
+    for (std::size_t i = 0; i < shorter.size(); ++i) {
+      std::size_t best = 0;
+      for (std::size_t j = 1; j < longer.size(); ++j)
+        if (std::fabs(longer[j] - shorter[i]) < std::fabs(longer[best] - shorter[i])) best = j;
+      if (std::fabs(longer[best] - shorter[i]) <= max_difference) out.emplace_back(i, best);
+    }
+    return out;
+  }
   for (std::size_t i = 0; i < shorter.size(); ++i) {
     const double s = shorter[i];
     if (s < longer.front() - max_difference || s > longer.back() + max_difference) continue;
@@ -217,8 +227,6 @@ Statistics statistics(const std::vector<double>& errors) {
 std::vector<std::pair<std::size_t, std::size_t>> associate(const Trajectory& reference, const Trajectory& estimate,
                                                            double max_difference, const std::string& where) {
   const std::vector<double> ref = stamps_of(reference), est = stamps_of(estimate);
-  S3D_EXPECTS(std::is_sorted(ref.begin(), ref.end()) && std::is_sorted(est.begin(), est.end()),
-              where + ": timestamps are not in increasing order");
   // evo: the trajectory with fewer poses looks up the other (the estimate when both are as long).
   const bool estimate_shorter = !(ref.size() < est.size());
   std::vector<std::pair<std::size_t, std::size_t>> out;

@@ -4,8 +4,9 @@
 // timestamps, the same Umeyama alignment, the same error per pose relation, the same statistics and the same
 // text block. Definitions (docs/ICP-FUSE.md, "Evaluation"):
 // - Association (evo `sync.associate_trajectories`, nearest timestamp): each pose of the trajectory with fewer
-//   poses (the estimate on a tie) takes the nearest pose of the other (ties to the earlier one) when it is at
-//   most `max_difference` (evo's default 0.01 s) away; both lists keep the shorter one's order.
+//   poses (the estimate on a tie) takes the nearest pose of the other (ties to the earlier one; the first
+//   nearest when that one's stamps are not sorted) when it is at most `max_difference` (evo's default 0.01 s)
+//   away; both lists keep the shorter one's order.
 // - Alignment (evo `-a`, `-as`): Umeyama's closed form on the associated positions, the estimate moved onto
 //   the reference (a Sim(3) scales the estimate's positions first).
 // - APE of pose i: E = P_i^-1 Q_i (P aligned estimate, Q reference); RPE of a pair (i, j):
