@@ -38,7 +38,10 @@ constexpr std::uint64_t kZipLimit = 0xFFFFFFFFull;
 
 std::string zip_stored(const std::vector<std::pair<std::string, std::string>>& members) {
   std::string body, directory;
-  for (const auto& [name, data] : members) {
+  for (const auto& member : members) {
+    // Named references, not a structured binding: C++17 lambdas cannot capture those (clang refuses).
+    const std::string& name = member.first;
+    const std::string& data = member.second;
     if (data.size() > kZipLimit || body.size() + 30 + name.size() + data.size() > kZipLimit)
       throw DataError(name + ": the archive would exceed 4 GiB (ZIP without ZIP64)");
     const std::uint32_t crc = crc32(data), size = static_cast<std::uint32_t>(data.size());
