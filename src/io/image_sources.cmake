@@ -7,5 +7,6 @@ list(APPEND S3D_IO_SOURCES
   src/calib.cpp
   src/colormap.cpp
   src/plots.cpp       # trajectory and error-over-time pictures (evo-style plots)
+  src/overlays.cpp    # boxes drawn on their image, a cloud seen from above with its samples
   src/stereo_eval.cpp
   src/stereo_datasets.cpp)  # dataset naming: KITTI / Middlebury folders, gt scale, masks

@@ -4,3 +4,4 @@ s3d_add_test(io_image_geometry_test SOURCES image_geometry_test.cpp LIBS s3d::io
 
 s3d_add_test(io_plots_test SOURCES plots_test.cpp LIBS s3d::io LABELS "io")
 s3d_add_test(io_error_image_test SOURCES error_image_test.cpp LIBS s3d::io LABELS "io")
+s3d_add_test(io_overlays_test SOURCES overlays_test.cpp LIBS s3d::io LABELS "io")

@@ -7,10 +7,15 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "picture_util.hpp"
 #include "s3d/core/errors.hpp"
 
 namespace s3d::io {
 namespace {
+
+using picture::number;
+using picture::tick_step;
+using picture::to_rgb;
 
 const cv::Scalar kBlack(0, 0, 0), kGrey(150, 150, 150), kLightGrey(225, 225, 225), kWhite(255, 255, 255);
 constexpr int kFont = cv::FONT_HERSHEY_SIMPLEX;
@@ -24,20 +29,6 @@ struct Frame {
             area.y + area.height - static_cast<int>(std::lround((y - y0) / (y1 - y0) * area.height))};
   }
 };
-
-/// A tick step of 1, 2 or 5 times a power of ten giving about `count` ticks over `span`.
-double tick_step(double span, int count) {
-  const double raw = span / count, p = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0})
-    if (m * p >= raw) return m * p;
-  return 10.0 * p;
-}
-
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", std::abs(v) < 1e-12 ? 0.0 : v);
-  return buf;
-}
 
 void text(cv::Mat& img, const std::string& s, cv::Point at, double scale = 0.5, const cv::Scalar& c = kBlack) {
   cv::putText(img, s, at, kFont, scale, c, 1, cv::LINE_AA);
@@ -72,15 +63,6 @@ cv::Scalar colour(double t) {
   const int i = std::clamp(static_cast<int>(std::lround(t * 255.0)), 0, 255);
   const cv::Vec3b c = lut.at<cv::Vec3b>(i);
   return {static_cast<double>(c[0]), static_cast<double>(c[1]), static_cast<double>(c[2])};
-}
-
-ImageU8 to_rgb(const cv::Mat& bgr) {
-  cv::Mat rgb;
-  cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
-  ImageU8 out(rgb.cols, rgb.rows, 3);
-  for (int y = 0; y < rgb.rows; ++y)
-    std::copy_n(rgb.ptr<std::uint8_t>(y), rgb.cols * 3, &out.data[static_cast<std::size_t>(y) * rgb.cols * 3]);
-  return out;
 }
 
 }  // namespace
