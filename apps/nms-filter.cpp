@@ -6,6 +6,7 @@
 #include <string>
 
 #include "nms_filter/box_job.hpp"
+#include "nms_filter/drawn.hpp"
 #include "nms_filter/plan.hpp"
 #include "s3d/cli/tool.hpp"
 #include "s3d/core/errors.hpp"
@@ -79,10 +80,18 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->group(io_group);
   app.add_option("--emit", f.emit,
-                 "records: the kept records in the input's format, in input order; indices: "
-                 "their 0-based input positions, one per line, by descending score")
+                 "records: the kept records in the input's format, in input order; indices: their 0-based input "
+                 "positions, one per line, by descending score; drawn: a folder of PNGs, the kept boxes drawn on "
+                 "each image the records name (image_id, frame, file_name...; a voc file's name). A list: "
+                 "records,drawn writes both (-o KEPT -o DIR)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"records", "indices"}))
+      ->group(io_group);
+  app.add_flag("--draw-suppressed", f.draw_suppressed, "--emit drawn: the suppressed boxes too, faint")
+      ->group(io_group);
+  app.add_option("--image-dir", f.image_dir,
+                 "--emit drawn: where the images are (default: the input's folder); an id is tried as NAME.png, "
+                 ".jpg, .jpeg and zero-padded to 6 (MOT img1/) or 12 digits (COCO 2017)")
+      ->type_name("DIR")
       ->group(io_group);
 
   tool.add_example("nms-filter --iou 0.5 --per-class dets.json -o kept.json",
@@ -91,6 +100,8 @@ int main(int argc, char** argv) {
                    "RPN proposals (CSV x1,y1,x2,y2,score,level): per-level NMS, kept row indices to stdout");
   tool.add_example("cat det.txt | nms-filter --format mot --iou 0.3 - -o - > det_nms.txt",
                    "MOTChallenge detections, per frame, in a pipe");
+  tool.add_example("nms-filter --per-class --emit records,drawn --image-dir val2017/ dets.json -o kept.json -o drawn/",
+                   "the kept records, and each image with its kept boxes drawn (class colour, score)");
   tool.add_example("nms-filter --method soft-gaussian --sigma 0.5 --max-dets 100 detection-results/ -o nms/",
                    "a folder of VOC text files: soft-NMS per image, scores rewritten, at most 100 per image");
 
@@ -103,6 +114,7 @@ int main(int argc, char** argv) {
     const auto& s = tool.settings();
     if (s.outputs.empty() && s.output_dir.empty())
       throw s3d::InvalidArgument("no output: give -o PATH|TEMPLATE, -o - (stdout) or --output-dir DIR");
+    s3d::nms_filter::check_drawn_output(plan, s);
     engine = std::make_unique<s3d::detection::NmsEngine>(device);
   });
   tool.outputs_of([&](const s3d::cli::Item& item, s3d::cli::ItemContext& ctx) {
@@ -133,7 +145,12 @@ int main(int argc, char** argv) {
     const auto t_write = Clock::now();
     {
       s3d::cli::StageTimer timer(ctx, "write");
-      s3d::nms_filter::write_kept(ctx, kept, plan.emit_indices);
+      if (plan.emit_kept) s3d::nms_filter::write_kept(ctx, kept, plan.emit_indices);
+    }
+    std::size_t pictures = 0;
+    if (plan.emit_drawn) {
+      s3d::cli::StageTimer timer(ctx, "draw");
+      pictures = s3d::nms_filter::write_drawn(ctx, kept, plan);
     }
     const BoxJob& job = kept.job;
     nlohmann::json record;
@@ -144,7 +161,11 @@ int main(int argc, char** argv) {
     record["groups"] = job.group_count;
     record["group_by"] = job.groups;
     record["device"] = engine->device().to_string();
-    record["output"] = job.out;
+    if (plan.emit_kept) record["output"] = job.out;
+    if (plan.emit_drawn) {
+      record["drawn"] = job.drawn;
+      record["pictures"] = pictures;
+    }
     record["seconds_read"] = job.seconds_read;
     record["seconds_nms"] = kept.seconds_nms;
     record["seconds_write"] = seconds_since(t_write);

@@ -32,8 +32,9 @@ BoxJob load_job(const cli::Item& item, cli::ItemContext& ctx, const Plan& plan, 
   read.display_name = from_stdin ? "<stdin>" : job.input;
 
   job.folder = is_folder(path);
-  job.out = ctx.output_path(0, default_extension(*read.format, job.folder, plan.emit_indices));
-  if (!plan.emit_indices) {
+  if (plan.emit_kept) job.out = ctx.output_path(0, default_extension(*read.format, job.folder, plan.emit_indices));
+  job.drawn = drawn_folder(ctx, plan);
+  if (plan.emit_kept && !plan.emit_indices) {
     if (job.folder && job.out == "-")
       throw InvalidArgument(job.input +
                             ": a voc folder is written as a folder: give -o DIR or --output-dir "
@@ -49,6 +50,10 @@ BoxJob load_job(const cli::Item& item, cli::ItemContext& ctx, const Plan& plan, 
   // Its errors start with read.display_name (`<stdin>` for `-`), which the frame does not prefix again.
   job.table = io::read_boxes(path, read);
   const auto& table = job.table;
+  if (plan.emit_drawn && table.image_field.empty())
+    throw DataError(table.source +
+                    ": --emit drawn: the records name no image (a field image_id, image, frame, img_id, "
+                    "file_name or filename)");
   for (const auto& reason : table.dropped_reasons) spdlog::info("dropped: {}", reason);
   if (table.dropped_invalid > table.dropped_reasons.size())
     spdlog::info("dropped: ... {} more", table.dropped_invalid - table.dropped_reasons.size());

@@ -26,7 +26,8 @@ struct BoxJob {
   std::vector<std::int64_t> group_ids, image_ids;
   std::int64_t group_count = 0;
   std::vector<float> boxes, scores;
-  std::string input, out;  ///< as given; the output path (`-` = stdout)
+  std::string input, out;  ///< as given; the kept records' path (`-` = stdout; "" with --emit drawn alone)
+  std::string drawn;       ///< --emit drawn: the folder of pictures ("" = none)
   bool folder = false;     ///< a voc folder, written as a folder
   double seconds_read = 0.0;
 };

@@ -79,10 +79,24 @@ Plan make_plan(const Flags& f, const cli::CommonSettings& common) {
     p.read.key_fields = p.group_fields;
   }
   if (!common.format.empty()) p.format = io::parse_box_file_format(common.format);
-  if (f.emit == "indices")
-    p.emit_indices = true;
-  else
-    S3D_EXPECTS(f.emit == "records", "--emit: expected records or indices, got '" + f.emit + "'");
+  // --emit: records or indices (one of them), and/or drawn.
+  int kept_count = 0;
+  for (const std::string& name : split_list(f.emit)) {
+    if (name == "indices")
+      p.emit_indices = true;
+    else if (name == "drawn")
+      p.emit_drawn = true;
+    else
+      S3D_EXPECTS(name == "records", "--emit: expected records, indices or drawn, got '" + name + "'");
+    kept_count += name != "drawn";
+  }
+  S3D_EXPECTS(kept_count <= 1, "--emit: records or indices, not both");
+  S3D_EXPECTS(kept_count == 1 || p.emit_drawn, "--emit: name records, indices or drawn");
+  p.emit_kept = kept_count == 1;
+  S3D_EXPECTS(!f.draw_suppressed || p.emit_drawn, "--draw-suppressed draws on --emit drawn's pictures: add it");
+  S3D_EXPECTS(f.image_dir.empty() || p.emit_drawn, "--image-dir is where --emit drawn finds the images: add it");
+  p.draw_suppressed = f.draw_suppressed;
+  p.image_dir = f.image_dir;
   if (f.rotated && p.format)
     S3D_EXPECTS(*p.format != BoxFileFormat::kMot && *p.format != BoxFileFormat::kVoc,
                 "--rotated needs coco, csv or jsonl input (" + io::to_string(*p.format) + " has no angle)");
@@ -117,8 +131,8 @@ bool is_folder(const std::string& path) {
   return path != "-" && fs::is_directory(path, ec);
 }
 
-/// Output paths of one item: one file, or the files of a voc folder.
-std::vector<std::string> planned_outputs(const cli::Item& item, cli::ItemContext& ctx, const Plan& plan) {
+/// The kept records' output paths: one file, or the files of a voc folder.
+static std::vector<std::string> kept_outputs(const cli::Item& item, cli::ItemContext& ctx, const Plan& plan) {
   const std::string& input = item.inputs.front();
   const bool folder = is_folder(input);
   BoxFileFormat format = plan.format.value_or(BoxFileFormat::kCsv);
@@ -128,6 +142,25 @@ std::vector<std::string> planned_outputs(const cli::Item& item, cli::ItemContext
   std::vector<std::string> files;
   for (const auto& name : voc_files(input)) files.push_back((fs::path(out) / name).string());
   return files;
+}
+
+void check_drawn_output(const Plan& plan, const cli::CommonSettings& common) {
+  if (!plan.emit_drawn) return;
+  const std::size_t slot = plan.emit_kept ? 1 : 0;
+  S3D_EXPECTS(common.outputs.size() > slot || !common.output_dir.empty(),
+              plan.emit_kept ? "--emit drawn: give its folder a second -o (or --output-dir)"
+                             : "--emit drawn: give its folder with -o DIR or --output-dir");
+  S3D_EXPECTS(common.outputs.size() <= slot || common.outputs[slot] != "-",
+              "--emit drawn writes a folder of pictures: give -o DIR or --output-dir, not -o -");
+}
+
+std::string drawn_folder(cli::ItemContext& ctx, const Plan& plan) {
+  return plan.emit_drawn ? ctx.output_path(plan.emit_kept ? 1 : 0, "_drawn") : "";
+}
+
+std::vector<std::string> planned_outputs(const cli::Item& item, cli::ItemContext& ctx, const Plan& plan) {
+  if (!plan.emit_kept) return {};
+  return kept_outputs(item, ctx, plan);
 }
 
 }  // namespace s3d::nms_filter

@@ -28,6 +28,8 @@ struct Flags {
   bool drop_invalid = false;
   std::string box_format = "auto";
   std::string emit = "records";
+  bool draw_suppressed = false;
+  std::string image_dir;
 };
 
 /// Flags turned into library settings.
@@ -38,6 +40,10 @@ struct Plan {
   bool group_default = true;                // no --group-by: per image when there is an image field
   std::vector<std::string> group_fields;
   bool emit_indices = false;
+  bool emit_kept = true;  ///< records or indices are written (false: --emit drawn alone)
+  bool emit_drawn = false;
+  bool draw_suppressed = false;
+  std::string image_dir;  ///< --image-dir ("" = the input's folder)
 };
 
 /// @throws InvalidArgument naming the flag that is wrong.
@@ -47,7 +53,13 @@ io::BoxFileFormat input_format(const std::string& path, const Plan& plan);
 /// Extension of an output named by --output-dir alone.
 std::string default_extension(io::BoxFileFormat format, bool folder, bool indices);
 bool is_folder(const std::string& path);
-/// Output paths of one item: one file, or the files of a voc folder.
+/// The kept records' output paths of one item: one file, or the files of a voc folder (none with --emit
+/// drawn alone: a folder of pictures is replaced whole, never a finished output to skip).
 std::vector<std::string> planned_outputs(const cli::Item& item, cli::ItemContext& ctx, const Plan& plan);
+/// @throws InvalidArgument when --emit drawn has no folder to write to (exit 2 before any item runs).
+void check_drawn_output(const Plan& plan, const cli::CommonSettings& common);
+/// The folder --emit drawn writes its pictures to ("" = not asked for): the output slot after the kept
+/// records' (the only one with --emit drawn alone); with --output-dir alone `DIR/NAME_drawn`.
+std::string drawn_folder(cli::ItemContext& ctx, const Plan& plan);
 
 }  // namespace s3d::nms_filter
