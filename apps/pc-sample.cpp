@@ -90,9 +90,9 @@ int main(int argc, char** argv) {
   fps->add_option("--emit", f.fps_emit,
                   "cloud: the sampled points with all their attributes, in selection order (the input's format "
                   "unless -o's extension or --format names another); indices: their input rows, .txt one per "
-                  "line or .npy int32")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"cloud", "indices"}));
+                  "line or .npy int32; preview: a top-down PNG of the cloud with the samples in red (alone: -o "
+                  "NAME.png; cloud,preview: beside the cloud as NAME.preview.png)")
+      ->capture_default_str();
 
   CLI::App* ball = app.add_subcommand("ball", "ball query (pointnet2): up to K points with d < r per query");
   ball->add_option("--radius", f.radius, "r > 0: a point is inside iff its distance is < r")->required();
@@ -156,9 +156,10 @@ int main(int argc, char** argv) {
   voxel
       ->add_option("--emit", f.voxel_emit,
                    "cloud: one point per voxel, in sorted (z, y, x) order; voxels: -o NAME.npy the [M,4] int32 "
-                   "(batch, z, y, x), NAME.features.npy float32 [M, 3 + C], NAME.point_voxel.npy int32 [N]")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"cloud", "voxels"}));
+                   "(batch, z, y, x), NAME.features.npy float32 [M, 3 + C], NAME.point_voxel.npy int32 [N]; "
+                   "preview: a top-down PNG of the cloud with the voxels' points in red (alone, or beside as "
+                   "NAME.preview.png)")
+      ->capture_default_str();
 
   CLI::App* rulebook = app.add_subcommand(
       "rulebook", "sparse-convolution rulebooks (spconv's indice pairs) of voxel coordinates, one layer or a chain");

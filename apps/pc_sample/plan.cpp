@@ -204,6 +204,27 @@ std::string cloud_extension(const std::string& input, const Plan& plan) {
   return ext.empty() ? ".ply" : ext;
 }
 
+/// fps / voxel --emit: `first` or `second` (the samples), `preview`, or one of them with preview. Sets
+/// plan.emit_samples and plan.emit_preview; returns the samples' name ("" for preview alone).
+std::string parse_sample_emit(const std::string& given, const std::string& first, const std::string& second,
+                              Plan& plan) {
+  std::string samples;
+  plan.emit_preview = false;
+  for (const std::string& name : split_list(given)) {
+    if (name == "preview") {
+      plan.emit_preview = true;
+      continue;
+    }
+    S3D_EXPECTS(name == first || name == second,
+                "--emit: expected " + first + ", " + second + " or preview, got '" + name + "'");
+    S3D_EXPECTS(samples.empty(), "--emit: " + first + " or " + second + ", not both");
+    samples = name;
+  }
+  S3D_EXPECTS(!samples.empty() || plan.emit_preview, "--emit: name " + first + ", " + second + " or preview");
+  plan.emit_samples = !samples.empty();
+  return samples;
+}
+
 }  // namespace
 
 Plan make_plan(Mode mode, const Flags& f) {
@@ -252,9 +273,7 @@ Plan make_plan(Mode mode, const Flags& f) {
                     "--seed: expected a whole number in [0, 2^64), got '" + f.seed + "'");
       }
       p.allow_fewer = f.allow_fewer;
-      S3D_EXPECTS(f.fps_emit == "cloud" || f.fps_emit == "indices",
-                  "--emit: expected cloud or indices, got '" + f.fps_emit + "'");
-      p.emit_indices = f.fps_emit == "indices";
+      p.emit_indices = parse_sample_emit(f.fps_emit, "cloud", "indices", p) == "indices";
       p.drop_faces = f.fps_drop_faces;
       break;
     }
@@ -322,9 +341,7 @@ Plan make_plan(Mode mode, const Flags& f) {
       else
         throw InvalidArgument("--aggregate: expected mean, first or nearest, got '" + f.voxel_aggregate + "'");
       validate_flags(p.voxel);
-      S3D_EXPECTS(f.voxel_emit == "cloud" || f.voxel_emit == "voxels",
-                  "--emit: expected cloud or voxels, got '" + f.voxel_emit + "'");
-      p.emit_voxels = f.voxel_emit == "voxels";
+      p.emit_voxels = parse_sample_emit(f.voxel_emit, "cloud", "voxels", p) == "voxels";
       break;
     }
     case Mode::kRulebook: {
@@ -377,11 +394,34 @@ std::string derived_npy(const std::string& main, const std::string& suffix) {
   return main.substr(0, main.size() - ext.size()) + "." + suffix + ext;
 }
 
+/// --emit preview alone: the picture is the output.
+static std::string preview_alone(cli::ItemContext& ctx) {
+  const std::string path = ctx.output_path(0, ".preview.png");
+  const std::string png = ".png";
+  S3D_EXPECTS(
+      path.empty() || (path.size() > png.size() && path.compare(path.size() - png.size(), png.size(), png) == 0),
+      "--emit preview writes a PNG: give -o NAME.png (or --output-dir), not " + path);
+  return path;
+}
+
+std::string preview_beside(const std::string& main) {
+  S3D_EXPECTS(main != "-",
+              "--emit preview beside the samples: give -o FILE (the picture is FILE.preview.png), not -o -");
+  std::string stem = main;
+  const std::size_t dot = stem.find_last_of('.'), slash = stem.find_last_of('/');
+  if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) stem.erase(dot);
+  return stem + ".preview.png";
+}
+
 std::vector<std::string> planned_outputs(const cli::Item& item, cli::ItemContext& ctx, const Plan& plan) {
   const std::string& input = item.inputs.front();
   switch (plan.mode) {
-    case Mode::kFps:
-      return {ctx.output_path(0, plan.emit_indices ? ".indices.txt" : cloud_extension(input, plan))};
+    case Mode::kFps: {
+      if (!plan.emit_samples) return {preview_alone(ctx)};
+      const std::string main = ctx.output_path(0, plan.emit_indices ? ".indices.txt" : cloud_extension(input, plan));
+      if (!plan.emit_preview || main.empty()) return {main};
+      return {main, preview_beside(main)};
+    }
     case Mode::kInterp: {
       if (!plan.emit_weights) return {ctx.output_path(0, cloud_extension(input, plan))};
       const std::string main = ctx.output_path(0, ".three_nn.npy");
@@ -390,11 +430,17 @@ std::vector<std::string> planned_outputs(const cli::Item& item, cli::ItemContext
       return {main, derived_npy(main, "weights")};
     }
     case Mode::kVoxel: {
-      if (!plan.emit_voxels) return {ctx.output_path(0, cloud_extension(input, plan))};
-      const std::string main = ctx.output_path(0, ".voxels.npy");
-      if (main.empty()) return {main};
-      S3D_EXPECTS(main != "-", "--emit voxels writes three arrays: give -o NAME.npy, not -o -");
-      return {main, derived_npy(main, "features"), derived_npy(main, "point_voxel")};
+      if (!plan.emit_samples) return {preview_alone(ctx)};
+      std::vector<std::string> out{ctx.output_path(0, plan.emit_voxels ? ".voxels.npy" : cloud_extension(input, plan))};
+      const std::string main = out.front();  // a copy: `out` grows below
+      if (main.empty()) return out;
+      if (plan.emit_voxels) {
+        S3D_EXPECTS(main != "-", "--emit voxels writes three arrays: give -o NAME.npy, not -o -");
+        out.push_back(derived_npy(main, "features"));
+        out.push_back(derived_npy(main, "point_voxel"));
+      }
+      if (plan.emit_preview) out.push_back(preview_beside(main));
+      return out;
     }
     case Mode::kRulebook:
       return {ctx.output_path(0, ".rulebook.npz")};

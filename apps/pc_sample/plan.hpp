@@ -98,6 +98,8 @@ struct Plan {
   std::uint64_t seed = 0;
   bool allow_fewer = false;
   bool emit_indices = false;  // fps: indices instead of the cloud
+  bool emit_samples = true;   // fps / voxel: the samples are written (false: --emit preview alone)
+  bool emit_preview = false;  // fps / voxel: a top-down picture of the cloud with the samples marked
   int batch = 1;              // fps: clouds per launch
   // ball / knn
   points::BallQueryParams ball;
@@ -128,6 +130,9 @@ Plan make_plan(Mode mode, const Flags& f);
 /// `OUT.features.npy`, `OUT.point_voxel.npy` (voxel --emit voxels). rulebook: one `.npz` (or `.npy`).
 /// Only the arrays asked for are listed (indices at the main path).
 std::vector<std::string> planned_outputs(const cli::Item& item, cli::ItemContext& ctx, const Plan& plan);
+
+/// fps / voxel --emit preview beside the samples: `OUT.EXT` -> `OUT.preview.png`. @throws InvalidArgument for `-`.
+std::string preview_beside(const std::string& main);
 
 /// `OUT.npy` -> `OUT.SUFFIX.npy`. @throws InvalidArgument when `main` does not end in .npy.
 std::string derived_npy(const std::string& main, const std::string& suffix);

@@ -2,12 +2,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 
 #include "cloud_rows.hpp"
 #include "job.hpp"
 #include "outputs.hpp"
 #include "s3d/core/errors.hpp"
+#include "s3d/io/image.hpp"
 #include "s3d/io/npy.hpp"
+#include "s3d/io/overlays.hpp"
 
 namespace s3d::pc_sample {
 namespace {
@@ -91,6 +94,25 @@ nlohmann::json elements_json(const RowStats& stats) {
   return j;
 }
 
+/// --emit preview: the input seen from above, the fps samples or the voxels' points marked.
+void write_preview(cli::ItemContext& ctx, const std::string& path, const Result& r, const Plan& p) {
+  const Job& job = r.job;
+  std::vector<float> marks;
+  if (p.mode == Mode::kFps) {
+    marks.reserve(r.selection.size() * 3);
+    for (std::int32_t row : r.selection)
+      marks.insert(marks.end(), job.local.begin() + 3 * row, job.local.begin() + 3 * row + 3);
+  } else {
+    marks = r.voxels.xyz;
+  }
+  const std::string title = std::filesystem::path(job.in.name).filename().string() + ": " +
+                            std::to_string(job.local.size() / 3) + " points, " + std::to_string(marks.size() / 3) +
+                            (p.mode == Mode::kFps ? " samples" : " voxels") + " (red), seen from +z";
+  const io::ImageU8 picture =
+      io::plot_top_down({job.local.data(), job.local.size() / 3}, {marks.data(), marks.size() / 3}, title);
+  ctx.write_atomically(path, [&](const std::string& tmp) { io::write_image(tmp, picture); });
+}
+
 }  // namespace
 
 nlohmann::json write_result(cli::ItemContext& ctx, const cli::CommonSettings& settings, const Run& run, Result& r) {
@@ -127,10 +149,18 @@ nlohmann::json write_result(cli::ItemContext& ctx, const cli::CommonSettings& se
   rec["dropped_invalid"] = in.dropped_invalid;
   rec["origin"] = job.origin;
   const std::string& main = job.outputs.front();
-  const std::string fmt = main == "-" && settings.format.empty() ? "" : cli::format_of(main, settings);
+  const std::string fmt =
+      !p.emit_samples || (main == "-" && settings.format.empty()) ? "" : cli::format_of(main, settings);
   cli::StageTimer timer(ctx, "write");
+  if (p.emit_preview) write_preview(ctx, job.outputs.back(), r, p);
   switch (p.mode) {
     case Mode::kFps: {
+      if (!p.emit_samples) {
+        rec["samples"] = r.selection.size();
+        rec["start"] = in.file_row(r.start);
+        rec["device"] = run.fps->device().to_string();
+        break;
+      }
       rec["samples"] = r.selection.size();
       rec["start"] = in.file_row(r.start);
       rec["device"] = run.fps->device().to_string();
@@ -178,6 +208,7 @@ nlohmann::json write_result(cli::ItemContext& ctx, const cli::CommonSettings& se
       rec["shape"] = v.shape;
       rec["grid_origin"] = v.origin;
       rec["device"] = run.voxels->device().to_string();
+      if (!p.emit_samples) break;
       if (!p.emit_voxels) {
         RowStats stats;
         const PointCloud out = voxel_cloud(in.cloud, v, p.voxel.aggregate, stats);

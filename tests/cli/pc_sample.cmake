@@ -5,3 +5,7 @@ set_property(DIRECTORY APPEND PROPERTY S3D_PYTHON_TEST_ENVIRONMENT
              "S3D_PC_SAMPLE=$<TARGET_FILE:pc-sample>"
              "S3D_SGM_DEPTH=$<TARGET_FILE:sgm-depth>"
              "S3D_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+# --emit preview: the pictures decoded and their pixels checked.
+s3d_add_test(test_cli_pc_sample_preview SOURCES pc_sample_preview_test.cpp LIBS s3d::io LABELS "cli")
+target_compile_definitions(test_cli_pc_sample_preview PRIVATE S3D_PC_SAMPLE_EXE="$<TARGET_FILE:pc-sample>")
+add_dependencies(test_cli_pc_sample_preview pc-sample)
