@@ -26,8 +26,8 @@ std::vector<cv::Point> corners(const BoxDrawing& b) {
   std::vector<cv::Point2d> p;
   if (b.rotated) {
     const double c = std::cos(b.box[4]), s = std::sin(b.box[4]), hw = 0.5 * b.box[2], hh = 0.5 * b.box[3];
-    for (const auto& [u, v] : {std::pair{-hw, -hh}, {hw, -hh}, {hw, hh}, {-hw, hh}})
-      p.emplace_back(b.box[0] + u * c - v * s, b.box[1] + u * s + v * c);
+    const double corner_offsets[4][2] = {{-hw, -hh}, {hw, -hh}, {hw, hh}, {-hw, hh}};
+    for (const auto& o : corner_offsets) p.emplace_back(b.box[0] + o[0] * c - o[1] * s, b.box[1] + o[0] * s + o[1] * c);
   } else {
     p = {{b.box[0], b.box[1]}, {b.box[2], b.box[1]}, {b.box[2], b.box[3]}, {b.box[0], b.box[3]}};
   }
