@@ -89,12 +89,12 @@ TEST_F(NmsFilterDrawn, KeptBoxesAreDrawnOnTheirImagesBesideTheRecords) {
   EXPECT_TRUE(near(at(b, 20, 30), dog)) << "a second class, a second colour";
   EXPECT_NE(r.out.find("\"pictures\":2"), std::string::npos) << r.out;
 
-  // --draw-suppressed: the suppressed box's right edge, half blended.
+  // --draw-suppressed: the suppressed box's right edge, blended.
   Result s = run("--emit drawn --draw-suppressed -o faint " + shell_quote(in));
   ASSERT_EQ(s.code, 0) << s.err;
   const s3d::io::ImageU8 f = s3d::io::read_rgb8((dir_ / "faint" / "a.png").string());
   const auto edge = at(f, 64, 35);
-  for (int c = 0; c < 3; ++c) EXPECT_NEAR(edge[c], (90 + cat[c]) / 2.0, 30) << c;
+  for (int c = 0; c < 3; ++c) EXPECT_NEAR(edge[c], 0.4 * 90 + 0.6 * cat[c], 30) << c;
   EXPECT_FALSE(fs::exists(dir_ / "faint.jsonl"));
 }
 

@@ -69,7 +69,7 @@ ImageU8 draw_boxes(const ImageU8& image, const std::vector<BoxDrawing>& boxes) {
       cv::polylines(faint, std::vector<std::vector<cv::Point>>{corners(b)}, true, bgr(b.colour), 1, cv::LINE_AA);
       any_faint = true;
     }
-  if (any_faint) cv::addWeighted(canvas, 0.5, faint, 0.5, 0.0, canvas);
+  if (any_faint) cv::addWeighted(canvas, 0.4, faint, 0.6, 0.0, canvas);
   for (const BoxDrawing& b : boxes) {
     if (b.faint) continue;
     const std::vector<cv::Point> c = corners(b);

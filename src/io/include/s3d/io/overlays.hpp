@@ -18,7 +18,7 @@ struct BoxDrawing {
   bool rotated = false;
   int colour = 0;      ///< palette index (e.g. the class): equal indices, equal colours
   std::string label;   ///< text on a tab above the box ("" = none)
-  bool faint = false;  ///< drawn thin and half transparent, without its label (a suppressed box)
+  bool faint = false;  ///< drawn thin, 60 % over the image, without its label (a suppressed box)
 };
 
 /// The colour of palette index `index` (RGB; 20 distinct colours, repeating; a negative index counts as 0).
