@@ -5,7 +5,7 @@
 //   bench_fusion [--device cuda|cpu] [--mode f2m|f2f] [--frames N] [--half] [--color] [--resolution R]
 //                [--out traj.txt]
 //                [--size M] [--truncation M] [--max-depth M] [--huber M] [--iterations A,B,C] [--no-bilateral]
-//                [--noise-weighting on|off] [--distance-gate M] [--angle-gate DEG]
+//                [--noise-weighting on|off] [--distance-gate M] [--gate-sigmas S] [--min-inliers R] [--angle-gate DEG]
 //                [--camera fx,fy,cx,cy] [--volume dense|sparse] [--voxel-size M] [--max-memory-mb N]
 //                [--stereo-baseline B] [--max-step M,DEG]
 //                [--sequence depth.txt --depth-scale S]
@@ -74,6 +74,10 @@ int main(int argc, char** argv) {
       params.icp.noise_weighting = v == "on";
     } else if (a == "--distance-gate" && i + 1 < argc)
       params.icp.distance_gate = std::stof(argv[++i]);
+    else if (a == "--min-inliers" && i + 1 < argc)
+      params.icp.min_inlier_ratio = std::stof(argv[++i]);
+    else if (a == "--gate-sigmas" && i + 1 < argc)
+      params.icp.gate_sigmas = std::stof(argv[++i]);
     else if (a == "--angle-gate" && i + 1 < argc)
       params.icp.angle_gate = std::stof(argv[++i]);
     else if (a == "--volume" && i + 1 < argc) {
