@@ -7,4 +7,4 @@ s3d_add_tool(sgm-depth
           sgm_depth/outputs.cpp       # write stage: encodings and formats of each --emit
           sgm_depth/depth_folder.cpp  # camera-intrinsics.txt + depth-scale.txt beside the depth maps
           sgm_depth/eval_totals.cpp   # the summary's accuracy means
-  LIBS s3d::stereo s3d::geometry s3d::io)
+  LIBS s3d::stereo s3d::geometry s3d::io s3d::stereo_eval)

@@ -1,5 +1,6 @@
 # Rasters (PNG 8/16 via OpenCV, PFM, KITTI/x16/mm disparity and depth PNGs), colour maps, stereo
-# calibration (KITTI, Q, YAML, Middlebury), disparity evaluation masks and reports, stereo dataset naming.
+# calibration (KITTI, Q, YAML, Middlebury), stereo dataset naming. (Disparity evaluation masks and reports:
+# s3d::stereo_eval, src/io/CMakeLists.txt.)
 list(APPEND S3D_IO_SOURCES
   src/image.cpp
   src/png_decode.cpp  # PNG through libpng with our own error handlers (no libpng lines on stderr)
@@ -8,5 +9,4 @@ list(APPEND S3D_IO_SOURCES
   src/colormap.cpp
   src/plots.cpp       # trajectory and error-over-time pictures (evo-style plots)
   src/overlays.cpp    # boxes drawn on their image, a cloud seen from above with its samples
-  src/stereo_eval.cpp
   src/stereo_datasets.cpp)  # dataset naming: KITTI / Middlebury folders, gt scale, masks

@@ -1,6 +1,7 @@
 #pragma once
-// Files and reports around the disparity metrics of s3d::stereo (metrics.hpp): the Middlebury masks that
-// sit beside a ground-truth file, and the metrics as JSON.
+// Files and reports around the disparity metrics of s3d::stereo (metrics.hpp): the Middlebury masks that sit
+// beside a ground-truth file, and the metrics as JSON. Link s3d::stereo_eval (not part of s3d::io, which
+// links no domain library).
 #include <string>
 #include <vector>
 

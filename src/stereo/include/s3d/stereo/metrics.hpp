@@ -7,7 +7,7 @@
 //   - "*_est"  : over evaluated GT pixels that have a valid estimate only.
 // Evaluated pixels = finite GT with d_gt > 0, inside the region's mask (if any), inside the column range
 // [x_min, x_max). Estimates: finite = valid (+inf / NaN = invalid).
-// Reading masks from files and JSON output live in s3d::io (stereo_eval.hpp).
+// Reading masks from files and JSON output live in s3d::stereo_eval (s3d/io/stereo_eval.hpp).
 #include <cstddef>
 #include <cstdint>
 #include <string>
