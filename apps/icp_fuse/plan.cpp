@@ -115,9 +115,6 @@ Plan make_plan(const Flags& f) {
   if (!(std::isfinite(f.max_depth) && f.max_depth >= 0.0)) throw InvalidArgument("--max-depth: must be >= 0 metres");
   if (!(std::isfinite(f.volume_size) && f.volume_size > 0.0))
     throw InvalidArgument("--volume-size: must be > 0 metres");
-  // 1290^3 is the largest cube below 2^31 voxels (the volume's int32 indices).
-  if (f.volume_resolution < 8 || f.volume_resolution > 1290)
-    throw InvalidArgument("--volume-resolution: must be in [8, 1290] voxels per side (at most 2^31 - 1 voxels)");
   if (!(std::isfinite(f.truncation) && f.truncation > 0.0)) throw InvalidArgument("--truncation: must be > 0 metres");
   if (!(std::isfinite(f.huber) && f.huber >= 0.0)) throw InvalidArgument("--huber: must be >= 0 metres (0 = off)");
   if (!(std::isfinite(f.fps) && f.fps > 0.0)) throw InvalidArgument("--fps: must be > 0");
@@ -125,6 +122,13 @@ Plan make_plan(const Flags& f) {
   for (int a = 0; a < 3; ++a) {
     p.volume.resolution[a] = f.volume_resolution;
     p.volume.size[a] = static_cast<float>(f.volume_size);
+  }
+  try {  // the library's one check of the cube, told in the flag's name
+    fusion::VolumeParams cube;
+    cube.resolution = p.volume.resolution;
+    cube.validate();
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(std::string("--volume-resolution: ") + e.what());
   }
   p.volume.truncation = static_cast<float>(f.truncation);
   if (f.volume == "sparse")

@@ -432,7 +432,7 @@ class IcpFuseTest(unittest.TestCase):
         seq = self.synthetic(frames=2)
         k = ["--intrinsics", "60,60,32,24"]
         for args in (["--mode", "icp"], ["--frames", "5:2"], ["--frames", "x"], ["--icp-iterations", "1,2,3,4,5"],
-                     ["--volume-resolution", "4"], ["--depth-scale", "-1"], ["--emit", "mesh,video"],
+                     ["--volume-resolution", "0"], ["--depth-scale", "-1"], ["--emit", "mesh,video"],
                      ["--eval-ranges", "0:2"], ["--eval", "auto", "--eval-ranges", "3:1"], ["--color", "maybe"],
                      ["--truncation", "1e-9"], ["--noise-weighting", "yes"], ["--volume-resolution", "1291"],
                      ["--frames", "0:99999999999999999999"], ["--icp-iterations", "0"], ["--icp-iterations", "0,0"],

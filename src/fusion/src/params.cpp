@@ -54,26 +54,29 @@ void FusionParams::validate() const {
   S3D_EXPECTS(positive(icp.max_translation_step), "icp: max_translation_step must be > 0 metres");
   S3D_EXPECTS(positive(icp.max_rotation_step) && icp.max_rotation_step <= 180.0f,
               "icp: max_rotation_step must be in (0, 180] degrees");
+  volume.validate();
+}
+
+void VolumeParams::validate() const {
   for (int a = 0; a < 3; ++a) {
-    S3D_EXPECTS(volume.resolution[a] >= 8 && volume.resolution[a] <= 2048, "volume: resolution must be in [8, 2048]");
-    S3D_EXPECTS(positive(volume.size[a]), "volume: size must be > 0");
-    S3D_EXPECTS(std::isfinite(volume.origin[a]), "volume: origin must be finite");
+    S3D_EXPECTS(resolution[a] >= 1 && resolution[a] <= 4096, "volume: resolution must be in [1, 4096] per axis");
+    S3D_EXPECTS(positive(size[a]), "volume: size must be finite and > 0");
+    S3D_EXPECTS(std::isfinite(origin[a]), "volume: origin must be finite");
   }
-  S3D_EXPECTS(positive(volume.truncation), "volume: truncation must be > 0");
-  S3D_EXPECTS(volume.truncation >= volume.min_truncation(),
-              "volume: truncation must be at least 1e-6 of the summed sides");
-  S3D_EXPECTS(volume.max_weight >= 1 && volume.max_weight <= 32767, "volume: max_weight must be in [1, 32767]");
-  S3D_EXPECTS(volume.kind == VolumeKind::kDense || volume.kind == VolumeKind::kSparse,
-              "volume: kind must be dense or sparse");
-  S3D_EXPECTS(
-      std::isfinite(volume.sparse_voxel_size) && volume.sparse_voxel_size >= 1e-4f && volume.sparse_voxel_size <= 1.0f,
-      "volume: sparse_voxel_size must be in [1e-4, 1] metres");
-  S3D_EXPECTS(volume.sparse_memory_bytes >= sparse_block_bytes(volume.color) &&
-                  volume.sparse_memory_bytes <= (std::int64_t{1} << 40),
-              "volume: sparse_memory_bytes must hold at least one block (" +
-                  std::to_string(sparse_block_bytes(volume.color)) + " bytes) and be at most 2^40");
-  S3D_EXPECTS(positive(volume.sparse_raycast_range) && volume.sparse_raycast_range <= 1e4f &&
-                  static_cast<double>(volume.sparse_raycast_range) <= 1e6 * static_cast<double>(volume.truncation),
+  // The voxels are indexed with int32 (the largest cube: 1290^3).
+  S3D_EXPECTS(static_cast<long long>(resolution[0]) * resolution[1] * resolution[2] < (1LL << 31),
+              "volume: resolution must give at most 2^31 - 1 voxels (a cube: at most 1290 per side)");
+  S3D_EXPECTS(positive(truncation), "volume: truncation must be finite and > 0");
+  S3D_EXPECTS(truncation >= min_truncation(), "volume: truncation must be at least 1e-6 of the summed sides");
+  S3D_EXPECTS(max_weight >= 1 && max_weight <= 32767, "volume: max_weight must be in [1, 32767]");
+  S3D_EXPECTS(kind == VolumeKind::kDense || kind == VolumeKind::kSparse, "volume: kind must be dense or sparse");
+  S3D_EXPECTS(std::isfinite(sparse_voxel_size) && sparse_voxel_size >= 1e-4f && sparse_voxel_size <= 1.0f,
+              "volume: sparse_voxel_size must be in [1e-4, 1] metres");
+  S3D_EXPECTS(sparse_memory_bytes >= sparse_block_bytes(color) && sparse_memory_bytes <= (std::int64_t{1} << 40),
+              "volume: sparse_memory_bytes must hold at least one block (" + std::to_string(sparse_block_bytes(color)) +
+                  " bytes) and be at most 2^40");
+  S3D_EXPECTS(positive(sparse_raycast_range) && sparse_raycast_range <= 1e4f &&
+                  static_cast<double>(sparse_raycast_range) <= 1e6 * static_cast<double>(truncation),
               "volume: sparse_raycast_range must be in (0, 10^4] metres and at most 10^6 truncations");
 }
 

@@ -8,19 +8,6 @@
 
 namespace s3d::fusion::detail {
 
-void validate_volume(const VolumeParams& p) {
-  for (int a = 0; a < 3; ++a) {
-    S3D_EXPECTS(p.resolution[a] >= 1 && p.resolution[a] <= 4096, "volume: resolution must be in [1, 4096] per axis");
-    S3D_EXPECTS(std::isfinite(p.size[a]) && p.size[a] > 0.0f, "volume: size must be finite and > 0");
-    S3D_EXPECTS(std::isfinite(p.origin[a]), "volume: origin must be finite");
-  }
-  S3D_EXPECTS(std::isfinite(p.truncation) && p.truncation > 0.0f, "volume: truncation must be finite and > 0");
-  S3D_EXPECTS(p.truncation >= p.min_truncation(), "volume: truncation must be at least 1e-6 of the summed sides");
-  S3D_EXPECTS(p.max_weight >= 1 && p.max_weight <= 32767, "volume: max_weight must be in [1, 32767]");
-  const long long n = static_cast<long long>(p.resolution[0]) * p.resolution[1] * p.resolution[2];
-  S3D_EXPECTS(n < (1LL << 31), "volume: at most 2^31 - 1 voxels");
-}
-
 IntegrateArgs make_integrate_args(const VolumeGrid& g, ImageView<const float> depth, const CameraIntrinsics& camera,
                                   const Rigid& camera_to_world) {
   IntegrateArgs a{};

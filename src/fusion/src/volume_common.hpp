@@ -12,9 +12,6 @@
 
 namespace s3d::fusion::detail {
 
-/// Throws InvalidArgument naming the field of `p` that a volume cannot be built with.
-void validate_volume(const VolumeParams& p);
-
 /// The integration arguments: world_to_camera = inverse_rigid(camera_to_world) (double, rounded once), the
 /// camera centre, the intrinsics and the depth size. Compiled once (volume_common.cpp, g++ with
 /// -ffp-contract=off) and called by both backends, so they get the same floats.

@@ -250,7 +250,7 @@ class CpuVolume final : public VolumeBackend {
 
 std::unique_ptr<VolumeBackend> make_cpu_volume(const VolumeParams& params) {
   if (params.kind == VolumeKind::kSparse) return make_cpu_sparse_volume(params);
-  validate_volume(params);
+  params.validate();
   return std::make_unique<CpuVolume>(params);
 }
 

@@ -417,7 +417,7 @@ class CudaVolume final : public VolumeBackend {
 
 std::unique_ptr<VolumeBackend> make_cuda_volume(const Device& device, const VolumeParams& params) {
   if (params.kind == VolumeKind::kSparse) return make_cuda_sparse_volume(device, params);
-  validate_volume(params);
+  params.validate();
   return std::make_unique<CudaVolume>(device, params);
 }
 

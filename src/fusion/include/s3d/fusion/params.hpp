@@ -126,6 +126,10 @@ struct VolumeParams {
   /// (0, 10^4] and at most 10^6 truncations. Default 30 m.
   float sparse_raycast_range = 30.0f;
 
+  /// The one check of these fields, by the engine and by each volume: resolution in [1, 4096] per axis and
+  /// fewer than 2^31 voxels (int32 indices), the rest as documented above. @throws InvalidArgument naming the field.
+  void validate() const;
+
   float voxel_size(int axis) const { return size[axis] / static_cast<float>(resolution[axis]); }
   /// The voxel edge of either kind, metres: sparse_voxel_size, or the dense volume's largest voxel_size(axis).
   float voxel_edge() const {
