@@ -53,12 +53,12 @@ if [ -d "$data" ]; then
   cp "$data/pointclouds/kitti_velodyne/000000.bin" "$out/data/pointclouds/kitti_velodyne/"
   cp "$data/pointclouds/stanford_bunny/bun_zipper.ply" "$out/data/pointclouds/stanford_bunny/"
   cp "$data/pointclouds/aerial_vol_total/vol_total_498868.ply" "$out/data/pointclouds/aerial_vol_total/"
-  # The fusion suites read the 7-Scenes depth frames and poses (28 MB) and the colour of five frames.
+  # The fusion suites read the 7-Scenes depth frames and poses (28 MB) and the colour of the frames they integrate.
   kitchen=rgbd/7scenes_redkitchen_f000-299
   mkdir -p "$out/data/$kitchen"
   cp "$data/$kitchen"/frame-*.depth.png "$data/$kitchen"/frame-*.pose.txt "$data/$kitchen"/{camera-intrinsics,groundtruth,depth}.txt \
     "$out/data/$kitchen/"
-  for f in 000000 000025 000040 000050 000080; do cp "$data/$kitchen/frame-$f.color.jpg" "$out/data/$kitchen/"; done
+  for f in 000000 000020 000025 000040 000050 000060 000080; do cp "$data/$kitchen/frame-$f.color.jpg" "$out/data/$kitchen/"; done
   echo "$(cd "$data" && pwd)" >"$out/DATA_DIR"
 fi
 # The GPU machine cannot decode PNG (no OpenCV there): grey PGM copies of real scenes for the stereo tests,
