@@ -78,7 +78,8 @@ def pyrdown(a):
 
 def pyrdown_depth(d, depth_diff):
     """Open3D PyrDownDepth: dst floor(h/2) x floor(w/2), centre src(2y, 2x), 5x5 [1 4 6 4 1]/16 over valid neighbours
-    within depth_diff of the centre; NaN centre -> NaN."""
+    within depth_diff of the centre; NaN centre -> NaN. Not open3d_odometry.pyrdown_depth, which rounds the size up
+    (ceil): this one's output must match the intensity pyramid's floor(h/2) x floor(w/2) on KITTI's odd width."""
     h, w = d.shape
     hd, wd = h // 2, w // 2
     c = d[0:2 * hd:2, 0:2 * wd:2]
