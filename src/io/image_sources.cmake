@@ -6,6 +6,7 @@ list(APPEND S3D_IO_SOURCES
   src/png_decode.cpp  # PNG through libpng with our own error handlers (no libpng lines on stderr)
   src/pfm.cpp
   src/calib.cpp
+  src/opencv_storage.cpp
   src/colormap.cpp
   src/plots.cpp       # trajectory and error-over-time pictures (evo-style plots)
   src/overlays.cpp    # boxes drawn on their image, a cloud seen from above with its samples

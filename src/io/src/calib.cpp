@@ -4,23 +4,29 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <opencv2/core.hpp>
 #include <regex>
 #include <sstream>
 #include <vector>
 
+#include "opencv_storage.hpp"
 #include "s3d/core/errors.hpp"
 
 namespace s3d::io {
 namespace {
 
+// Calibrations are a few hundred bytes; a larger file is some other file given by mistake, not read whole.
+constexpr std::uintmax_t kMaxCalibrationBytes = 1 << 20;
+
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw IoError(path + ": cannot open calibration file");
+  std::error_code ec;
+  const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
+  if (!ec && bytes > kMaxCalibrationBytes)
+    throw DataError(path + ": " + std::to_string(bytes) + " bytes, larger than any calibration file (1 MiB)");
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
@@ -176,79 +182,31 @@ int image_size(double value, const char* key, const std::string& source) {
   return static_cast<int>(value);
 }
 
-// Reads the !!opencv-matrix `key` (absent: `out` stays empty). OpenCV allocates rows x cols as the file says
-// before it reads the data (`cols: nan` asked for 64 GB): the shape is checked against the data first.
-void read_matrix(const cv::FileStorage& fs, const char* key, const std::string& path, cv::Mat* out) {
-  const cv::FileNode node = fs[key];
-  if (node.empty() || !node.isMap()) return;
-  const cv::FileNode rows = node["rows"], cols = node["cols"], data = node["data"];
-  if (!rows.isInt() || !cols.isInt() || !data.isSeq() || static_cast<int>(rows) < 1 || static_cast<int>(cols) < 1 ||
-      static_cast<int>(rows) > 16 || static_cast<int>(cols) > 16 ||
-      data.size() != static_cast<std::size_t>(static_cast<int>(rows) * static_cast<int>(cols)))
-    throw DataError(path + ": " + key + " is not a matrix of at most 16x16 numbers with rows x cols data");
-  node >> *out;
-}
-
-// OpenCV's own text (`OpenCV(4.6.0) /build/.../persistence.cpp:717: error: (-212:Parsing error) x.yml(3):
-// Missing ':' ... in function '...'`, over several lines) is for OpenCV's developers: keep what it says about
-// the file, as `line N: what`, on one line.
-std::string filestorage_reason(const cv::Exception& e, const std::string& path) {
-  std::string what = e.err;
-  if (what.rfind(path, 0) == 0) {
-    what = what.substr(path.size());
-    const std::size_t close = what.find("): ");
-    if (what.rfind("(", 0) == 0 && close != std::string::npos)
-      what = "line " + what.substr(1, close - 1) + ": " + what.substr(close + 3);
-  }
-  for (char& c : what)
-    if (c == '\n' || c == '\r') c = ' ';
-  while (!what.empty() && what.back() == ' ') what.pop_back();
-  return what.empty() ? "not a valid OpenCV YAML/XML file" : what;
-}
-
-StereoCalibration read_filestorage(const std::string& path) {
-  cv::FileStorage fs;
-  fs.open(path, cv::FileStorage::READ);
-  if (!fs.isOpened()) throw IoError(path + ": cannot open calibration file");
-  cv::Mat q, p1, p2;
-  read_matrix(fs, "Q", path, &q);
-  if (q.total() == 16) {
-    q.convertTo(q, CV_64F);
-    return from_q(q.ptr<double>(), "Q", path);
-  }
-  read_matrix(fs, "P1", path, &p1);
-  read_matrix(fs, "P2", path, &p2);
-  if (p1.total() == 12 && p2.total() == 12) {
-    p1.convertTo(p1, CV_64F);
-    p2.convertTo(p2, CV_64F);
-    return from_projections(std::vector<double>(p1.ptr<double>(), p1.ptr<double>() + 12),
-                            std::vector<double>(p2.ptr<double>(), p2.ptr<double>() + 12), "P1P2", path);
-  }
+// OpenCV FileStorage YAML/XML (stereoRectify's Q, or P1 and P2, or focal_px/baseline_m/cx/cy/doffs numbers),
+// read by our own strict reader: OpenCV's parser is not safe on hostile files.
+StereoCalibration from_opencv_storage(const std::string& text, const std::string& path) {
+  const std::map<std::string, opencv_storage::Entry> entries =
+      opencv_storage::read(text, {"Q", "P1", "P2", "focal_px", "baseline_m", "cx", "cy", "doffs"}, path);
+  auto matrix = [&](const char* key, int rows, int cols) -> const opencv_storage::Entry* {
+    const auto it = entries.find(key);
+    if (it == entries.end()) return nullptr;
+    if (!it->second.matrix || it->second.rows != rows || it->second.cols != cols)
+      throw DataError(path + ": line " + std::to_string(it->second.line) + ": " + key + " must be a " +
+                      std::to_string(rows) + "x" + std::to_string(cols) + " matrix");
+    return &it->second;
+  };
+  if (const opencv_storage::Entry* q = matrix("Q", 4, 4)) return from_q(q->values.data(), "Q", path);
+  const opencv_storage::Entry* p1 = matrix("P1", 3, 4);
+  const opencv_storage::Entry* p2 = matrix("P2", 3, 4);
+  if (p1 != nullptr && p2 != nullptr) return from_projections(p1->values, p2->values, "P1P2", path);
   std::map<std::string, double> kv;
-  for (const char* k : {"focal_px", "baseline_m", "cx", "cy", "doffs"}) {
-    cv::FileNode n = fs[k];
-    if (!n.empty() && n.isReal())
-      kv[k] = static_cast<double>(n);
-    else if (!n.empty() && n.isInt())
-      kv[k] = static_cast<int>(n);
+  for (const auto& [key, entry] : entries) {
+    if (entry.matrix) throw DataError(path + ": line " + std::to_string(entry.line) + ": " + key + " must be a number");
+    kv[key] = entry.values[0];
   }
   StereoCalibration c;
   if (from_pairs(kv, "yaml", path, &c)) return c;
   throw DataError(path + ": no Q, P1/P2 or focal_px/baseline_m in this calibration file");
-}
-
-StereoCalibration from_filestorage(const std::string& path) {
-  try {
-    return read_filestorage(path);
-  } catch (const Error&) {
-    throw;
-  } catch (const cv::Exception& e) {
-    throw DataError(path + ": cannot read calibration: " + filestorage_reason(e, path));
-  } catch (const std::exception& e) {
-    // OpenCV's YAML/XML parser also lets standard exceptions out on some malformed files (the fuzzer found a
-    // std::length_error from a string it sizes from the file): the same answer, bad input.
-    throw DataError(path + ": cannot read calibration: not a valid OpenCV YAML/XML file (" + e.what() + ")");
-  }
 }
 
 }  // namespace
@@ -266,9 +224,8 @@ StereoCalibration read_calibration(const std::string& spec) {
   std::string ext = std::filesystem::path(spec).extension().string();
   for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   const std::string text = read_text(spec);
-  if (ext == ".yml" || ext == ".yaml" || ext == ".xml" || text.rfind("%YAML", 0) == 0 ||
-      text.find("<opencv_storage>") != std::string::npos) {
-    c = from_filestorage(spec);
+  if (ext == ".yml" || ext == ".yaml" || ext == ".xml" || opencv_storage::looks_like(text)) {
+    c = from_opencv_storage(text, spec);
   } else if (text.find("P_rect_02") != std::string::npos || text.find("P_rect_03") != std::string::npos) {
     std::vector<double> p2, p3;
     if (!numbers_after(text, "P_rect_02:", 12, &p2) || !numbers_after(text, "P_rect_03:", 12, &p3))

@@ -22,7 +22,9 @@ using geometry::StereoCalibration;
 /// - An OpenCV 4x4 reprojection matrix Q as 16 numbers of text (`Q.dat`): cx = -Q03, cy = -Q13,
 ///   f = Q23, baseline = 1 / |Q32|, doffs = Q33 / Q32.
 /// - OpenCV FileStorage `.yml/.yaml/.xml` holding `Q`, or `P1` and `P2` (stereoRectify's names), or
-///   `focal_px` and `baseline_m` (+ optional `cx`, `cy`).
+///   `focal_px` and `baseline_m` (+ optional `cx`, `cy`). Read by s3d's own strict parser, not OpenCV's (which
+///   is not safe on hostile files): top-level numbers and opencv-matrix entries of at most 16x16; other
+///   entries are skipped; errors name the line.
 /// - Middlebury 2014 `calib.txt` (`cam0=[f 0 cx; 0 f cy; 0 0 1]`, `cam1=`, `doffs=`, `baseline=` in mm).
 /// - `key=value` text (separators `=` or `:`, whitespace or commas between pairs) with `focal_px` (or `f`,
 ///   `focal`) and `baseline_m` (or `b`, `baseline`), optional `cx`, `cy`, `doffs`.
