@@ -4,7 +4,6 @@ s3d_add_tool(pc-sample
   SOURCES pc-sample.cpp
           pc_sample/plan.cpp         # flags -> library parameters, output paths
           pc_sample/cloud_input.cpp  # read, check, local origin
-          pc_sample/cloud_rows.cpp   # a subset of a cloud's points with its attributes and faces
           pc_sample/job.cpp          # stages: load, compute on the run's engine
           pc_sample/results.cpp      # stage: write the outputs and the record
           pc_sample/outputs.cpp      # file encodings: cloud, indices, .npy arrays

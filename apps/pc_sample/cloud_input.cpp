@@ -8,8 +8,8 @@
 #include <sstream>
 #include <utility>
 
-#include "cloud_rows.hpp"
 #include "s3d/core/errors.hpp"
+#include "s3d/points/cloud_layer.hpp"
 
 namespace s3d::pc_sample {
 namespace {
@@ -97,8 +97,8 @@ InputCloud read_input_cloud(const std::string& path, const std::string& name, io
   if (drop_invalid && keep.size() != n) {
     in.dropped_invalid = n - keep.size();
     if (keep.empty()) throw DataError(name + ": empty cloud (all " + std::to_string(n) + " points non-finite)");
-    RowStats stats;
-    in.cloud = take_rows(c, keep, false, stats);
+    points::ElementChanges not_reported;  // faces of a dropped point go with it, as select_rows says
+    in.cloud = points::select_rows(c, keep, false, not_reported);
     in.rows = std::move(keep);
   }
   return in;

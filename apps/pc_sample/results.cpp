@@ -4,13 +4,13 @@
 #include <cmath>
 #include <filesystem>
 
-#include "cloud_rows.hpp"
 #include "job.hpp"
 #include "outputs.hpp"
 #include "s3d/core/errors.hpp"
 #include "s3d/io/image.hpp"
 #include "s3d/io/npy.hpp"
 #include "s3d/io/overlays.hpp"
+#include "s3d/points/cloud_layer.hpp"
 
 namespace s3d::pc_sample {
 namespace {
@@ -22,72 +22,7 @@ void to_file_rows(std::vector<std::int32_t>& indices, const InputCloud& cloud) {
     if (i >= 0) i = static_cast<std::int32_t>(cloud.file_row(i));
 }
 
-std::vector<std::string> default_columns(const PointCloud& sparse, const PointCloud& dense) {
-  std::vector<std::string> names;
-  for (const auto& c : sparse.attributes)
-    if (!c.is_list && c.name != "x" && c.name != "y" && c.name != "z" && !dense.find(c.name)) names.push_back(c.name);
-  return names;
-}
-
-/// Adds (or overwrites) column `name` of `dense` with the sparse column interpolated by `w`. Integer columns
-/// get the nearest integer (a convex combination stays within the type's range).
-void interpolate_column(PointCloud& dense, const AttributeColumn& src, const points::Interpolation& w) {
-  const std::size_t ns = src.bytes.size() / (scalar_size(src.type) * static_cast<std::size_t>(src.components));
-  std::vector<double> values(ns * static_cast<std::size_t>(src.components));
-  for (std::size_t i = 0; i < ns; ++i)
-    for (int c = 0; c < src.components; ++c) values[i * src.components + c] = src.value(i, c);
-  const std::vector<double> out = points::interpolate(w, values.data(), src.components);
-  AttributeColumn* dst = dense.find(src.name);
-  if (dst && (dst->is_list || dst->components != src.components))
-    throw DataError(dense.meta.source + ": column " + src.name + " has another shape than the sparse cloud's");
-  if (!dst) dst = &dense.add_attribute(src.name, src.type, src.components);
-  const bool integer = !is_floating(dst->type);
-  for (std::size_t q = 0; q < dense.size(); ++q)
-    for (int c = 0; c < src.components; ++c) {
-      const double v = out[q * src.components + c];
-      dst->set_value(q, c, integer ? std::nearbyint(v) : v);
-    }
-}
-
-/// A fixed (non-list) column's values as doubles, [N, components].
-std::vector<double> column_values(const AttributeColumn& c, std::size_t n) {
-  std::vector<double> values(n * static_cast<std::size_t>(c.components));
-  for (std::size_t i = 0; i < n; ++i)
-    for (int k = 0; k < c.components; ++k) values[i * c.components + k] = c.value(i, k);
-  return values;
-}
-
-/// The voxelised cloud: one point per voxel, its representative's row with every fixed column aggregated as
-/// the positions are (mean: the fp64 mean of the kept points, integers rounded to the nearest; first and
-/// nearest: the representative's values). Lists and the other elements cannot be averaged: lists are the
-/// representative's, elements are dropped (counted in the record).
-PointCloud voxel_cloud(const PointCloud& in, const points::Voxels& v, points::VoxelAggregate aggregate,
-                       RowStats& stats) {
-  const std::vector<std::int64_t> rows(v.representative.begin(), v.representative.end());
-  PointCloud out = take_rows(in, rows, true, stats);
-  if (aggregate != points::VoxelAggregate::kMean) return out;
-  std::copy(v.xyz.begin(), v.xyz.end(), out.xyz.begin());
-  for (const AttributeColumn& src : in.attributes) {
-    if (src.is_list) continue;
-    const std::vector<double> values = column_values(src, in.size());
-    const std::vector<double> mean = points::aggregate_attribute(v, aggregate, values.data(), src.components);
-    AttributeColumn& dst = *out.find(src.name);
-    const bool integer = !is_floating(dst.type);
-    for (std::size_t j = 0; j < out.size(); ++j)
-      for (int k = 0; k < src.components; ++k) {
-        const double m = mean[j * src.components + k];
-        dst.set_value(j, k, integer ? std::nearbyint(m) : m);
-      }
-    // Coordinates stored as another type than float32 (double): the positions follow their mean, so that the
-    // writer keeps the doubles.
-    for (int a = 0; a < 3; ++a)
-      if (src.name == std::string(1, "xyz"[a]))
-        for (std::size_t j = 0; j < out.size(); ++j) out.xyz[3 * j + a] = static_cast<float>(mean[j]);
-  }
-  return out;
-}
-
-nlohmann::json elements_json(const RowStats& stats) {
+nlohmann::json elements_json(const points::ElementChanges& stats) {
   nlohmann::json j = nlohmann::json::object();
   if (stats.faces_dropped) j["faces_dropped"] = stats.faces_dropped;
   if (!stats.elements_dropped.empty()) j["elements_dropped"] = stats.elements_dropped;
@@ -169,9 +104,9 @@ nlohmann::json write_result(cli::ItemContext& ctx, const cli::CommonSettings& se
         write_indices(ctx, main, fmt, r.selection);
         break;
       }
-      RowStats stats;
+      points::ElementChanges stats;
       const std::vector<std::int64_t> rows(r.selection.begin(), r.selection.end());
-      const PointCloud sampled = take_rows(in.cloud, rows, p.drop_faces, stats);
+      const PointCloud sampled = points::select_rows(in.cloud, rows, p.drop_faces, stats);
       write_cloud(ctx, main, fmt.empty() ? in.cloud.meta.format : fmt, sampled);
       rec.update(elements_json(stats));
       break;
@@ -210,41 +145,22 @@ nlohmann::json write_result(cli::ItemContext& ctx, const cli::CommonSettings& se
       rec["device"] = run.voxels->device().to_string();
       if (!p.emit_samples) break;
       if (!p.emit_voxels) {
-        RowStats stats;
-        const PointCloud out = voxel_cloud(in.cloud, v, p.voxel.aggregate, stats);
+        points::ElementChanges stats;
+        const PointCloud out = points::voxel_downsample(in.cloud, v, p.voxel.aggregate, stats);
         write_cloud(ctx, main, fmt.empty() ? in.cloud.meta.format : fmt, out);
         rec.update(elements_json(stats));
         break;
       }
-      // features: the aggregated xyz, then every fixed non-coordinate column's components, as float32.
-      std::vector<std::vector<double>> columns;
-      std::vector<std::string> names{"x", "y", "z"};
-      for (const AttributeColumn& c : in.cloud.attributes) {
-        if (c.is_list || c.name == "x" || c.name == "y" || c.name == "z") continue;
-        const std::vector<double> values = column_values(c, in.cloud.size());
-        columns.push_back(points::aggregate_attribute(v, p.voxel.aggregate, values.data(), c.components));
-        for (int k = 0; k < c.components; ++k)
-          names.push_back(c.components == 1 ? c.name : c.name + "[" + std::to_string(k) + "]");
-      }
-      const std::size_t width = names.size(), m = static_cast<std::size_t>(v.count);
-      std::vector<float> features(m * width);
-      for (std::size_t j = 0; j < m; ++j) {
-        std::size_t at = j * width;
-        for (int a = 0; a < 3; ++a) features[at++] = v.xyz[3 * j + a];
-        for (const auto& col : columns) {
-          const std::size_t comps = col.size() / std::max<std::size_t>(m, 1);
-          for (std::size_t k = 0; k < comps; ++k) features[at++] = static_cast<float>(col[j * comps + k]);
-        }
-      }
+      const points::VoxelFeatures features = points::voxel_features(in.cloud, v, p.voxel.aggregate);
       // The map names rows of the input file (--drop-invalid rows map to -1).
       std::vector<std::int32_t> point_voxel(in.cloud.size() + in.dropped_invalid, -1);
       for (std::size_t i = 0; i < v.point_voxel.size(); ++i)
         point_voxel[static_cast<std::size_t>(in.file_row(static_cast<std::int64_t>(i)))] = v.point_voxel[i];
-      rec["features"] = names;
+      rec["features"] = features.names;
       const std::vector<std::int64_t> coords_shape{v.count, 4},
-          feature_shape{v.count, static_cast<std::int64_t>(width)};
+          feature_shape{v.count, static_cast<std::int64_t>(features.names.size())};
       const std::string coords = io::npy_bytes(v.coords.data(), "<i4", coords_shape);
-      const std::string feats = io::npy_bytes(features.data(), "<f4", feature_shape);
+      const std::string feats = io::npy_bytes(features.values.data(), "<f4", feature_shape);
       const std::string map = io::npy_bytes(point_voxel.data(), "<i4", {static_cast<std::int64_t>(point_voxel.size())});
       write_bytes(ctx, job.outputs[0], coords);
       write_bytes(ctx, job.outputs[1], feats);
@@ -266,14 +182,14 @@ nlohmann::json write_result(cli::ItemContext& ctx, const cli::CommonSettings& se
       }
       PointCloud& dense = job.in.cloud;
       const std::vector<std::string> names =
-          run.interp_columns.empty() ? default_columns(sparse.cloud, dense) : run.interp_columns;
+          run.interp_columns.empty() ? points::missing_columns(sparse.cloud, dense) : run.interp_columns;
       if (names.empty())
         throw DataError(in.name + ": nothing to interpolate: " + sparse.name +
                         " has no per-point attribute this cloud lacks (name them with --attributes)");
-      for (const auto& name : names) interpolate_column(dense, *sparse.cloud.find(name), r.weights);
+      points::interpolate_columns(dense, sparse.cloud, names, r.weights);
       rec["attributes"] = names;
-      RowStats stats;
-      if (p.drop_faces) drop_elements(dense, stats);
+      points::ElementChanges stats;
+      if (p.drop_faces) points::drop_elements(dense, stats);
       write_cloud(ctx, main, fmt.empty() ? dense.meta.format : fmt, dense);
       rec.update(elements_json(stats));
       break;
