@@ -8,8 +8,23 @@ set -euo pipefail
 old="$(realpath "$1")" new="$(realpath "$2")"
 data="$(realpath "${3:-${S3D_DATA_DIR:-$(dirname "$0")/../../shared/data}}")"
 pc="$data/pointclouds"
+rk="$data/rgbd/7scenes_redkitchen_f000-299" tum="$data/rgbd/tum_fr1_rpy_f000-299"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+# JSON Lines rewritten in place without what differs between runs and folders: timings (keys with "seconds",
+# "ms" objects and ms_per_frame, items_per_second) and the build's git revision dropped, the output folder named OUT.
+cat >"$work/clean.py" <<'PY'
+import json, sys
+def clean(v):
+    if isinstance(v, dict):
+        return {k: clean(x) for k, x in v.items() if "seconds" not in k and not k.startswith("ms") and k not in ("git", "items_per_second")}
+    if isinstance(v, list):
+        return [clean(x) for x in v]
+    return v
+path, folder = sys.argv[1], sys.argv[2]
+lines = [json.dumps(clean(json.loads(l)), sort_keys=True).replace(folder, "OUT") for l in open(path) if l.strip()]
+open(path, "w").write("".join(l + "\n" for l in lines))
+PY
 
 # One command per line: TOOL ARGS... with OUT standing for the output folder.
 commands=(
@@ -28,6 +43,11 @@ commands=(
   "pc-sample ball --radius 0.01 -k 16 $pc/stanford_bunny/bun_zipper.ply -o OUT/ball.npy"
   "pc-sample interp $pc/pcl_pcd/milk.pcd --from OUT/fps_milk.pcd -o OUT/interp_milk.pcd"
   "pc-sample interp $pc/stanford_bunny/bun_zipper_res2.ply --from $pc/stanford_bunny/bun_zipper.ply --attributes confidence,intensity -o OUT/interp_bunny.ply"
+  "icp-fuse $rk --frames 0:12 --volume-resolution 128 --color off --emit trajectory,mesh,cloud --eval auto -o OUT/rk"
+  "icp-fuse $tum --frames 0:10 --intrinsics 517.3,516.5,318.6,255.3 --volume-resolution 96 --color on --eval auto -o OUT/tum"
+  "icp-fuse $tum --frames 20:32 --intrinsics 517.3,516.5,318.6,255.3 --volume-resolution 96 --eval auto --emit trajectory,plot -o OUT/tum_plot"
+  "icp-fuse $rk --frames 0:8 --mode f2f --volume sparse --emit trajectory,cloud -o OUT/rk_sparse"
+  "icp-fuse $rk --frames 290:300 --max-lost 0 --volume-resolution 64 --volume-size 0.5 -o OUT/rk_lost"
 )
 
 run_all() {
@@ -41,20 +61,11 @@ run_all() {
     # shellcheck disable=SC2086
     "$bin/$tool" --device cpu --json $args >"$out/record_$i.jsonl" 2>"$out/stderr_$i.txt" ||
       echo "exit $?" >>"$out/stderr_$i.txt"
-    # Timings and the output folder differ between runs: drop the one, name the other OUT.
-    python3 -c '
-import json, re, sys
-def clean(v):
-    if isinstance(v, dict):
-        return {k: clean(x) for k, x in v.items() if "seconds" not in k and k not in ("items_per_second",)}
-    if isinstance(v, list):
-        return [clean(x) for x in v]
-    return v
-for line in open(sys.argv[1]):
-    print(json.dumps(clean(json.loads(line)), sort_keys=True).replace(sys.argv[2], "OUT"))
-' "$out/record_$i.jsonl" "$out" >"$out/record_$i.norm" && rm "$out/record_$i.jsonl"
+    python3 "$work/clean.py" "$out/record_$i.jsonl" "$out" && mv "$out/record_$i.jsonl" "$out/record_$i.norm"
     sed -i "s#$out#OUT#g" "$out/stderr_$i.txt"
   done
+  # Outputs that are records (frames.jsonl) carry timings too.
+  find "$out" -name '*.jsonl' -exec python3 "$work/clean.py" {} "$out" \;
 }
 
 run_all "$old" "$work/old"

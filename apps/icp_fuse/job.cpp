@@ -9,10 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
-#include <deque>
 #include <filesystem>
-#include <future>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -30,22 +27,11 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-/// Frames read and decoded ahead of the one being tracked.
-constexpr std::size_t kReadAhead = 4;
-
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-/// A decoded frame or why it could not be read; its colour image when asked for and readable.
-struct LoadedFrame {
-  io::ImageF depth;
-  std::string error;
-  io::ImageU8 rgb;          ///< empty: no colour for this frame
-  std::string color_error;  ///< why the frame's colour image is not used
-  double read_ms = 0.0;
-};
-
-LoadedFrame read_frame(const io::RgbdFrame& frame, double depth_scale, bool color) {
-  LoadedFrame f;
+/// A frame's depth (metres) and, when asked for, its colour image, or why they could not be read.
+fusion::LoadedFrame read_frame(const io::RgbdFrame& frame, double depth_scale, bool color) {
+  fusion::LoadedFrame f;
   const auto t0 = Clock::now();
   try {
     f.depth = io::read_depth_frame(frame.depth_path, depth_scale);
@@ -106,56 +92,6 @@ nlohmann::json stats_json(const fusion::ErrorStats& s, double factor) {
           {"pairs", s.count}};
 }
 
-/// Points with per-point nx ny nz (float) and, when `colors` holds 3 per point, red green blue (uchar): the vertex
-/// element that mesh.ply and cloud.ply share.
-PointCloud oriented_points(const std::vector<float>& xyz, const std::vector<float>& normals,
-                           const std::vector<std::uint8_t>& colors) {
-  PointCloud c;
-  c.xyz = xyz;
-  const std::size_t n = c.size();
-  const char* names[3] = {"nx", "ny", "nz"};
-  for (int a = 0; a < 3; ++a) {
-    AttributeColumn& col = c.add_attribute(names[a], ScalarType::kFloat32);
-    for (std::size_t i = 0; i < n && 3 * i + a < normals.size(); ++i) col.set_value(i, 0, normals[3 * i + a]);
-  }
-  if (colors.size() == 3 * n && n > 0) {
-    const char* rgb[3] = {"red", "green", "blue"};
-    for (int a = 0; a < 3; ++a) {
-      AttributeColumn& col = c.add_attribute(rgb[a], ScalarType::kUint8);
-      for (std::size_t i = 0; i < n; ++i) col.set_value(i, 0, colors[3 * i + a]);
-    }
-  }
-  return c;
-}
-
-/// The mesh as a PLY: vertex x y z nx ny nz [red green blue], face vertex_indices (uint8 count, int32).
-PointCloud mesh_cloud(const fusion::Mesh& mesh) {
-  PointCloud c = oriented_points(mesh.vertices, mesh.normals, mesh.colors);
-  CloudElement faces;
-  faces.name = "face";
-  faces.count = mesh.triangles.size() / 3;
-  AttributeColumn idx;
-  idx.name = "vertex_indices";
-  idx.type = ScalarType::kInt32;
-  idx.is_list = true;
-  idx.count_type = ScalarType::kUint8;
-  idx.bytes.resize(faces.count * 3 * sizeof(std::int32_t));
-  if (!idx.bytes.empty()) std::memcpy(idx.bytes.data(), mesh.triangles.data(), idx.bytes.size());
-  idx.offsets.resize(faces.count + 1);
-  for (std::size_t t = 0; t <= faces.count; ++t) idx.offsets[t] = 3 * t;
-  faces.properties.push_back(std::move(idx));
-  c.elements.push_back(std::move(faces));
-  c.meta.points_element_index = 0;
-  c.meta.comments.push_back("icp-fuse TSDF mesh (marching cubes), world frame, metres");
-  return c;
-}
-
-PointCloud surface_cloud(const fusion::SurfaceCloud& s) {
-  PointCloud c = oriented_points(s.points, s.normals, s.colors);
-  c.meta.comments.push_back("icp-fuse TSDF zero crossing, world frame, metres");
-  return c;
-}
-
 void write_ply_atomically(cli::ItemContext& ctx, const std::string& path, const PointCloud& cloud) {
   ctx.write_atomically(path, [&](const std::string& tmp) { io::write_ply(tmp, cloud); });
 }
@@ -170,25 +106,16 @@ std::string fraction_text(double v) {
 
 /// A sequence whose tracking the data does not support fails: more than `max_lost` of its processed frames
 /// lost. The message says how many, from where, and what to try.
-void check_tracking(const std::string& name, const std::vector<FrameRecord>& frames, double max_lost) {
-  std::size_t processed = 0, lost = 0, invalid = 0;
-  const FrameRecord* first = nullptr;
-  for (const auto& f : frames) {
-    if (!f.processed) continue;
-    ++processed;
-    invalid += f.result.status == fusion::FrameStatus::kInvalid;
-    if (f.result.status != fusion::FrameStatus::kLost) continue;
-    ++lost;
-    if (!first) first = &f;
-  }
+void check_tracking(const std::string& name, const std::vector<fusion::FrameRecord>& frames, double max_lost) {
+  const fusion::TrackingSummary t = fusion::summarize_tracking(frames);
+  if (t.supported(max_lost)) return;
   // No frame with depth to track: a trajectory of identity poses would be no result at all.
-  if (processed > 0 && invalid == processed)
-    throw DataError(name + ": none of its " + std::to_string(processed) +
+  if (t.lost == 0)
+    throw DataError(name + ": none of its " + std::to_string(t.processed) +
                     " frames has enough valid depth (pixels 0, or beyond --max-depth): nothing was tracked");
-  if (lost == 0 || static_cast<double>(lost) <= max_lost * static_cast<double>(processed)) return;
-  throw DataError(name + ": tracking lost on " + std::to_string(lost) + " of " + std::to_string(processed) +
+  throw DataError(name + ": tracking lost on " + std::to_string(t.lost) + " of " + std::to_string(t.processed) +
                   " frames (more than --max-lost " + fraction_text(max_lost) + "), the first at frame " +
-                  std::to_string(first->index) + ": " + first->result.reason +
+                  std::to_string(t.first_lost->source.index) + ": " + t.first_lost->result.reason +
                   "; try --mode f2f, a larger --volume-size, --depth-noise stereo:B for stereo depth, --max-step for "
                   "fast motion (--max-lost 1 writes the outputs anyway)");
 }
@@ -254,80 +181,42 @@ Sequence load_sequence(const cli::Item& item, cli::ItemContext& ctx, const Plan&
 
 Fused fuse_sequence(const cli::Item& item, Sequence& seq, cli::ItemContext& ctx, const Plan& plan,
                     const cli::CommonSettings& settings) {
+  const std::vector<io::RgbdFrame>& frames = seq.frames;
+  const bool color = wants_color(plan, frames, item.inputs[0]);
+  fusion::SequenceOptions options;
+  options.params = plan.params;
+  options.params.volume.color = color;
+  options.extract_mesh = plan.emit_mesh;
+  options.extract_cloud = plan.emit_cloud;
+  options.name = item.inputs[0];
+  std::vector<fusion::FrameSource> sources;
+  for (const auto& f : frames) sources.push_back({f.index, f.timestamp, f.depth_path});
+  fusion::SequenceCallbacks callbacks;
+  const double depth_scale = seq.depth_scale;
+  callbacks.read = [&frames, depth_scale, color](std::size_t k) { return read_frame(frames[k], depth_scale, color); };
+  callbacks.camera = [&seq](int width, int height) { return read_camera(seq.intrinsics_spec, width, height); };
+  callbacks.interrupted = [] { return cli::interrupt_requested(); };
+  const std::string name = item.name();
+  callbacks.on_frame = [&name, color](const fusion::FrameRecord& rec) {
+    if (!rec.processed) {
+      spdlog::warn("{} (frame {} skipped)", rec.error, rec.source.index);
+      return;
+    }
+    if (color && !rec.color_error.empty())
+      spdlog::warn("{} (frame {} fused without colour)", rec.color_error, rec.source.index);
+    spdlog::debug("{}: frame {}: {}{}{}", name, rec.source.index, fusion::to_string(rec.result.status),
+                  rec.result.reason.empty() ? "" : ": ", rec.result.reason);
+  };
+  callbacks.on_frames_done = [&](const fusion::FusedSequence& fused) {
+    ctx.add_stage_seconds("track", fused.track_seconds);
+    check_tracking(item.inputs[0], fused.frames, plan.max_lost);
+  };
   Fused out;
   out.folder = output_folder(item, ctx, settings);
-  const auto& frames = seq.frames;
-  std::optional<fusion::FusionEngine> engine;
-  fusion::FusionParams params = plan.params;
-  out.color = wants_color(plan, frames, item.inputs[0]);
-  params.volume.color = out.color;
-  const auto t_track = Clock::now();
-  // Read-ahead: the next kReadAhead frames are read and decoded, each on its own thread, while frame k is
-  // tracked; one reader alone (a 16-bit PNG and a JPEG, 6-9 ms) is slower than a GPU frame (~1.7 ms).
-  std::deque<std::future<LoadedFrame>> ahead;
-  std::size_t requested = 0;
-  auto request_more = [&] {
-    for (; requested < frames.size() && ahead.size() < kReadAhead; ++requested)
-      ahead.push_back(std::async(std::launch::async, read_frame, frames[requested], seq.depth_scale, out.color));
-  };
-  request_more();
-  std::string first_error;
-  for (std::size_t k = 0; k < frames.size(); ++k) {
-    if (cli::interrupt_requested()) {
-      out.interrupted = true;
-      break;
-    }
-    const auto t_wait = Clock::now();
-    LoadedFrame cur = ahead.front().get();
-    ahead.pop_front();
-    request_more();
-    FrameRecord rec;
-    rec.index = frames[k].index;
-    rec.timestamp = frames[k].timestamp;
-    rec.file = frames[k].depth_path;
-    rec.read_ms = cur.read_ms;
-    rec.wait_ms = ms_since(t_wait);
-    if (cur.error.empty() && engine && (cur.depth.width != out.width || cur.depth.height != out.height))
-      cur.error = frames[k].depth_path + ": " + std::to_string(cur.depth.width) + "x" +
-                  std::to_string(cur.depth.height) + " but the sequence's first frame is " + std::to_string(out.width) +
-                  "x" + std::to_string(out.height);
-    if (cur.error.empty() && !engine) {
-      out.width = cur.depth.width;
-      out.height = cur.depth.height;
-      out.camera = read_camera(seq.intrinsics_spec, out.width, out.height);
-      params.camera = out.camera;
-      engine.emplace(ctx.device(), params, out.width, out.height);
-    }
-    if (!cur.error.empty()) {
-      rec.error = cur.error;
-      if (first_error.empty()) first_error = cur.error;
-      spdlog::warn("{} (frame {} skipped)", cur.error, rec.index);
-      out.frames.push_back(std::move(rec));
-      continue;
-    }
-    if (out.color && !cur.color_error.empty()) {
-      rec.color_error = cur.color_error;
-      spdlog::warn("{} (frame {} fused without colour)", cur.color_error, rec.index);
-    }
-    rec.color = !cur.rgb.empty();
-    rec.result = engine->process(cur.depth.cview(), rec.color ? cur.rgb.data.data() : nullptr);
-    rec.processed = true;
-    out.trajectory.push_back({rec.timestamp, rec.result.pose});
-    spdlog::debug("{}: frame {}: {}{}{}", item.name(), rec.index, fusion::to_string(rec.result.status),
-                  rec.result.reason.empty() ? "" : ": ", rec.result.reason);
-    out.frames.push_back(std::move(rec));
-  }
-  for (auto& f : ahead) f.wait();  // an interrupt leaves reads in flight
-  ctx.add_stage_seconds("track", ms_since(t_track) / 1000.0);
-  if (!engine)
-    throw DataError(item.inputs[0] + ": no frame could be read (" + (first_error.empty() ? "none" : first_error) + ")");
-  if (!out.interrupted) check_tracking(item.inputs[0], out.frames, plan.max_lost);
-  if (!out.interrupted) {
-    const auto t_extract = Clock::now();
-    if (plan.emit_mesh) out.mesh = engine->extract_mesh();
-    if (plan.emit_cloud) out.cloud = engine->extract_cloud();
-    ctx.add_stage_seconds("extract", ms_since(t_extract) / 1000.0);
-  }
+  out.color = color;
+  static_cast<fusion::FusedSequence&>(out) = fusion::fuse_sequence(ctx.device(), sources, options, callbacks);
+  if (out.interrupted) ctx.add_stage_seconds("track", out.track_seconds);
+  if (!out.interrupted) ctx.add_stage_seconds("extract", out.extract_seconds);
   out.sequence = std::move(seq);
   return out;
 }
@@ -347,9 +236,9 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
   std::string frames_text;
   for (const auto& f : fused.frames) {
     nlohmann::json j;
-    j["index"] = f.index;
-    j["timestamp"] = f.timestamp;
-    j["file"] = f.file;
+    j["index"] = f.source.index;
+    j["timestamp"] = f.source.timestamp;
+    j["file"] = f.source.file;
     if (!f.processed) {
       ++unreadable;
       j["status"] = "error";
@@ -386,7 +275,7 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
     apps::write_file_atomically(ctx, paths[1], frames_text);
     std::size_t slot = 2;
     if (fused.mesh) {
-      write_ply_atomically(ctx, paths[slot++], mesh_cloud(*fused.mesh));
+      write_ply_atomically(ctx, paths[slot++], fusion::mesh_to_cloud(*fused.mesh));
       rec["mesh"] = {{"vertices", fused.mesh->vertices.size() / 3}, {"triangles", fused.mesh->triangles.size() / 3}};
       if (fused.mesh->vertices.empty()) {
         const std::string why = "the mesh is empty: no surface was fused inside the volume (see --volume-size)";
@@ -395,7 +284,7 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
       }
     }
     if (fused.cloud) {
-      write_ply_atomically(ctx, paths[slot++], surface_cloud(*fused.cloud));
+      write_ply_atomically(ctx, paths[slot++], fusion::surface_to_cloud(*fused.cloud));
       rec["cloud"] = {{"points", fused.cloud->points.size() / 3}};
     }
   } else {
@@ -444,7 +333,7 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
     if (!plan.eval_ranges.empty()) {
       std::vector<std::size_t> index_of;
       for (const auto& f : fused.frames)
-        if (f.processed) index_of.push_back(f.index);
+        if (f.processed) index_of.push_back(f.source.index);
       nlohmann::json ranges = nlohmann::json::array();
       for (const auto& [a, b] : plan.eval_ranges) {
         fusion::EvalOptions o;

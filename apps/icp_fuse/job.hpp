@@ -13,6 +13,7 @@
 #include "plan.hpp"
 #include "s3d/cli/tool.hpp"
 #include "s3d/fusion/fusion_engine.hpp"
+#include "s3d/fusion/sequence.hpp"
 #include "s3d/fusion/trajectory.hpp"
 #include "s3d/io/rgbd_sequence.hpp"
 
@@ -29,31 +30,10 @@ struct Sequence {
   std::string ground_truth_source;  ///< a file, or "<folder>/frame-*.pose.txt"
 };
 
-/// Per-frame outcome (one line of frames.jsonl).
-struct FrameRecord {
-  std::size_t index = 0;
-  double timestamp = 0.0;
-  std::string file;
-  bool processed = false;  ///< false: the frame could not be read or had another size (no pose)
-  fusion::FrameResult result;
-  std::string error;        ///< why it was not processed
-  bool color = false;       ///< its colour image was integrated
-  std::string color_error;  ///< why its colour image was not (the depth still was)
-  double read_ms = 0.0;     ///< reading and decoding (overlapped with the previous frame's tracking)
-  double wait_ms = 0.0;     ///< how long tracking waited for it
-};
-
-/// What the handle stage produced.
-struct Fused {
+/// What the handle stage produced: the library's fused sequence, where it goes, and what was listed.
+struct Fused : fusion::FusedSequence {
   std::string folder;  ///< the output folder
-  std::vector<FrameRecord> frames;
-  fusion::Trajectory trajectory;  ///< processed frames only
-  std::optional<fusion::Mesh> mesh;
-  std::optional<fusion::SurfaceCloud> cloud;
-  fusion::CameraIntrinsics camera;
-  int width = 0, height = 0;
   bool color = false;  ///< the model keeps colour (--color and the sequence's colour frames)
-  bool interrupted = false;
   Sequence sequence;
 };
 

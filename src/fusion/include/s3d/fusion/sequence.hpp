@@ -1,0 +1,110 @@
+#pragma once
+// A depth sequence fused frame by frame (what icp-fuse does with one item): the next frames are read on worker
+// threads while the engine tracks the current one; the engine is built at the first readable frame, whose size
+// and camera it takes; every frame gets a record; the mesh or the cloud is extracted at the end. The caller
+// reads the files (a FrameReader), so this library opens none.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "s3d/core/device.hpp"
+#include "s3d/core/image.hpp"
+#include "s3d/core/point_cloud.hpp"
+#include "s3d/fusion/fusion_engine.hpp"
+#include "s3d/fusion/trajectory.hpp"
+
+namespace s3d::fusion {
+
+/// Where a frame comes from (for its record and messages).
+struct FrameSource {
+  std::size_t index = 0;  ///< the frame's number in its sequence
+  double timestamp = 0.0;
+  std::string file;  ///< its depth file
+};
+
+/// A frame as the reader returns it.
+struct LoadedFrame {
+  Image<float> depth;       ///< metres, 0 = no depth
+  Image<std::uint8_t> rgb;  ///< interleaved RGB of the depth's size; empty: fused without colour
+  std::string error;        ///< the depth could not be read: the frame is skipped
+  std::string color_error;  ///< why the colour is missing when it was asked for
+  double read_ms = 0.0;     ///< reading and decoding
+};
+
+/// What became of one frame.
+struct FrameRecord {
+  FrameSource source;
+  bool processed = false;  ///< false: not read, or another size than the first frame (no pose)
+  FrameResult result;
+  std::string error;        ///< why it was not processed
+  bool color = false;       ///< its colour image was integrated
+  std::string color_error;  ///< why it was not (the depth still was)
+  double read_ms = 0.0;     ///< reading and decoding (overlapped with the previous frame's tracking)
+  double wait_ms = 0.0;     ///< how long tracking waited for it
+};
+
+struct SequenceOptions {
+  FusionParams params;  ///< `camera` is replaced by what SequenceCallbacks::camera returns
+  bool extract_mesh = false;
+  bool extract_cloud = false;
+  std::size_t read_ahead = 4;  ///< frames read at once ahead of the one tracked (>= 1)
+  std::string name;            ///< the sequence, for messages
+};
+
+struct FusedSequence {
+  std::vector<FrameRecord> frames;  ///< in order; fewer than listed when interrupted
+  Trajectory trajectory;            ///< the processed frames' poses
+  std::optional<Mesh> mesh;         ///< when asked for and not interrupted
+  std::optional<SurfaceCloud> cloud;
+  CameraIntrinsics camera;
+  int width = 0, height = 0;
+  bool interrupted = false;
+  double track_seconds = 0.0;    ///< the frame loop, reads included
+  double extract_seconds = 0.0;  ///< mesh and cloud
+};
+
+struct SequenceCallbacks {
+  /// Frame `k` of the list; called on worker threads, several at once. Errors go into LoadedFrame::error.
+  std::function<LoadedFrame(std::size_t k)> read;
+  /// The camera for frames of width x height, asked once, at the first readable frame; may throw.
+  std::function<CameraIntrinsics(int width, int height)> camera;
+  /// Polled before each frame: true stops the sequence (FusedSequence::interrupted). May be empty.
+  std::function<bool()> interrupted;
+  /// After each frame's record (logging). May be empty.
+  std::function<void(const FrameRecord&)> on_frame;
+  /// After the last frame, before the extraction (not called when interrupted): may throw to fail the
+  /// sequence without extracting (a tracking the data does not support). May be empty.
+  std::function<void(const FusedSequence&)> on_frames_done;
+};
+
+/// Fuses `frames` on `device`. @throws DataError when no frame could be read (naming the first error), what the
+/// camera callback or the engine throw; a frame that cannot be read, or has another size, is a record, not an
+/// exception.
+FusedSequence fuse_sequence(const Device& device, const std::vector<FrameSource>& frames,
+                            const SequenceOptions& options, const SequenceCallbacks& callbacks);
+
+/// How tracking went over the processed frames.
+struct TrackingSummary {
+  std::size_t processed = 0;
+  std::size_t lost = 0;
+  std::size_t invalid = 0;                  ///< frames without enough valid depth
+  const FrameRecord* first_lost = nullptr;  ///< into the records given
+  /// Whether the data supports the trajectory: some frame had depth, and at most `max_lost` of the processed
+  /// frames were lost.
+  bool supported(double max_lost) const {
+    return !(processed > 0 && invalid == processed) &&
+           (lost == 0 || static_cast<double>(lost) <= max_lost * static_cast<double>(processed));
+  }
+};
+TrackingSummary summarize_tracking(const std::vector<FrameRecord>& frames);
+
+/// The mesh as a cloud with faces, ready for a PLY: vertex x y z nx ny nz [red green blue], face
+/// vertex_indices (uint8 count, int32 indices).
+PointCloud mesh_to_cloud(const Mesh& mesh);
+/// The zero crossing's points: x y z nx ny nz [red green blue].
+PointCloud surface_to_cloud(const SurfaceCloud& surface);
+
+}  // namespace s3d::fusion

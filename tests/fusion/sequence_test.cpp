@@ -1,0 +1,223 @@
+// fuse_sequence: the frame loop icp-fuse runs, on an analytic box scene (CPU). Its poses are the engine's own,
+// frame by frame; unreadable frames, frames of another size, an interrupt and a failed check are records or
+// errors, never a pose; the mesh and the cloud become point clouds with every attribute.
+#include "s3d/fusion/sequence.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "s3d/core/errors.hpp"
+#include "tracking_fixtures.hpp"
+
+namespace s3d::fusion {
+namespace {
+
+using test::Box;
+
+constexpr int kWidth = 160, kHeight = 120;
+const Box kRoom{{-1.0, -0.8, -0.5}, {1.0, 0.8, 3.0}};
+const std::vector<Box> kBoxes{{{-0.6, 0.2, 1.5}, {-0.1, 0.8, 2.0}}, {{0.3, -0.4, 2.0}, {0.8, 0.1, 2.6}}};
+
+FusionParams params() {
+  FusionParams p;
+  p.camera = {131.25f, 131.25f, 79.5f, 59.5f};
+  p.depth.bilateral = false;
+  p.initial_pose = Eigen::Isometry3d::Identity();
+  p.initial_pose.translation() = Eigen::Vector3d(0.0, 0.0, -0.4);
+  p.volume.resolution = {64, 64, 64};
+  p.volume.size = {2.4f, 2.4f, 3.6f};
+  p.volume.origin = {-1.2f, -1.2f, -0.6f};
+  return p;
+}
+
+/// The camera moving 2 cm along x and 1 degree about y per frame.
+Image<float> frame_depth(int k, const FusionParams& p) {
+  Eigen::Isometry3d pose = p.initial_pose;
+  pose.translate(Eigen::Vector3d(0.02 * k, 0.0, 0.0));
+  pose.rotate(Eigen::AngleAxisd(k * M_PI / 180.0, Eigen::Vector3d::UnitY()));
+  return test::render_boxes(p.camera, kWidth, kHeight, pose, &kRoom, kBoxes);
+}
+
+struct SequenceRun {
+  std::vector<FrameSource> sources;
+  SequenceOptions options;
+  SequenceCallbacks callbacks;
+  std::atomic<int> camera_calls{0};
+};
+
+void prepare(SequenceRun& run, int frames) {
+  run.options.params = params();
+  run.options.name = "boxes";
+  for (int k = 0; k < frames; ++k)
+    run.sources.push_back({static_cast<std::size_t>(k), 0.1 * k, "frame" + std::to_string(k) + ".png"});
+  const FusionParams p = run.options.params;
+  run.callbacks.read = [p](std::size_t k) {
+    LoadedFrame f;
+    f.depth = frame_depth(static_cast<int>(k), p);
+    return f;
+  };
+  run.callbacks.camera = [&run, p](int w, int h) {
+    ++run.camera_calls;
+    EXPECT_EQ(w, kWidth);
+    EXPECT_EQ(h, kHeight);
+    return p.camera;
+  };
+}
+
+TEST(FuseSequence, PosesAreTheEnginesFrameByFrame) {
+  SequenceRun run;
+  prepare(run, 6);
+  run.options.extract_mesh = true;
+  run.options.extract_cloud = true;
+  std::vector<std::size_t> seen;
+  run.callbacks.on_frame = [&seen](const FrameRecord& r) { seen.push_back(r.source.index); };
+  bool checked = false;
+  run.callbacks.on_frames_done = [&checked](const FusedSequence& f) { checked = f.frames.size() == 6; };
+  const FusedSequence fused = fuse_sequence(Device::parse("cpu"), run.sources, run.options, run.callbacks);
+
+  FusionEngine engine(Device::parse("cpu"), params(), kWidth, kHeight);
+  ASSERT_EQ(fused.frames.size(), 6u);
+  ASSERT_EQ(fused.trajectory.size(), 6u);
+  for (int k = 0; k < 6; ++k) {
+    const Image<float> depth = frame_depth(k, params());
+    const FrameResult expected = engine.process(depth.cview());
+    const FrameRecord& r = fused.frames[k];
+    EXPECT_TRUE(r.processed);
+    EXPECT_EQ(r.result.status, expected.status) << k;
+    EXPECT_TRUE(r.result.pose.matrix() == expected.pose.matrix()) << k;
+    EXPECT_EQ(fused.trajectory[k].timestamp, 0.1 * k);
+    EXPECT_TRUE(fused.trajectory[k].pose.matrix() == expected.pose.matrix());
+  }
+  EXPECT_EQ(fused.frames[5].result.status, FrameStatus::kTracked);
+  EXPECT_EQ(seen, (std::vector<std::size_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_TRUE(checked);
+  EXPECT_EQ(run.camera_calls.load(), 1);
+  EXPECT_EQ(fused.width, kWidth);
+  ASSERT_TRUE(fused.mesh && fused.cloud);
+  EXPECT_EQ(fused.mesh->vertices, engine.extract_mesh().vertices);
+  EXPECT_EQ(fused.cloud->points, engine.extract_cloud().points);
+  const TrackingSummary t = summarize_tracking(fused.frames);
+  EXPECT_EQ(t.processed, 6u);
+  EXPECT_EQ(t.lost, 0u);
+  EXPECT_TRUE(t.supported(0.0));
+}
+
+TEST(FuseSequence, UnreadableAndMisSizedFramesAreRecordsWithoutPoses) {
+  SequenceRun run;
+  prepare(run, 5);
+  const FusionParams p = run.options.params;
+  run.callbacks.read = [p](std::size_t k) {
+    LoadedFrame f;
+    if (k == 0 || k == 2) {
+      f.error = "frame" + std::to_string(k) + ".png: truncated";
+      return f;
+    }
+    f.depth = k == 3 ? Image<float>(kWidth / 2, kHeight / 2, 1, 1.0f) : frame_depth(static_cast<int>(k), p);
+    return f;
+  };
+  const FusedSequence fused = fuse_sequence(Device::parse("cpu"), run.sources, run.options, run.callbacks);
+  ASSERT_EQ(fused.frames.size(), 5u);
+  EXPECT_FALSE(fused.frames[0].processed);
+  EXPECT_EQ(fused.frames[0].error, "frame0.png: truncated");
+  EXPECT_EQ(fused.frames[1].result.status, FrameStatus::kFirst);
+  EXPECT_FALSE(fused.frames[2].processed);
+  EXPECT_FALSE(fused.frames[3].processed);
+  EXPECT_EQ(fused.frames[3].error, "frame3.png: 80x60 but the sequence's first frame is 160x120");
+  EXPECT_TRUE(fused.frames[4].processed);
+  EXPECT_EQ(fused.trajectory.size(), 2u);
+  EXPECT_FALSE(fused.mesh.has_value());
+}
+
+TEST(FuseSequence, NoReadableFrameInterruptAndFailedCheck) {
+  SequenceRun none;
+  prepare(none, 3);
+  none.callbacks.read = [](std::size_t k) {
+    LoadedFrame f;
+    f.error = "f" + std::to_string(k) + ": missing";
+    return f;
+  };
+  try {
+    fuse_sequence(Device::parse("cpu"), none.sources, none.options, none.callbacks);
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()), "boxes: no frame could be read (f0: missing)");
+  }
+
+  SequenceRun stopped;
+  prepare(stopped, 6);
+  stopped.options.extract_mesh = true;
+  int polls = 0;
+  bool done_called = false;
+  stopped.callbacks.interrupted = [&polls] { return ++polls > 2; };
+  stopped.callbacks.on_frames_done = [&done_called](const FusedSequence&) { done_called = true; };
+  const FusedSequence part = fuse_sequence(Device::parse("cpu"), stopped.sources, stopped.options, stopped.callbacks);
+  EXPECT_TRUE(part.interrupted);
+  EXPECT_EQ(part.frames.size(), 2u);
+  EXPECT_FALSE(part.mesh.has_value());
+  EXPECT_FALSE(done_called);
+
+  SequenceRun failed;
+  prepare(failed, 3);
+  failed.callbacks.on_frames_done = [](const FusedSequence&) { throw DataError("boxes: not supported"); };
+  EXPECT_THROW(fuse_sequence(Device::parse("cpu"), failed.sources, failed.options, failed.callbacks), DataError);
+}
+
+TEST(TrackingSummary, CountsLostAndInvalidFrames) {
+  std::vector<FrameRecord> frames(6);
+  const FrameStatus status[] = {FrameStatus::kFirst, FrameStatus::kTracked, FrameStatus::kLost,
+                                FrameStatus::kLost,  FrameStatus::kInvalid, FrameStatus::kTracked};
+  for (int k = 0; k < 6; ++k) {
+    frames[k].processed = k != 5;
+    frames[k].source.index = 10 + k;
+    frames[k].result.status = status[k];
+  }
+  const TrackingSummary t = summarize_tracking(frames);
+  EXPECT_EQ(t.processed, 5u);
+  EXPECT_EQ(t.lost, 2u);
+  EXPECT_EQ(t.invalid, 1u);
+  ASSERT_NE(t.first_lost, nullptr);
+  EXPECT_EQ(t.first_lost->source.index, 12u);
+  EXPECT_TRUE(t.supported(0.4));
+  EXPECT_FALSE(t.supported(0.39));
+  std::vector<FrameRecord> empty_depth(2);
+  for (auto& f : empty_depth) {
+    f.processed = true;
+    f.result.status = FrameStatus::kInvalid;
+  }
+  EXPECT_FALSE(summarize_tracking(empty_depth).supported(1.0));
+}
+
+TEST(SurfaceClouds, MeshAndPointsKeepNormalsColoursAndFaces) {
+  Mesh mesh;
+  mesh.vertices = {0, 0, 0, 1, 0, 0, 0, 1, 0, 1, 1, 0};
+  mesh.normals = {0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0, -1};
+  mesh.colors = {255, 0, 0, 0, 255, 0, 0, 0, 255, 9, 9, 9};
+  mesh.triangles = {0, 1, 2, 2, 1, 3};
+  const PointCloud c = mesh_to_cloud(mesh);
+  ASSERT_EQ(c.size(), 4u);
+  for (const char* name : {"nx", "ny", "nz", "red", "green", "blue"}) ASSERT_NE(c.find(name), nullptr) << name;
+  EXPECT_EQ(c.find("nz")->value(3), -1.0);
+  EXPECT_EQ(c.find("green")->value(1), 255.0);
+  EXPECT_EQ(c.find("red")->type, ScalarType::kUint8);
+  ASSERT_EQ(c.elements.size(), 1u);
+  const AttributeColumn& faces = c.elements[0].properties[0];
+  EXPECT_EQ(c.elements[0].name, "face");
+  EXPECT_EQ(faces.name, "vertex_indices");
+  ASSERT_EQ(c.elements[0].count, 2u);
+  EXPECT_EQ(faces.length(1), 3u);
+  EXPECT_EQ(faces.value(1, 2), 3.0);
+
+  SurfaceCloud surface;
+  surface.points = {0, 0, 1, 0, 0, 2};
+  surface.normals = {0, 0, -1, 0, 0, -1};
+  const PointCloud s = surface_to_cloud(surface);
+  EXPECT_EQ(s.size(), 2u);
+  EXPECT_EQ(s.find("red"), nullptr);  // no colours
+  EXPECT_TRUE(s.elements.empty());
+}
+
+}  // namespace
+}  // namespace s3d::fusion
