@@ -2,7 +2,7 @@
 # Runs a fixed set of tool commands on the real data with two builds' executables and compares every output
 # file byte for byte (and the records, less their timings): the check that a refactoring changed no result.
 # Usage: scripts/compare-cli-outputs.sh OLD_BIN_DIR NEW_BIN_DIR [DATA_DIR]
-#   *_BIN_DIR: folders holding pc-sample (and the other tools, when their commands are added below);
+#   *_BIN_DIR: folders holding the tools the commands below run (pc-sample, icp-fuse);
 #   DATA_DIR: the shared data (default: $S3D_DATA_DIR, else ../shared/data). Exit 0 when all are identical.
 set -euo pipefail
 old="$(realpath "$1")" new="$(realpath "$2")"
@@ -26,6 +26,15 @@ lines = [json.dumps(clean(json.loads(l)), sort_keys=True).replace(folder, "OUT")
 open(path, "w").write("".join(l + "\n" for l in lines))
 PY
 
+# A network for the rulebook chain, and one whose inverse layer cannot reach its forward layer's output.
+cat >"$work/net.json" <<'JSON'
+[{"name": "subm1", "kernel": 3, "subm": true}, {"name": "down1", "kernel": 3, "stride": 2, "padding": 1},
+ {"name": "subm2", "kernel": 3, "subm": true}, {"name": "up1", "inverse": "down1"}, {"kernel": [3, 1, 1], "stride": [2, 1, 1]}]
+JSON
+cat >"$work/broken.json" <<'JSON'
+[{"name": "down1", "kernel": 2, "stride": 2}, {"name": "down2", "kernel": 2, "stride": 2}, {"name": "up1", "inverse": "down1"}]
+JSON
+
 # One command per line: TOOL ARGS... with OUT standing for the output folder.
 commands=(
   "pc-sample fps -n 512 --seed 3 $pc/stanford_bunny/bun_zipper.ply -o OUT/fps.ply"
@@ -43,6 +52,10 @@ commands=(
   "pc-sample ball --radius 0.01 -k 16 $pc/stanford_bunny/bun_zipper.ply -o OUT/ball.npy"
   "pc-sample interp $pc/pcl_pcd/milk.pcd --from OUT/fps_milk.pcd -o OUT/interp_milk.pcd"
   "pc-sample interp $pc/stanford_bunny/bun_zipper_res2.ply --from $pc/stanford_bunny/bun_zipper.ply --attributes confidence,intensity -o OUT/interp_bunny.ply"
+  "pc-sample rulebook $pc/kitti_velodyne/000000.bin --voxel-size 0.1 --kernel 3 --subm -o OUT/rb_subm.npz"
+  "pc-sample rulebook $pc/kitti_velodyne/000000.bin --voxel-size 0.2 --layers $work/net.json -o OUT/net.npz"
+  "pc-sample rulebook $pc/kitti_velodyne/000000.bin --voxel-size 0.2 --layers $work/broken.json -o OUT/broken.npz"
+  "pc-sample rulebook OUT/v.npy --shape 80,1600,1408 --kernel 3 --stride 2 --padding 1 -o OUT/rb_down.npz"
   "icp-fuse $rk --frames 0:12 --volume-resolution 128 --color off --emit trajectory,mesh,cloud --eval auto -o OUT/rk"
   "icp-fuse $tum --frames 0:10 --intrinsics 517.3,516.5,318.6,255.3 --volume-resolution 96 --color on --eval auto -o OUT/tum"
   "icp-fuse $tum --frames 20:32 --intrinsics 517.3,516.5,318.6,255.3 --volume-resolution 96 --eval auto --emit trajectory,plot -o OUT/tum_plot"

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
-#include <limits>
+
 #include <sstream>
 #include <utility>
 
@@ -13,21 +13,6 @@
 
 namespace s3d::pc_sample {
 namespace {
-
-/// The original coordinate columns (x, y, z kept as attributes when not float32), or null for float32 files.
-std::array<const AttributeColumn*, 3> coordinate_columns(const PointCloud& cloud) {
-  std::array<const AttributeColumn*, 3> cols{};
-  const char* names[3] = {"x", "y", "z"};
-  for (int a = 0; a < 3; ++a) {
-    const AttributeColumn* c = cloud.find(names[a]);
-    cols[a] = (c && !c->is_list && c->components == 1) ? c : nullptr;
-  }
-  return cols;
-}
-
-double coordinate(const PointCloud& cloud, const std::array<const AttributeColumn*, 3>& cols, std::size_t i, int a) {
-  return cols[a] ? cols[a]->value(i) : static_cast<double>(cloud.xyz[3 * i + a]);
-}
 
 /// stdin has no extension: PLY and PCD announce themselves, .npy has a magic; anything else is KITTI .bin.
 io::CloudFormat sniff_format(const std::string& path) {
@@ -74,25 +59,17 @@ InputCloud read_input_cloud(const std::string& path, const std::string& name, io
   const PointCloud& c = in.cloud;
   if (c.empty()) throw DataError(name + ": empty cloud (no points)");
 
-  const auto cols = coordinate_columns(c);
-  std::vector<std::int64_t> keep;
   const std::size_t n = c.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    bool finite = true;
-    for (int a = 0; a < 3 && finite; ++a) {
-      const double v = coordinate(c, cols, i, a);
-      // A finite double beyond fp32's range is as unusable as NaN: its fp32 position is inf.
-      if (!std::isfinite(v) || !std::isfinite(c.xyz[3 * i + a])) {
-        finite = false;
-        if (!drop_invalid) {
-          std::ostringstream os;
-          os << name << ": point " << i << ": non-finite coordinate ("
-             << "xyz"[a] << " = " << v << "); --drop-invalid skips such points";
-          throw DataError(os.str());
-        }
-      }
+  std::vector<std::int64_t> keep;
+  if (!drop_invalid) {
+    if (const auto bad = points::first_non_finite(c)) {
+      std::ostringstream os;
+      os << name << ": point " << bad->row << ": non-finite coordinate ("
+         << "xyz"[bad->axis] << " = " << bad->value << "); --drop-invalid skips such points";
+      throw DataError(os.str());
     }
-    if (finite && drop_invalid) keep.push_back(static_cast<std::int64_t>(i));
+  } else {
+    keep = points::finite_rows(c);
   }
   if (drop_invalid && keep.size() != n) {
     in.dropped_invalid = n - keep.size();
@@ -121,30 +98,6 @@ void CloudPool::give_back(PointCloud cloud) noexcept {
     free_.push_back(std::move(cloud));
   } catch (...) {  // std::bad_alloc, std::system_error: the cloud is freed instead
   }
-}
-
-std::array<double, 3> bbox_centre(const PointCloud& cloud) {
-  const auto cols = coordinate_columns(cloud);
-  std::array<double, 3> lo, hi;
-  lo.fill(std::numeric_limits<double>::infinity());
-  hi.fill(-std::numeric_limits<double>::infinity());
-  for (std::size_t i = 0; i < cloud.size(); ++i)
-    for (int a = 0; a < 3; ++a) {
-      const double v = coordinate(cloud, cols, i, a);
-      lo[a] = std::min(lo[a], v);
-      hi[a] = std::max(hi[a], v);
-    }
-  // (lo + hi) / 2 in double: a shift by s moves both ends by s exactly when the sums are exact, and then
-  // x - centre does not change (docs/PC-SAMPLE.md, "Coordinates").
-  return {(lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2, (lo[2] + hi[2]) / 2};
-}
-
-std::vector<float> local_positions(const PointCloud& cloud, const std::array<double, 3>& origin) {
-  const auto cols = coordinate_columns(cloud);
-  std::vector<float> out(cloud.xyz.size());
-  for (std::size_t i = 0; i < cloud.size(); ++i)
-    for (int a = 0; a < 3; ++a) out[3 * i + a] = static_cast<float>(coordinate(cloud, cols, i, a) - origin[a]);
-  return out;
 }
 
 }  // namespace s3d::pc_sample

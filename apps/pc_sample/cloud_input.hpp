@@ -50,10 +50,4 @@ class CloudPool {
   std::vector<PointCloud> free_;
 };
 
-/// The bounding-box centre of the cloud's coordinates in double (the original x/y/z columns when the file
-/// stored them as another type than float32).
-std::array<double, 3> bbox_centre(const PointCloud& cloud);
-/// The positions minus `origin`, each coordinate computed in double and rounded once to fp32.
-std::vector<float> local_positions(const PointCloud& cloud, const std::array<double, 3>& origin);
-
 }  // namespace s3d::pc_sample

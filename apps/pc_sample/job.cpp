@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "s3d/core/errors.hpp"
+#include "s3d/points/cloud_layer.hpp"
 
 namespace s3d::pc_sample {
 namespace {
@@ -75,9 +76,9 @@ Job load_job(const cli::Item& item, cli::ItemContext& ctx, const Run& run, Cloud
   // The local origin is the input's bounding-box centre; the second cloud uses the same one, so both share
   // one frame.
   // Voxel grids are anchored in the file's frame (world, range) and would move with a local origin.
-  if (run.plan.mode != Mode::kVoxel && run.plan.mode != Mode::kRulebook) job.origin = bbox_centre(job.in.cloud);
-  job.local = local_positions(job.in.cloud, job.origin);
-  if (run.other) job.other_local = local_positions(run.other->cloud, job.origin);
+  if (run.plan.mode != Mode::kVoxel && run.plan.mode != Mode::kRulebook) job.origin = points::bbox_centre(job.in.cloud);
+  job.local = points::local_positions(job.in.cloud, job.origin);
+  if (run.other) job.other_local = points::local_positions(run.other->cloud, job.origin);
   job.seconds_read = seconds_since(t0);
   return job;
 }

@@ -63,7 +63,7 @@ struct Result {
   points::Neighbors neighbors;
   points::Interpolation weights;
   points::Voxels voxels;
-  std::vector<LayerResult> layers;  ///< rulebook
+  std::vector<points::LayerRulebook> layers;  ///< rulebook
   double seconds_compute = 0.0;
   int batch = 1;  ///< fps: clouds in the launch that computed this one
 };

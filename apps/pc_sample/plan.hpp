@@ -72,12 +72,7 @@ struct Flags {
 };
 
 /// One sparse convolution of `pc-sample rulebook` (docs/PC-SAMPLE.md, "Rulebooks").
-struct RulebookLayer {
-  std::string name;        ///< the .npz prefix (`NAME/`); empty for a single layer
-  points::ConvSpec spec;   ///< subm: padding set to (k / 2) * d
-  bool inverse = false;    ///< the transposed convolution of `spec`'s forward rulebook on the layer's input
-  std::string inverse_of;  ///< or: the transposed convolution of this earlier layer's rulebook
-};
+using points::RulebookLayer;
 
 /// The neighbour arrays ball/knn write.
 struct ArrayEmit {

@@ -17,8 +17,8 @@
 namespace s3d::pc_sample {
 namespace {
 
-std::string kind_of(const RulebookLayer& layer) {
-  if (layer.inverse || !layer.inverse_of.empty()) return "inverse";
+std::string kind_of(const points::LayerRulebook& layer) {
+  if (layer.inverse) return "inverse";
   return layer.spec.subm ? "subm" : "regular";
 }
 
@@ -52,59 +52,24 @@ std::vector<std::int32_t> read_coords_npy(const std::string& path, const std::st
   return std::move(array.values);
 }
 
-std::vector<LayerResult> run_layers(points::RulebookEngine& engine, const Plan& plan, const points::SparseCoords& in,
-                                    const std::string& name) {
-  using Clock = std::chrono::steady_clock;
-  std::vector<LayerResult> out;
-  std::vector<points::SparseCoords> inputs;  // each layer's input (inverse_of needs its forward's)
-  std::map<std::string, std::size_t> by_name;
-  points::SparseCoords cur = in;
-  for (std::size_t i = 0; i < plan.layers.size(); ++i) {
-    const RulebookLayer& layer = plan.layers[i];
-    const std::string where = plan.chained ? name + ": layer " + layer.name + ": " : name + ": ";
-    LayerResult r;
-    r.name = layer.name;
-    r.kind = kind_of(layer);
-    r.spec = layer.spec;
-    try {
-      const auto t0 = Clock::now();
-      if (!layer.inverse_of.empty()) {
-        const std::size_t f = by_name.at(layer.inverse_of);
-        const points::Rulebook& forward = out[f].rb;
-        if (forward.out.coords != cur.coords || forward.out.shape != cur.shape)
-          throw DataError("the input is not layer " + layer.inverse_of + "'s output (an inverse layer undoes a " +
-                          "layer whose outputs reach it unchanged, through submanifold layers only)");
-        r.spec = out[f].spec;
-        r.rb = engine.inverse(forward, inputs[f]);
-      } else if (layer.inverse) {
-        const points::Rulebook forward = engine.build(cur, layer.spec);
-        r.rb = engine.inverse(forward, cur);
-      } else {
-        r.rb = engine.build(cur, layer.spec);
-      }
-      r.milliseconds = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    } catch (const InvalidArgument& e) {
-      throw DataError(where + e.what());
-    } catch (const DataError& e) {
-      throw DataError(where + e.what());
-    }
-    inputs.push_back(cur);
-    cur = r.rb.out;
-    by_name[layer.name] = i;
-    out.push_back(std::move(r));
+std::vector<points::LayerRulebook> run_layers(points::RulebookEngine& engine, const Plan& plan,
+                                              const points::SparseCoords& in, const std::string& name) {
+  try {
+    return points::build_chain(engine, in, plan.layers);
+  } catch (const DataError& e) {
+    throw DataError(name + ": " + e.what());
   }
-  return out;
 }
 
-std::string rulebook_file(const std::vector<LayerResult>& layers, bool chained, bool npy) {
-  auto pairs_npy = [](const LayerResult& l) {
+std::string rulebook_file(const std::vector<points::LayerRulebook>& layers, bool chained, bool npy) {
+  auto pairs_npy = [](const points::LayerRulebook& l) {
     const points::Rulebook& rb = l.rb;
     const std::vector<std::int32_t> pairs = rb.spconv_pairs(rb.inputs);
     return io::npy_bytes(pairs.data(), "<i4", {2, rb.kernel_volume, rb.inputs});
   };
   if (npy) return pairs_npy(layers.front());
   std::vector<std::pair<std::string, std::string>> files;
-  for (const LayerResult& l : layers) {
+  for (const points::LayerRulebook& l : layers) {
     const points::Rulebook& rb = l.rb;
     const std::string prefix = chained ? l.name + "/" : "";
     const std::int64_t p = rb.pairs();
@@ -119,13 +84,13 @@ std::string rulebook_file(const std::vector<LayerResult>& layers, bool chained, 
   return io::zip_stored(files);
 }
 
-nlohmann::json rulebook_record(const std::vector<LayerResult>& layers) {
+nlohmann::json rulebook_record(const std::vector<points::LayerRulebook>& layers) {
   nlohmann::json list = nlohmann::json::array();
-  for (const LayerResult& l : layers) {
+  for (const points::LayerRulebook& l : layers) {
     const points::ConvSpec& s = l.spec;
     nlohmann::json j;
     j["name"] = l.name;
-    j["kind"] = l.kind;
+    j["kind"] = kind_of(l);
     j["kernel"] = s.kernel;
     j["stride"] = s.subm ? std::array<int, 3>{1, 1, 1} : s.stride;
     j["padding"] = s.padding;

@@ -18,25 +18,15 @@ namespace s3d::pc_sample {
 /// @throws DataError naming `name` (not an .npy, another dtype or shape, truncated, a negative batch id).
 std::vector<std::int32_t> read_coords_npy(const std::string& path, const std::string& name);
 
-/// One layer's rulebook and what the record says of it.
-struct LayerResult {
-  std::string name;
-  std::string kind;  ///< subm, regular, inverse
-  points::ConvSpec spec;
-  points::Rulebook rb;
-  double milliseconds = 0.0;  ///< steady clock around build (and inverse)
-};
-
-/// Runs the plan's layers from `in`. @throws DataError naming `name` (the library's DataError and
-/// InvalidArgument on the data: coordinates outside the shape, duplicates, an overflowing grid).
-std::vector<LayerResult> run_layers(points::RulebookEngine& engine, const Plan& plan, const points::SparseCoords& in,
-                                    const std::string& name);
+/// The plan's layers from `in` (points::build_chain). @throws DataError naming `name`.
+std::vector<points::LayerRulebook> run_layers(points::RulebookEngine& engine, const Plan& plan,
+                                              const points::SparseCoords& in, const std::string& name);
 
 /// The output file: `npy` the first layer's pairs [2, K, N_max] only, else the .npz of every layer's arrays
 /// (`chained`: prefixed `NAME/`).
-std::string rulebook_file(const std::vector<LayerResult>& layers, bool chained, bool npy);
+std::string rulebook_file(const std::vector<points::LayerRulebook>& layers, bool chained, bool npy);
 
 /// The record's `layers` list.
-nlohmann::json rulebook_record(const std::vector<LayerResult>& layers);
+nlohmann::json rulebook_record(const std::vector<points::LayerRulebook>& layers);
 
 }  // namespace s3d::pc_sample

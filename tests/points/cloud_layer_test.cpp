@@ -201,5 +201,44 @@ TEST(InterpolateColumns, ThreeNearestWeightsSummedInDoubleIntegersRounded) {
   EXPECT_THROW(interpolate_columns(clash, sparse, {"rgb"}, w), DataError);
 }
 
+// Far from the origin, as georeferenced clouds are: x, y, z stored as doubles beside the float positions.
+PointCloud far_cloud(const std::vector<double>& xyz) {
+  PointCloud c;
+  for (double v : xyz) c.xyz.push_back(static_cast<float>(v));
+  const char* names[3] = {"x", "y", "z"};
+  for (int a = 0; a < 3; ++a) {
+    AttributeColumn& col = c.add_attribute(names[a], ScalarType::kFloat64);
+    for (std::size_t i = 0; i < c.size(); ++i) col.set_value(i, 0, xyz[3 * i + a]);
+  }
+  return c;
+}
+
+TEST(Coordinates, DoubleColumnsKeepTheirPrecisionRelativeToTheCentre) {
+  const PointCloud c = far_cloud({500000.25, 4000000.5, 10.0, 500001.75, 4000001.0, 12.0, 500000.5, 4000000.75, 11.0});
+  const std::array<double, 3> centre = bbox_centre(c);
+  EXPECT_EQ(centre, (std::array<double, 3>{500001.0, 4000000.75, 11.0}));
+  const std::vector<float> local = local_positions(c, centre);
+  // Exact in double, rounded once: the float positions (500000.25 is not a float) would lose the quarters.
+  EXPECT_EQ(local, (std::vector<float>{-0.75f, -0.25f, -1.f, 0.75f, 0.25f, 1.f, -0.5f, 0.f, 0.f}));
+  EXPECT_FALSE(first_non_finite(c).has_value());
+  EXPECT_EQ(finite_rows(c), (std::vector<std::int64_t>{0, 1, 2}));
+}
+
+TEST(Coordinates, NonFiniteAndBeyondFloatRangeAreFound) {
+  PointCloud c = far_cloud({0, 0, 0, 1, 1e300, 1, 2, 2, 2, 3, 3, 3});
+  c.find("z")->set_value(3, 0, std::nan(""));
+  c.xyz[11] = std::nanf("");
+  const std::optional<NonFinitePoint> bad = first_non_finite(c);
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_EQ(bad->row, 1u);
+  EXPECT_EQ(bad->axis, 1);
+  EXPECT_EQ(bad->value, 1e300);  // finite as a double, infinite as the float position
+  EXPECT_EQ(finite_rows(c), (std::vector<std::int64_t>{0, 2}));
+  PointCloud plain;
+  plain.xyz = {0.f, INFINITY, 0.f};
+  ASSERT_TRUE(first_non_finite(plain).has_value());
+  EXPECT_EQ(first_non_finite(plain)->axis, 1);
+}
+
 }  // namespace
 }  // namespace s3d::points

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "s3d/core/errors.hpp"
 
@@ -77,6 +78,31 @@ std::vector<double> column_values(const AttributeColumn& c, std::size_t n) {
   return values;
 }
 
+/// The original coordinate columns (x, y, z kept as attributes when not float32), or null for float32 files.
+std::array<const AttributeColumn*, 3> coordinate_columns(const PointCloud& cloud) {
+  std::array<const AttributeColumn*, 3> cols{};
+  const char* names[3] = {"x", "y", "z"};
+  for (int a = 0; a < 3; ++a) {
+    const AttributeColumn* c = cloud.find(names[a]);
+    cols[a] = (c && !c->is_list && c->components == 1) ? c : nullptr;
+  }
+  return cols;
+}
+
+double coordinate(const PointCloud& cloud, const std::array<const AttributeColumn*, 3>& cols, std::size_t i, int a) {
+  return cols[a] ? cols[a]->value(i) : static_cast<double>(cloud.xyz[3 * i + a]);
+}
+
+/// The first non-finite coordinate of point i (a finite double beyond float's range is as unusable as NaN:
+/// its float position is inf), or axis -1.
+NonFinitePoint check_point(const PointCloud& cloud, const std::array<const AttributeColumn*, 3>& cols, std::size_t i) {
+  for (int a = 0; a < 3; ++a) {
+    const double v = coordinate(cloud, cols, i, a);
+    if (!std::isfinite(v) || !std::isfinite(cloud.xyz[3 * i + a])) return {i, a, v};
+  }
+  return {i, -1, 0.0};
+}
+
 bool is_coordinate(const std::string& name) { return name == "x" || name == "y" || name == "z"; }
 
 void expect_voxels_of(const PointCloud& in, const Voxels& v) {
@@ -87,6 +113,45 @@ void expect_voxels_of(const PointCloud& in, const Voxels& v) {
 }
 
 }  // namespace
+
+std::optional<NonFinitePoint> first_non_finite(const PointCloud& cloud) {
+  const auto cols = coordinate_columns(cloud);
+  for (std::size_t i = 0; i < cloud.size(); ++i) {
+    const NonFinitePoint p = check_point(cloud, cols, i);
+    if (p.axis >= 0) return p;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::int64_t> finite_rows(const PointCloud& cloud) {
+  const auto cols = coordinate_columns(cloud);
+  std::vector<std::int64_t> rows;
+  for (std::size_t i = 0; i < cloud.size(); ++i)
+    if (check_point(cloud, cols, i).axis < 0) rows.push_back(static_cast<std::int64_t>(i));
+  return rows;
+}
+
+std::array<double, 3> bbox_centre(const PointCloud& cloud) {
+  const auto cols = coordinate_columns(cloud);
+  std::array<double, 3> lo, hi;
+  lo.fill(std::numeric_limits<double>::infinity());
+  hi.fill(-std::numeric_limits<double>::infinity());
+  for (std::size_t i = 0; i < cloud.size(); ++i)
+    for (int a = 0; a < 3; ++a) {
+      const double v = coordinate(cloud, cols, i, a);
+      lo[a] = std::min(lo[a], v);
+      hi[a] = std::max(hi[a], v);
+    }
+  return {(lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2, (lo[2] + hi[2]) / 2};
+}
+
+std::vector<float> local_positions(const PointCloud& cloud, const std::array<double, 3>& origin) {
+  const auto cols = coordinate_columns(cloud);
+  std::vector<float> out(cloud.xyz.size());
+  for (std::size_t i = 0; i < cloud.size(); ++i)
+    for (int a = 0; a < 3; ++a) out[3 * i + a] = static_cast<float>(coordinate(cloud, cols, i, a) - origin[a]);
+  return out;
+}
 
 PointCloud select_rows(const PointCloud& in, const std::vector<std::int64_t>& rows, bool drop_all,
                        ElementChanges& changes) {

@@ -5,7 +5,9 @@
 // three-NN. What becomes of non-point elements: a `face` (or `edge`) element keeps the items whose vertices all
 // survive, renumbered; another element that refers to vertices (a `range_grid`) cannot survive a subset and is
 // dropped; an element that refers to no vertex is kept as it was.
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,27 @@
 #include "s3d/points/voxels.hpp"
 
 namespace s3d::points {
+
+// ---- Coordinates. A file may store x, y, z as doubles (the cloud keeps those columns beside its float
+// positions): these functions read them, so that far-from-origin clouds keep their precision
+// (docs/PC-SAMPLE.md, "Coordinates").
+
+/// A point with a coordinate that is not finite: NaN, an infinity, or a double beyond float's range.
+struct NonFinitePoint {
+  std::size_t row = 0;
+  int axis = 0;        ///< 0, 1, 2 = x, y, z
+  double value = 0.0;  ///< as stored (the double column when there is one)
+};
+/// The first such point in row and axis order, or none.
+std::optional<NonFinitePoint> first_non_finite(const PointCloud& cloud);
+/// The rows whose three coordinates are finite, ascending.
+std::vector<std::int64_t> finite_rows(const PointCloud& cloud);
+
+/// The centre of the bounding box of the coordinates, (lo + hi) / 2 in double: shifting a cloud by s moves the
+/// centre by s exactly when the sums are exact, so positions relative to it do not change.
+std::array<double, 3> bbox_centre(const PointCloud& cloud);
+/// The positions minus `origin`, each coordinate computed in double and rounded once to float.
+std::vector<float> local_positions(const PointCloud& cloud, const std::array<double, 3>& origin);
 
 /// What a cloud operation did to the non-point elements (reported in the tools' records).
 struct ElementChanges {

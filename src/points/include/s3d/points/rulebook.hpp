@@ -16,6 +16,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "s3d/core/device.hpp"
@@ -99,5 +100,30 @@ class RulebookEngine {
  private:
   std::unique_ptr<Impl> impl_;
 };
+
+/// One layer of a network's chain of rulebooks: a convolution, or the transposed convolution of an earlier one.
+struct RulebookLayer {
+  std::string name;        ///< names the layer (inverse_of, messages); may be empty for a chain of one
+  ConvSpec spec;           ///< subm: padding set to (k / 2) * d
+  bool inverse = false;    ///< the transposed convolution of `spec`'s forward rulebook on the layer's input
+  std::string inverse_of;  ///< or: the transposed convolution of this earlier layer's rulebook
+};
+
+/// A layer's rulebook in a chain.
+struct LayerRulebook {
+  std::string name;
+  ConvSpec spec;         ///< an inverse_of layer: its forward layer's
+  bool inverse = false;  ///< a transposed convolution (inverse or inverse_of)
+  Rulebook rb;
+  double milliseconds = 0.0;  ///< steady clock around build (and inverse)
+};
+
+/// The rulebooks of `layers` in order on `engine`, each layer's input the previous layer's output (`coords` for
+/// the first). An inverse_of layer must name an earlier layer whose output reaches it unchanged (through
+/// submanifold layers only). @throws DataError, prefixed "layer NAME: " for a named layer, for what the data
+/// causes (coordinates outside the shape, duplicates, a grid that overflows, an inverse_of whose forward output
+/// does not reach it); InvalidArgument for an inverse_of naming no earlier layer.
+std::vector<LayerRulebook> build_chain(RulebookEngine& engine, const SparseCoords& coords,
+                                       const std::vector<RulebookLayer>& layers);
 
 }  // namespace s3d::points
