@@ -2,13 +2,13 @@
 # Runs a fixed set of tool commands on the real data with two builds' executables and compares every output
 # file byte for byte (and the records, less their timings): the check that a refactoring changed no result.
 # Usage: scripts/compare-cli-outputs.sh OLD_BIN_DIR NEW_BIN_DIR [DATA_DIR]
-#   *_BIN_DIR: folders holding the tools the commands below run (pc-sample, icp-fuse);
+#   *_BIN_DIR: folders holding the tools the commands below run (nms-filter, pc-sample, icp-fuse);
 #   DATA_DIR: the shared data (default: $S3D_DATA_DIR, else ../shared/data). Exit 0 when all are identical.
 set -euo pipefail
 old="$(realpath "$1")" new="$(realpath "$2")"
 data="$(realpath "${3:-${S3D_DATA_DIR:-$(dirname "$0")/../../shared/data}}")"
 pc="$data/pointclouds"
-rk="$data/rgbd/7scenes_redkitchen_f000-299" tum="$data/rgbd/tum_fr1_rpy_f000-299"
+det="$data/detections" rk="$data/rgbd/7scenes_redkitchen_f000-299" tum="$data/rgbd/tum_fr1_rpy_f000-299"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 # JSON Lines rewritten in place without what differs between runs and folders: timings (keys with "seconds",
@@ -37,6 +37,9 @@ JSON
 
 # One command per line: TOOL ARGS... with OUT standing for the output folder.
 commands=(
+  "nms-filter $det/mot15_frcnn_sort/ADL-Rundle-6.det.txt -o OUT/adl.txt"
+  "nms-filter $det/coco_val2017_person4/test_coco_det_AP_H_56.json --iou 0.6 -o OUT/coco.json"
+  "nms-filter $det/mot15_frcnn_sort/ETH-Bahnhof.det.txt --method soft-gaussian --min-score 0.3 -o OUT/eth_soft.txt"
   "pc-sample fps -n 512 --seed 3 $pc/stanford_bunny/bun_zipper.ply -o OUT/fps.ply"
   "pc-sample fps -n 300 --drop-faces $pc/stanford_bunny/bun_zipper.ply -o OUT/fps_nofaces.ply"
   "pc-sample fps -n 1000 --emit indices $pc/kitti_velodyne/000000.bin -o OUT/fps.npy"

@@ -9,6 +9,7 @@
 #include "nms_math.hpp"
 #include "s3d/core/config.hpp"
 #include "s3d/core/errors.hpp"
+#include "s3d/core/select_backend.hpp"
 
 namespace s3d::detection {
 
@@ -67,18 +68,10 @@ float nms_iou(const float* a, const float* b, const NmsParams& params) {
                           params.pixel_offset);
 }
 
-NmsEngine::NmsEngine(const Device& device) {
-  const Device resolved = resolve_device(device);
-  if (resolved.is_cuda()) {
-#if S3D_WITH_CUDA
-    impl_ = detail::make_cuda_engine(resolved);
-#else
-    throw DeviceUnavailable("NmsEngine: CUDA is not built into this s3d");
-#endif
-  } else {
-    impl_ = detail::make_cpu_engine(resolved);
-  }
-}
+NmsEngine::NmsEngine(const Device& device)
+    : impl_(select_backend<Impl>(
+          device, "NmsEngine", [](const Device& d) { return detail::make_cpu_engine(d); },
+          S3D_CUDA_FACTORY([](const Device& d) { return detail::make_cuda_engine(d); }))) {}
 NmsEngine::~NmsEngine() = default;
 NmsEngine::NmsEngine(NmsEngine&&) noexcept = default;
 NmsEngine& NmsEngine::operator=(NmsEngine&&) noexcept = default;
@@ -105,14 +98,7 @@ NmsResult NmsEngine::download(StreamHandle stream) const { return impl_->downloa
 NmsEngine::Stats NmsEngine::last_stats() const { return impl_->last_stats(); }
 
 NmsResult nms(const Device& device, const NmsInput& input, const NmsParams& params) {
-  params.validate();
-  check_input_shape(input, params);
-  const Device resolved = resolve_device(device);
-  if (resolved.is_cpu()) {
-    check_finite(input, params);
-    return detail::nms_cpu(input, params);
-  }
-  NmsEngine engine(resolved);
+  NmsEngine engine(device);  // a CPU engine keeps no state: as cheap as the host algorithm called directly
   return engine.run(input, params);
 }
 

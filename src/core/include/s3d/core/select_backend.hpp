@@ -1,6 +1,7 @@
 #pragma once
 // The one place an engine's constructor turns a requested Device into a backend: every engine (SgmEngine,
-// FpsEngine, NeighborEngine, FusionEngine) calls select_backend with its two factories. No CUDA here.
+// NmsEngine, FpsEngine, NeighborEngine, VoxelEngine, RulebookEngine, FusionEngine) calls select_backend with its
+// two factories. No CUDA here.
 #include <memory>
 #include <optional>
 #include <string>
