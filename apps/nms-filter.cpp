@@ -1,5 +1,5 @@
 // nms-filter: non-maximum suppression of a detector's output file (docs/NMS-FILTER.md).
-// Option parsing and one handler: the frame's workers read and group each box file (nms_filter/box_job;
+// Options, then three stages: the frame's workers read and group each box file (nms_filter/box_job;
 // per image by default), the handler runs s3d::detection NMS on the chosen device in input order, and the
 // workers write the surviving records in the input's format, or their 0-based input positions.
 #include <memory>

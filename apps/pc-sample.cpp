@@ -1,6 +1,6 @@
 // pc-sample: farthest point sampling, ball query, kNN, three-NN interpolation, voxel grids and sparse-convolution
 // rulebooks of point-cloud files
-// (docs/PC-SAMPLE.md). Option parsing per subcommand and one handler: the frame's workers read each cloud
+// (docs/PC-SAMPLE.md). Options per subcommand, then three stages: the frame's workers read each cloud
 // and put it in local coordinates (pc_sample/job), the handler runs the run's one engine (s3d::points, on
 // the chosen device) in input order, and the workers write the sampled cloud, indices or arrays
 // (pc_sample/results).

@@ -1,5 +1,5 @@
 // sgm-depth: rectified stereo pairs -> disparity, depth, point cloud, confidence, colour picture.
-// Option parsing and one handler: the frame (s3d::cli) decodes each pair on its worker threads
+// Options, then three stages: the frame (s3d::cli) decodes each pair on its worker threads
 // (sgm_depth/pair_input), this file's handler matches the pairs in input order (sgm_depth/matcher, on a
 // GPU the next pair's upload overlapping this one's compute), and the outputs are encoded and written on
 // the workers (sgm_depth/outputs); records, errors and skips stay per item, in input order.
