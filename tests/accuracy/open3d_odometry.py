@@ -5,7 +5,7 @@ TUM RGB-D sequences (depth only) and folders of depth maps (sgm-depth's stereo d
 Frame-to-frame: source = frame i, target = frame i-1; Open3D returns T (source to target), so
 pose_i = pose_{i-1} @ T, starting from the ground-truth pose of the first frame (camera to world). Initial guess:
 identity (as KinFu / Open3D's examples). A failed pair (exception, non-finite T, fitness <= --min_fitness) keeps the
-previous pose and is counted. Settings (Open3D defaults, FUSION.md section 7): 3 levels, criteria {10, 5, 3} coarse to
+previous pose and is counted. Settings (Open3D's defaults, open3d.t.pipelines.odometry): 3 levels, criteria {10, 5, 3} coarse to
 fine, relative_rmse = relative_fitness = 1e-6, OdometryLossParams(depth_outlier_trunc 0.07, depth_huber_delta 0.05),
 depth_scale 1000, depth_max 3.0, device CPU:0.
 

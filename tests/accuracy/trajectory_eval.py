@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Independent trajectory evaluator (pure numpy): TUM-format ATE and RPE.
 
-Definitions follow Sturm et al., "A Benchmark for the Evaluation of RGB-D SLAM Systems", IROS 2012, as summarised in
-../shared/docs/FUSION.md section 12:
+Definitions follow Sturm et al., "A Benchmark for the Evaluation of RGB-D SLAM Systems", IROS 2012, and the TUM
+benchmark's tools (associate.py, evaluate_ate.py, evaluate_rpe.py):
 
 * Association: TUM ``associate.py`` semantics. Every pair (a, b) with |a - (b + offset)| < max_difference (0.02 s,
   strict) is a candidate; candidates are taken greedily by increasing |difference| (ties by the smaller stamps), each

@@ -220,10 +220,10 @@ class FusionEngine::Impl {
     return p;
   }
 
-  /// Projective point-to-plane ICP, coarse to fine, from the last good pose (FUSION.md §2), on the tracking
-  /// backend (icp_step_math.hpp: per iteration A x = g solved in double by LDLT, R <- R_inc R,
-  /// t <- R_inc t + t_inc with R_inc = Rz(gamma) Ry(beta) Rx(alpha)). Degenerate or singular systems end the
-  /// attempt at once (an update along an unobservable direction is arbitrary); the eigenvalue condition number
+  /// Projective point-to-plane ICP, coarse to fine, from the last good pose (Newcombe et al., KinectFusion, ISMAR
+  /// 2011, section 3.5), on the tracking backend (icp_step_math.hpp: per iteration A x = g solved in double by LDLT,
+  /// R <- R_inc R, t <- R_inc t + t_inc with R_inc = Rz(gamma) Ry(beta) Rx(alpha)). Degenerate or singular systems
+  /// end the attempt at once (an update along an unobservable direction is arbitrary); the eigenvalue condition number
   /// of the last system, the inlier ratio and the step size are tested here at the end.
   Attempt track(const Eigen::Isometry3d& from, const detail::IcpGates& g, std::int64_t valid_pixels,
                 bool previous_frame) {

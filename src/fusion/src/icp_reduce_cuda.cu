@@ -1,5 +1,5 @@
-// Tracking, CUDA: the ICP reduction in one launch (FUSION.md §3: per-thread sums in registers, warp
-// shuffles, one shared-memory step), with the fixed tree of tracking_math.hpp so that the result equals
+// Tracking, CUDA: the ICP reduction in one launch (per-thread sums in registers, warp shuffles, one
+// shared-memory step), with the fixed tree of tracking_math.hpp so that the result equals
 // icp_reduce_cpu bit for bit. Block b reduces tile b; the last block to finish sums the tiles in double (and,
 // in an attempt on the device, solves and updates the pose).
 #include <algorithm>

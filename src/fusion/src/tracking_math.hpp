@@ -254,9 +254,9 @@ S3D_HOST_DEVICE S3D_FORCEINLINE float distance_gate2_at(const IcpInputs& in, flo
   return g2 > in.distance_gate2 ? g2 : in.distance_gate2;
 }
 
-/// The first half of KinFu's projective association (FUSION.md §2) for a current vertex v and normal n
-/// (camera frame): s = estimate(v), moved into the reference camera and projected, rounded to the nearest
-/// pixel. `ref` is the reference pixel index, -1 when rejected (invalid input, behind the camera, outside).
+/// The first half of KinectFusion's projective association (Newcombe et al., ISMAR 2011, section 3.5) for a current
+/// vertex v and normal n (camera frame): s = estimate(v), moved into the reference camera and projected, rounded to the
+/// nearest pixel. `ref` is the reference pixel index, -1 when rejected (invalid input, behind the camera, outside).
 struct IcpProjection {
   Vec3f s, ns;  ///< world-frame point and normal of the current pixel
   int ref;

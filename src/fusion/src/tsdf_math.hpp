@@ -5,7 +5,8 @@
 // rounded, identical in libm and CUDA), so both backends store the same voxels, ray cast the same maps and
 // extract the same meshes bit for bit.
 //
-// Conventions (FUSION.md §4-§6, PCL KinFu `tsdf23`, `ray_caster.cu`, `marching_cubes.cu`, `extract.cu`):
+// Conventions (Curless and Levoy, SIGGRAPH 1996; Newcombe et al., ISMAR 2011; PCL's gpu/kinfu `tsdf23`,
+// `ray_caster.cu`, `marching_cubes.cu`, `extract.cu`):
 // - Storage: one Voxel {int16 tsdf, int16 weight} per voxel, x fastest, then y, then z. The stored tsdf is
 //   rintf(tsdf * 32767) (round to nearest, ties to even), clamped to [-32767, 32767]; read back as
 //   stored * (1 / 32767). Weight 0 = never observed (tsdf 0).
@@ -447,7 +448,7 @@ S3D_HOST_DEVICE S3D_FORCEINLINE int cube_edge(int e) {
 }
 
 /// The case of cube (i, j, k) (0 <= i < nx - 1, ...): bit c set where corner c's stored tsdf < 0; 0 when any
-/// corner has weight 0 (the cube is skipped, FUSION.md §6).
+/// corner has weight 0 (the cube is skipped, as PCL's gpu/kinfu `marching_cubes.cu` does).
 S3D_HOST_DEVICE S3D_FORCEINLINE int cube_case(const Voxel* vol, const VolumeGrid& g, int i, int j, int k) {
   int cube = 0;
   for (int c = 0; c < 8; ++c) {
