@@ -51,8 +51,11 @@ std::vector<int> list_of(const AttributeColumn& c, std::size_t item) {
 PointCloud mesh() {
   PointCloud c;
   for (int i = 0; i < 5; ++i) c.xyz.insert(c.xyz.end(), {float(i), 0.f, 0.f});
-  AttributeColumn& intensity = c.add_attribute("intensity", ScalarType::kFloat32);
-  AttributeColumn& rgb = c.add_attribute("rgb", ScalarType::kUint8, 3);
+  c.add_attribute("intensity", ScalarType::kFloat32);
+  c.add_attribute("rgb", ScalarType::kUint8, 3);
+  // References after the last add_attribute: adding a column may move the others.
+  AttributeColumn& intensity = *c.find("intensity");
+  AttributeColumn& rgb = *c.find("rgb");
   for (int i = 0; i < 5; ++i) {
     intensity.set_value(i, 0, 0.5 * i);
     for (int k = 0; k < 3; ++k) rgb.set_value(i, k, 10 * i + k);
