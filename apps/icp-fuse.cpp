@@ -82,6 +82,19 @@ int main(int argc, char** argv) {
   app.add_option("--huber", f.huber, "Huber threshold on the point-to-plane residual, metres (0 = off)")
       ->capture_default_str()
       ->group(track_group);
+  app.add_option("--photometric", f.photometric,
+                 "add a photometric term to ICP: each inlier's grey level must match what the previous frame shows "
+                 "at its projection, with grey-level noise SIGMA (0..1; 0.02 a good start; 0 = off). It sees motion "
+                 "along roads, walls and corridors, which depth alone cannot; needs the frames' images (rgb.txt, "
+                 "frame-*.color.*, or --images)")
+      ->capture_default_str()
+      ->type_name("SIGMA")
+      ->group(track_group);
+  app.add_option("--images", f.images,
+                 "a folder of the frames' colour or grey images, registered to the depth, one per depth frame in "
+                 "name order (e.g. the left images sgm-depth matched); for --photometric and the vertex colours")
+      ->type_name("DIR")
+      ->group(track_group);
   app.add_option("--noise-weighting", f.noise_weighting,
                  "weight each ICP residual by its inverse variance: depth noise at its depth (Kinect's model, "
                  "sigma = 1.2 mm + 1.9 mm (z - 0.4 m)^2), plus in f2m the model's voxel quantisation (voxel / "

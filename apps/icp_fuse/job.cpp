@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -61,8 +62,27 @@ bool wants_color(const Plan& plan, const std::vector<io::RgbdFrame>& frames, con
   const bool listed =
       std::any_of(frames.begin(), frames.end(), [](const io::RgbdFrame& f) { return !f.rgb_path.empty(); });
   if (!listed && plan.color == Plan::Color::kOn)
-    throw DataError(name + ": --color on, but the sequence lists no colour images (rgb.txt, frame-*.color.*)");
+    throw DataError(name +
+                    ": --color on, but the sequence lists no colour images (rgb.txt, frame-*.color.*, --images)");
   return listed;
+}
+
+/// --images DIR: its image files in name order, one per depth frame of the listing, replace the listed ones.
+void attach_images(const std::string& folder, io::RgbdSequence& listing, const std::string& name) {
+  std::vector<std::string> images;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(folder, ec)) {
+    std::string ext = e.path().extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+    const bool image = ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".ppm" || ext == ".pgm";
+    if (image && e.path().filename().string()[0] != '.' && e.is_regular_file(ec)) images.push_back(e.path().string());
+  }
+  if (ec) throw IoError(folder + ": cannot list the folder: " + ec.message());
+  if (images.size() != listing.frames.size())
+    throw DataError(folder + ": --images holds " + std::to_string(images.size()) + " images for the " +
+                    std::to_string(listing.frames.size()) + " depth frames of " + name);
+  std::sort(images.begin(), images.end());
+  for (std::size_t i = 0; i < images.size(); ++i) listing.frames[i].rgb_path = images[i];
 }
 
 /// fx,fy,cx,cy inline (any sign of fy, for ICL-NUIM's -480), else what s3d::io reads: a K file, TUM
@@ -137,6 +157,7 @@ Sequence load_sequence(const cli::Item& item, cli::ItemContext& ctx, const Plan&
   // A list on stdin: its paths are relative to the working directory, not to the copy's folder.
   seq.listing = item.inputs[0] == "-" ? io::list_rgbd_sequence_from_copy(path, "-", plan.fps)
                                       : io::list_rgbd_sequence(path, plan.fps);
+  if (!plan.images.empty()) attach_images(plan.images, seq.listing, item.inputs[0]);
   for (const auto& f : seq.listing.frames)
     if (f.index >= plan.first_frame && f.index < plan.last_frame) seq.frames.push_back(f);
   if (seq.frames.empty())
@@ -183,6 +204,13 @@ Fused fuse_sequence(const cli::Item& item, Sequence& seq, cli::ItemContext& ctx,
                     const cli::CommonSettings& settings) {
   const std::vector<io::RgbdFrame>& frames = seq.frames;
   const bool color = wants_color(plan, frames, item.inputs[0]);
+  const bool photometric = plan.params.icp.photometric_sigma > 0.0f;
+  if (photometric &&
+      std::none_of(frames.begin(), frames.end(), [](const io::RgbdFrame& f) { return !f.rgb_path.empty(); }))
+    throw DataError(item.inputs[0] +
+                    ": --photometric needs the frames' images, and the sequence lists none (rgb.txt, "
+                    "frame-*.color.*; or pass --images DIR)");
+  const bool images = color || photometric;
   fusion::SequenceOptions options;
   options.params = plan.params;
   options.params.volume.color = color;
@@ -193,17 +221,18 @@ Fused fuse_sequence(const cli::Item& item, Sequence& seq, cli::ItemContext& ctx,
   for (const auto& f : frames) sources.push_back({f.index, f.timestamp, f.depth_path});
   fusion::SequenceCallbacks callbacks;
   const double depth_scale = seq.depth_scale;
-  callbacks.read = [&frames, depth_scale, color](std::size_t k) { return read_frame(frames[k], depth_scale, color); };
+  callbacks.read = [&frames, depth_scale, images](std::size_t k) { return read_frame(frames[k], depth_scale, images); };
   callbacks.camera = [&seq](int width, int height) { return read_camera(seq.intrinsics_spec, width, height); };
   callbacks.interrupted = [] { return cli::interrupt_requested(); };
   const std::string name = item.name();
-  callbacks.on_frame = [&name, color](const fusion::FrameRecord& rec) {
+  callbacks.on_frame = [&name, images, photometric](const fusion::FrameRecord& rec) {
     if (!rec.processed) {
       spdlog::warn("{} (frame {} skipped)", rec.error, rec.source.index);
       return;
     }
-    if (color && !rec.color_error.empty())
-      spdlog::warn("{} (frame {} fused without colour)", rec.color_error, rec.source.index);
+    if (images && !rec.color_error.empty())
+      spdlog::warn("{} (frame {} {})", rec.color_error, rec.source.index,
+                   photometric ? "tracked on depth alone and fused without colour" : "fused without colour");
     spdlog::debug("{}: frame {}: {}{}{}", name, rec.source.index, fusion::to_string(rec.result.status),
                   rec.result.reason.empty() ? "" : ": ", rec.result.reason);
   };

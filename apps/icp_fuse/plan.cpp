@@ -147,6 +147,14 @@ Plan make_plan(const Flags& f) {
     throw InvalidArgument(
         "--truncation: must be at least 3e-6 x --volume-size (the ray cast's step would not advance)");
   p.icp.huber_delta = static_cast<float>(f.huber);
+  try {  // the library's one check, told in the flag's name
+    fusion::FusionParams probe;
+    probe.icp.photometric_sigma = static_cast<float>(f.photometric);
+    probe.validate();
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(std::string("--photometric: ") + e.what());
+  }
+  p.icp.photometric_sigma = static_cast<float>(f.photometric);
   if (f.noise_weighting != "on" && f.noise_weighting != "off")
     throw InvalidArgument("--noise-weighting: `" + f.noise_weighting + "` is not on or off");
   p.icp.noise_weighting = f.noise_weighting == "on";
@@ -221,6 +229,9 @@ Plan make_plan(const Flags& f) {
     throw InvalidArgument(std::string("--frames: ") + e.what());
   }
   plan.intrinsics = f.intrinsics;
+  plan.images = f.images;
+  if (!f.images.empty() && !std::filesystem::is_directory(f.images))
+    throw InvalidArgument("--images: `" + f.images + "` is not a folder");
   if (!f.intrinsics.empty()) {
     std::error_code ec;
     if (!parse_inline_intrinsics(f.intrinsics) && !std::filesystem::exists(f.intrinsics, ec))

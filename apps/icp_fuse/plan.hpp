@@ -28,6 +28,8 @@ struct Flags {
   double truncation = 0.03;
   std::string icp_iterations = "10,5,4";
   double huber = 0.0;
+  double photometric = 0.0;                  ///< grey-level sigma of the photometric term; 0 = off
+  std::string images;                        ///< a folder of the frames' images, one per depth frame in name order
   std::string noise_weighting = "on";        ///< on | off
   std::string depth_noise = "kinect";        ///< kinect | stereo:BASELINE_M[,DISPARITY_SIGMA_PX]
   std::string motion_prior = "on";           ///< on | off
@@ -52,6 +54,7 @@ struct Plan {
   fusion::FusionParams params;  ///< camera filled per sequence
   double depth_scale = 0.0;     ///< units per metre; 0 = by format
   std::string intrinsics;
+  std::string images;  ///< --images: empty = the sequence's own colour frames
   std::string eval;
   /// ATE also over these [first, last) ranges of sequence frame indices (--eval-ranges).
   std::vector<std::pair<std::size_t, std::size_t>> eval_ranges;

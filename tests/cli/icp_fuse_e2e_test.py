@@ -441,7 +441,8 @@ class IcpFuseTest(unittest.TestCase):
                      ["--depth-noise", "stereo:0"], ["--depth-noise", "sonar"], ["--max-step", "0.2"],
                      ["--max-step", "0.2,200"], ["--max-lost", "2"], ["--min-inliers", "-1"], ["--volume", "cube"],
                      ["--max-memory", "0"], ["--max-memory", "5X"], ["--voxel-size", "-1"],
-                     ["--motion-prior", "maybe"]):
+                     ["--motion-prior", "maybe"], ["--photometric", "2"], ["--photometric", "-0.1"],
+                     ["--images", "no-such-folder"]):
             proc = self.run_tool(*SMALL, *k, seq, "-o", "out", *args, code=2)
             err = proc.stderr.decode().strip().splitlines()
             self.assertEqual(len(err), 1, (args, proc.stderr))
@@ -449,6 +450,24 @@ class IcpFuseTest(unittest.TestCase):
         self.run_tool(*SMALL, *k, seq, code=2)  # no output
         self.run_tool(*SMALL, *k, seq, "-o", "-", code=2)
         self.assertFalse(os.path.exists(self.path("out")))
+
+    def test_photometric_term_needs_the_frames_images(self):
+        """--photometric without colour frames is a failed item naming the way out (--images); --images with a
+        count that does not match the depth frames is one too; with matching images the run tracks."""
+        seq = self.synthetic(frames=3)
+        k = [*SMALL, "--intrinsics", "60,60,32,24", "--mode", "f2f", "--photometric", "0.02"]
+        proc = self.run_tool(*k, seq, "-o", "out", code=1)
+        err = [l for l in proc.stderr.decode().splitlines() if "no CUDA" not in l]
+        self.assertEqual(len(err), 1, proc.stderr)
+        self.assertIn("--images", err[0])
+        images = self.path("images")
+        os.makedirs(images)
+        for i in range(2):
+            with open(os.path.join(images, "%06d.png" % i), "wb") as f:
+                f.write(png16(64, 48, lambda x, y: 300 * ((x // 4 + y // 4) % 2)))
+        proc = self.run_tool(*k, "--images", images, seq, "-o", "out", code=1)
+        self.assertIn("holds 2 images for the 3 depth frames", proc.stderr.decode())
+        self.assertFalse(os.path.exists(self.path("out", "trajectory.txt")))
 
     def test_a_cut_to_an_unrelated_scene_fails_the_sequence(self):
         """Five redkitchen frames, then three of a wall 6 m away that the kitchen's model has nothing of: the

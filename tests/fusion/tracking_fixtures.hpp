@@ -108,6 +108,23 @@ inline std::vector<detail::IcpGates> icp_gate_variants() {
   return {detail::IcpGates{}, huber, unweighted, huber_unweighted, model, stereo};
 }
 
+/// The top-left w x h grey levels (grey_of_rgb) of redkitchen colour frame `frame`, for the photometric term.
+inline std::vector<float> redkitchen_grey(int frame, int w, int h) {
+  const Image<std::uint8_t> rgb = s3d::test::read_redkitchen_color(frame);
+  std::vector<float> grey(static_cast<std::size_t>(w) * h);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      const std::uint8_t* px = &rgb.data[(static_cast<std::size_t>(y) * rgb.width + x) * 3];
+      grey[static_cast<std::size_t>(y) * w + x] = detail::grey_of_rgb(px[0], px[1], px[2]);
+    }
+  return grey;
+}
+
+/// The photometric weights the bitwise tests run (the noise norm over sigma_I^2 for sigma_I 0.02 and 0.1).
+inline std::vector<float> photometric_weight_variants() {
+  return {static_cast<float>(0.0012 * 0.0012 / (0.02 * 0.02)), static_cast<float>(0.0012 * 0.0012 / (0.1 * 0.1))};
+}
+
 inline detail::Rigid to_rigid(const Eigen::Isometry3d& pose) {
   detail::Rigid r{};
   for (int i = 0; i < 3; ++i) {

@@ -410,6 +410,44 @@ TEST_P(TrackingDeviceTest, IcpAttemptOnTheDeviceMatchesCpu) {
   EXPECT_TRUE(test::same_state(a, b));
 }
 
+TEST_P(TrackingDeviceTest, PhotometricSystemsAndAttemptsMatchCpu) {
+  S3D_SKIP_CPU_VS_CPU(GetParam());
+  S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299/frame-000008.color.jpg");
+  FusionParams p = test::redkitchen_params();
+  p.icp.photometric_sigma = 0.02f;
+  const Image<float> d0 = s3d::test::read_redkitchen_depth(0), d8 = s3d::test::read_redkitchen_depth(8);
+  const Eigen::Isometry3d p0 = test::read_redkitchen_pose(0), p8 = test::read_redkitchen_pose(8);
+  auto cpu = detail::make_cpu_tracking(p, d0.width, d0.height);
+  auto dev = make_tracking(GetParam(), p, d0.width, d0.height);
+  for (auto* t : {cpu.get(), dev.get()}) {
+    t->preprocess(d0.cview());
+    t->preprocess_grey(test::redkitchen_grey(0, d0.width, d0.height).data());
+    t->reference_from_frame(test::to_rigid(p0));
+    t->keep_reference_grey();
+    t->preprocess(d8.cview());
+    t->preprocess_grey(test::redkitchen_grey(8, d0.width, d0.height).data());
+  }
+  for (int l = 0; l < p.depth.levels; ++l)
+    EXPECT_EQ(test::first_difference(dev->download_reference_grey(l), cpu->download_reference_grey(l)), -1)
+        << "grey level " << l;
+  for (const float weight : test::photometric_weight_variants()) {
+    detail::IcpGates g;
+    g.photometric_weight = weight;
+    for (int l = 0; l < p.depth.levels; ++l) {
+      const auto est = test::to_rigid(p8), w2r = test::to_rigid(p0.inverse());
+      const detail::IcpSystem a = dev->build_system(l, est, w2r, p.camera.level(l), g);
+      const detail::IcpSystem b = cpu->build_system(l, est, w2r, p.camera.level(l), g);
+      EXPECT_GT(b.inliers, 100) << "level " << l;
+      EXPECT_TRUE(test::same_system(a, b)) << "level " << l << " weight " << weight << ": A00 " << a.a[0] << " vs "
+                                           << b.a[0] << ", g3 " << a.g[3] << " vs " << b.g[3];
+    }
+    const detail::IcpRequest request{test::to_icp_pose(p0), test::to_rigid(p0.inverse()), g};
+    const detail::IcpState a = dev->run_icp(request), b = cpu->run_icp(request);
+    EXPECT_EQ(b.stop, detail::kIcpRunning);
+    EXPECT_TRUE(test::same_state(a, b)) << "weight " << weight << ": t " << a.pose.t[0] << " vs " << b.pose.t[0];
+  }
+}
+
 TEST_P(TrackingDeviceTest, ReferenceMapsMatchCpu) {
   S3D_SKIP_CPU_VS_CPU(GetParam());
   S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299/frame-000003.depth.png");

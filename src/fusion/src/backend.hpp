@@ -40,6 +40,15 @@ struct IcpSystem {
   std::int64_t inliers = 0;
 };
 
+/// The grey levels of one pyramid level for the photometric term (backend memory, level size, dense): the
+/// current frame's and the reference camera's own frame's with its gradients.
+struct GreyMaps {
+  const float* current = nullptr;
+  const float* reference = nullptr;
+  const float* reference_gx = nullptr;
+  const float* reference_gy = nullptr;
+};
+
 struct IcpGates {
   float distance = 0.10f;             ///< metres, at level 0
   float level_growth = 1.0f;          ///< the distance gate at level l is distance * level_growth^l
@@ -49,6 +58,7 @@ struct IcpGates {
   bool noise_weighting = true;        ///< depth_noise_weight on each row
   NoiseModel noise = kinect_noise();  ///< sigma(z) for the weights and the gate
   float model_sigma = 0.0f;           ///< metres, the reference's own error, added to the depth noise in quadrature
+  float photometric_weight = 0.0f;    ///< of the photometric term (IcpInputs); 0 = off
 };
 
 /// One ICP attempt: every level from the coarsest, params.icp.iterations[level] iterations each, from `start`.
@@ -68,6 +78,13 @@ class TrackingBackend {
   /// <= min_depth, > max_depth) as 0, filters, builds the pyramid and each level's vertex and normal maps
   /// in the camera frame. Returns the valid pixels of level 0.
   virtual std::int64_t preprocess(ImageView<const float> depth_m) = 0;
+  /// The current frame's grey levels (host memory, the engine's size, dense, in [0, 1]) and their pyramid
+  /// (2x2 means), for the photometric term. Only with params.icp.photometric_sigma > 0.
+  virtual void preprocess_grey(const float* grey) = 0;
+  /// The current frame's grey pyramid becomes the reference's, with its gradients (grey_gradient_pixel).
+  virtual void keep_reference_grey() = 0;
+  /// The grey maps of `level` (all null when the photometric term is off).
+  virtual GreyMaps grey_maps(int level) = 0;
   /// The unfiltered, validity-masked depth of level 0 (0 = invalid), what the volume integrates.
   virtual ImageView<const float> raw_depth() const = 0;
   /// The current frame's maps of `level`, camera frame.
@@ -92,6 +109,7 @@ class TrackingBackend {
   /// the state stops. The CUDA backend runs it on the device and synchronises once.
   virtual IcpState run_icp(const IcpRequest& request) = 0;
   /// Host copies, for tests.
+  virtual std::vector<float> download_reference_grey(int level) = 0;
   virtual HostMaps download_frame_maps(int level) = 0;
   virtual HostMaps download_reference_maps(int level) = 0;
   virtual std::vector<float> download_filtered_depth(int level) = 0;

@@ -191,6 +191,17 @@ void halve_maps_cpu(const Vec3f* sv, const Vec3f* sn, int sw, int sh, Vec3f* dv,
     for (int x = 0; x < dw; ++x) halve_maps_pixel(sv, sn, sw, dv, dn, dw, x, y);
 }
 
+void halve_grey_cpu(const float* src, int sw, int sh, float* dst) {
+  const int dw = level_size(sw, 1), dh = level_size(sh, 1);
+  for (int y = 0; y < dh; ++y)
+    for (int x = 0; x < dw; ++x) dst[static_cast<std::ptrdiff_t>(y) * dw + x] = halve_grey_pixel(src, sw, sh, x, y);
+}
+
+void grey_gradient_cpu(const float* grey, int w, int h, float* gx, float* gy) {
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) grey_gradient_pixel(grey, w, h, x, y, gx, gy);
+}
+
 void transform_maps_cpu(const Vec3f* sv, const Vec3f* sn, int pixels, const Rigid& t, Vec3f* dv, Vec3f* dn) {
 #pragma omp parallel for schedule(static)
   for (int i = 0; i < pixels; ++i) {

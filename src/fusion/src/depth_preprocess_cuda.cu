@@ -62,7 +62,32 @@ __global__ void transform_maps_kernel(const Vec3f* __restrict__ sv, const Vec3f*
   dn[i] = ok ? t.rotate(sn[i]) : invalid_vec3();
 }
 
+__global__ void halve_grey_kernel(const float* __restrict__ src, int sw, int sh, float* __restrict__ dst, int dw,
+                                  int dh) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x < dw && y < dh) dst[y * dw + x] = halve_grey_pixel(src, sw, sh, x, y);
+}
+
+__global__ void grey_gradient_kernel(const float* __restrict__ grey, int w, int h, float* __restrict__ gx,
+                                     float* __restrict__ gy) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x < w && y < h) grey_gradient_pixel(grey, w, h, x, y, gx, gy);
+}
+
 }  // namespace
+
+void halve_grey_cuda(const float* src, int sw, int sh, float* dst, cudaStream_t stream) {
+  const int dw = level_size(sw, 1), dh = level_size(sh, 1);
+  if (dw <= 0 || dh <= 0) return;
+  halve_grey_kernel<<<grid2d(dw, dh), kBlock2d, 0, stream>>>(src, sw, sh, dst, dw, dh);
+  S3D_CUDA_CHECK_LAUNCH();
+}
+
+void grey_gradient_cuda(const float* grey, int w, int h, float* gx, float* gy, cudaStream_t stream) {
+  if (w <= 0 || h <= 0) return;
+  grey_gradient_kernel<<<grid2d(w, h), kBlock2d, 0, stream>>>(grey, w, h, gx, gy);
+  S3D_CUDA_CHECK_LAUNCH();
+}
 
 void upload_bilateral_space_cuda(const float* host_table, int count, cudaStream_t stream) {
   S3D_CUDA_CHECK(

@@ -9,6 +9,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <Eigen/Dense>
 
@@ -68,6 +69,7 @@ class FusionEngine::Impl {
     enter(scope);
     FrameResult result;
     if (!preprocess(depth, result)) return result;
+    preprocess_grey(rgb);
     if (!has_reference_) {
       pose_ = params_.initial_pose;
       velocity_ = Eigen::Isometry3d::Identity();
@@ -114,6 +116,7 @@ class FusionEngine::Impl {
       // again. Frame to model keeps the model (and its previous frame).
       if (params_.mode == TrackingMode::kFrameToFrame) {
         tracking_->reference_from_frame(to_rigid(predicted));
+        keep_reference_grey();
         world_to_reference_ = predicted.inverse();
       }
       return result;
@@ -134,6 +137,7 @@ class FusionEngine::Impl {
     enter(scope);
     FrameResult result;
     if (!preprocess(depth, result)) return result;
+    preprocess_grey(rgb);
     result.status = has_reference_ ? FrameStatus::kTracked : FrameStatus::kFirst;
     velocity_ = has_reference_ ? Eigen::Isometry3d(pose_.inverse() * camera_to_world) : Eigen::Isometry3d::Identity();
     frames_since_good_ = 0;
@@ -153,6 +157,7 @@ class FusionEngine::Impl {
     enter(scope);
     if (volume_) volume_->reset();
     has_reference_ = false;
+    reference_grey_ = false;
     pose_ = params_.initial_pose;
     velocity_ = Eigen::Isometry3d::Identity();
     frames_since_good_ = 0;
@@ -188,6 +193,22 @@ class FusionEngine::Impl {
     return false;
   }
 
+  /// The frame's grey levels for the photometric term (when it is on and the frame has a colour image).
+  void preprocess_grey(const std::uint8_t* rgb) {
+    current_grey_ = params_.icp.photometric_sigma > 0.0f && rgb != nullptr;
+    if (!current_grey_) return;
+    grey_.resize(static_cast<std::size_t>(width_) * height_);
+    for (std::size_t i = 0; i < grey_.size(); ++i)
+      grey_[i] = detail::grey_of_rgb(rgb[3 * i], rgb[3 * i + 1], rgb[3 * i + 2]);
+    tracking_->preprocess_grey(grey_.data());
+  }
+
+  /// The current frame's grey levels become the reference's (whenever its maps or pose become the reference).
+  void keep_reference_grey() {
+    if (current_grey_) tracking_->keep_reference_grey();
+    reference_grey_ = current_grey_;
+  }
+
   /// The gates of one attempt: KinFu's scaled by `distance_scale` and `angle_scale`; against the model's ray
   /// cast, or the previous frame (`frame`) when frame to model falls back to it.
   detail::IcpGates gates(float distance_scale, float angle_scale, bool frame) const {
@@ -204,6 +225,11 @@ class FusionEngine::Impl {
     // surface (the standard deviation of a uniform error over one voxel, voxel / sqrt(12)).
     if (params_.mode == TrackingMode::kFrameToModel && !frame) {
       g.model_sigma = static_cast<float>(params_.volume.voxel_edge() / std::sqrt(12.0));
+    }
+    // The grey reference is the reference camera's own frame in both modes: f2m's ray cast is seen from it too.
+    if (current_grey_ && reference_grey_) {
+      const double sigma = params_.icp.photometric_sigma;
+      g.photometric_weight = static_cast<float>(double(g.noise.norm) / (sigma * sigma));
     }
     return g;
   }
@@ -309,6 +335,7 @@ class FusionEngine::Impl {
     } else {
       tracking_->reference_from_frame(pose);
     }
+    keep_reference_grey();
     result.raycast_ms = ms_since(start);
     world_to_reference_ = pose_.inverse();
     has_reference_ = true;
@@ -320,6 +347,9 @@ class FusionEngine::Impl {
   Eigen::Isometry3d world_to_reference_ = Eigen::Isometry3d::Identity();
   Eigen::Isometry3d velocity_ = Eigen::Isometry3d::Identity();  // the last frame-to-frame motion, camera frame
   int frames_since_good_ = 0;                                   // lost frames since the last tracked one
+  std::vector<float> grey_;      // the current frame's grey levels, host (photometric term)
+  bool current_grey_ = false;    // the current frame has grey levels
+  bool reference_grey_ = false;  // the reference has grey levels
 };
 
 FusionEngine::FusionEngine(const Device& device, const FusionParams& params, int width, int height) {

@@ -28,7 +28,9 @@ S3D_ALWAYS_INLINE float round_small(float v) {
   return (v + kMagic) - kMagic;
 }
 
-/// The kIcpTerms sums of `tile` (block_tree over its 256 thread sums) into `sums`.
+/// The kIcpTerms sums of `tile` (block_tree over its 256 thread sums) into `sums`; kPhotometric: with
+/// icp_accumulate's photometric term (photometric_row with selects).
+template <bool kPhotometric>
 S3D_ALWAYS_INLINE void icp_tile_body(const IcpInputs& in, int tile, float* sums) {
   // Thread sums, term-major. A local array: the compiler sees that the stores do not alias the maps.
   float acc[kIcpTerms * kReduceThreads];
@@ -45,6 +47,9 @@ S3D_ALWAYS_INLINE void icp_tile_body(const IcpInputs& in, int tile, float* sums)
   const int noise = in.noise_weighting;
   const NoiseModel noise_model = in.noise;
   const float model_variance = in.model_variance;
+  const float* cur_i = in.cur_i;
+  const float *ref_i = in.ref_i, *ref_gx = in.ref_gx, *ref_gy = in.ref_gy;
+  const float photometric_weight = in.photometric_weight;
   std::fill(acc, acc + kIcpTerms * kReduceThreads, 0.0f);
   for (int k = 0; k < kPixelsPerThread; ++k) {
     const int base = tile * kTilePixels + k * kReduceThreads;
@@ -69,7 +74,8 @@ S3D_ALWAYS_INLINE void icp_tile_body(const IcpInputs& in, int tile, float* sums)
       const float sigma = depth_sigma(noise_model, v.z);  // distance_gate2_at and depth_noise_weight, inlined
       const float g = gate_sigmas * sigma;
       const float point_gate2 = (g * g) > gate2 ? g * g : gate2;
-      ok = ok & is_valid(d) & is_valid(nr) & !(squared_norm(diff) > point_gate2) & (squared_norm(cross(ns, nr)) < sin2);
+      const int near = ok & is_valid(d) & !(squared_norm(diff) > point_gate2);
+      ok = near & is_valid(nr) & (squared_norm(cross(ns, nr)) < sin2);
       const Vec3f sn = cross(s, nr);
       const float r[6] = {sn.x, sn.y, sn.z, nr.x, nr.y, nr.z};
       const float b = dot(nr, diff);
@@ -98,20 +104,67 @@ S3D_ALWAYS_INLINE void icp_tile_body(const IcpInputs& in, int tile, float* sums)
       const float b2 = b * b;
       acc[27 * kReduceThreads + j] += ok ? b2 : 0.0f;
       acc[28 * kReduceThreads + j] += ok ? 1.0f : 0.0f;
+      if constexpr (kPhotometric) {
+        // photometric_row: p, uf and vf are the association's (the same expressions).
+        const int okp = near & (uf >= 1.0f) & (uf < fw - 2.0f) & (vf >= 1.0f) & (vf < fh - 2.0f);
+        const float us = okp ? uf : 1.0f, vs = okp ? vf : 1.0f;
+        const int x0 = static_cast<int>(us), y0 = static_cast<int>(vs);
+        const float ax = us - static_cast<float>(x0), ay = vs - static_cast<float>(y0);
+        const float bx = 1.0f - ax, by = 1.0f - ay;
+        const int i00 = y0 * rw + x0, i01 = i00 + rw;
+        const float grey =
+            (by * ((bx * ref_i[i00]) + (ax * ref_i[i00 + 1]))) + (ay * ((bx * ref_i[i01]) + (ax * ref_i[i01 + 1])));
+        const float gx =
+            (by * ((bx * ref_gx[i00]) + (ax * ref_gx[i00 + 1]))) + (ay * ((bx * ref_gx[i01]) + (ax * ref_gx[i01 + 1])));
+        const float gy =
+            (by * ((bx * ref_gy[i00]) + (ax * ref_gy[i00 + 1]))) + (ay * ((bx * ref_gy[i01]) + (ax * ref_gy[i01 + 1])));
+        const float inv_z = div_rn(1.0f, p.z);
+        const float qx = (gx * cam.fx) * inv_z, qy = (gy * cam.fy) * inv_z;
+        const float qz = -((qx * p.x) + (qy * p.y)) * inv_z;
+        const float* m = to_ref.r;
+        const Vec3f w{((m[0] * qx) + (m[3] * qy)) + (m[6] * qz), ((m[1] * qx) + (m[4] * qy)) + (m[7] * qz),
+                      ((m[2] * qx) + (m[5] * qy)) + (m[8] * qz)};
+        const Vec3f sw = cross(s, w);
+        const float rp[6] = {sw.x, sw.y, sw.z, w.x, w.y, w.z};
+        const float bp = cur_i[base + j] - grey;
+        int tp = 0;
+#pragma GCC unroll 6
+        for (int a = 0; a < 6; ++a) {
+          const float wr = photometric_weight * rp[a];
+#pragma GCC unroll 6
+          for (int c = a; c < 6; ++c, ++tp) {
+            const float term = wr * rp[c];
+            acc[tp * kReduceThreads + j] += okp ? term : 0.0f;
+          }
+        }
+#pragma GCC unroll 6
+        for (int a = 0; a < 6; ++a) {
+          const float term = (photometric_weight * rp[a]) * bp;
+          acc[(21 + a) * kReduceThreads + j] += okp ? term : 0.0f;
+        }
+      }
     }
   }
   for (int k = 0; k < kIcpTerms; ++k) sums[k] = block_tree(acc + k * kReduceThreads);
 }
 
-void icp_tile_baseline(const IcpInputs& in, int tile, float* sums) { icp_tile_body(in, tile, sums); }
+template <bool kPhotometric>
+void icp_tile_baseline(const IcpInputs& in, int tile, float* sums) {
+  icp_tile_body<kPhotometric>(in, tile, sums);
+}
 
-S3D_TARGET_AVX2 void icp_tile_avx2(const IcpInputs& in, int tile, float* sums) { icp_tile_body(in, tile, sums); }
+template <bool kPhotometric>
+S3D_TARGET_AVX2 void icp_tile_avx2(const IcpInputs& in, int tile, float* sums) {
+  icp_tile_body<kPhotometric>(in, tile, sums);
+}
 
 }  // namespace
 
 void icp_reduce_cpu(const IcpInputs& in, double* out) {
   const int tiles = icp_tiles(in.cur_pixels);
-  const auto tile_sums_of = cpu_avx2_enabled() ? icp_tile_avx2 : icp_tile_baseline;
+  const bool photometric = in.photometric_weight > 0.0f;
+  const auto tile_sums_of = cpu_avx2_enabled() ? (photometric ? icp_tile_avx2<true> : icp_tile_avx2<false>)
+                                               : (photometric ? icp_tile_baseline<true> : icp_tile_baseline<false>);
   // Tile sums, term-major like the kernel's buffer.
   std::vector<float> tile_sums(static_cast<std::size_t>(kIcpTerms) * tiles);
 #pragma omp parallel for schedule(static)

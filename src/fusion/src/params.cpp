@@ -38,6 +38,9 @@ void FusionParams::validate() const {
   S3D_EXPECTS(positive(icp.distance_gate), "icp: distance_gate must be > 0");
   S3D_EXPECTS(positive(icp.angle_gate) && icp.angle_gate <= 90.0f, "icp: angle_gate must be in (0, 90] degrees");
   S3D_EXPECTS(std::isfinite(icp.huber_delta) && icp.huber_delta >= 0.0f, "icp: huber_delta must be >= 0");
+  S3D_EXPECTS(std::isfinite(icp.photometric_sigma) && icp.photometric_sigma >= 0.0f && icp.photometric_sigma <= 1.0f &&
+                  (icp.photometric_sigma == 0.0f || icp.photometric_sigma >= 1e-3f),
+              "icp: photometric_sigma must be 0 (off) or in [0.001, 1] grey levels");
   S3D_EXPECTS(std::isfinite(icp.gate_level_growth) && icp.gate_level_growth >= 1.0f && icp.gate_level_growth <= 4.0f,
               "icp: gate_level_growth must be in [1, 4]");
   S3D_EXPECTS(std::isfinite(icp.gate_sigmas) && icp.gate_sigmas >= 0.0f && icp.gate_sigmas <= 100.0f,

@@ -36,8 +36,10 @@ inline NoiseModel noise_model(const DepthNoise& params, float fx) {
 }
 
 /// The inputs of one reduction at pyramid level `level` (its distance gate grown by gates.level_growth^level).
+/// `grey`: the level's grey maps; the photometric term is on when gates.photometric_weight > 0 and they exist.
 inline IcpInputs make_icp_inputs(Maps cur, Maps ref, const Rigid& estimate, const Rigid& world_to_reference,
-                                 const CameraIntrinsics& camera, const IcpGates& gates, int level) {
+                                 const CameraIntrinsics& camera, const IcpGates& gates, int level,
+                                 const GreyMaps& grey = {}) {
   IcpInputs in{};
   in.cur_v = cur.vertices;
   in.cur_n = cur.normals;
@@ -58,6 +60,13 @@ inline IcpInputs make_icp_inputs(Maps cur, Maps ref, const Rigid& estimate, cons
   in.noise = gates.noise;
   in.model_variance = gates.model_sigma * gates.model_sigma;
   in.gate_sigmas = gates.gate_sigmas;
+  if (gates.photometric_weight > 0.0f && grey.current && grey.reference) {
+    in.cur_i = grey.current;
+    in.ref_i = grey.reference;
+    in.ref_gx = grey.reference_gx;
+    in.ref_gy = grey.reference_gy;
+    in.photometric_weight = gates.photometric_weight;
+  }
   return in;
 }
 

@@ -1,4 +1,5 @@
 // TrackingBackend, CPU (the oracle): host buffers allocated once per engine, stages in tracking_cpu.hpp.
+#include <algorithm>
 #include <vector>
 
 #include "backend.hpp"
@@ -13,7 +14,8 @@ struct HostLevel {
   int width = 0, height = 0;
   std::vector<float> depth;  // filtered (level 0) or pyrDown
   std::vector<Vec3f> vertices, normals, ref_vertices, ref_normals;
-  std::vector<Vec3f> prev_vertices, prev_normals;  // f2m's previous frame, world frame
+  std::vector<Vec3f> prev_vertices, prev_normals;     // f2m's previous frame, world frame
+  std::vector<float> grey, ref_grey, ref_gx, ref_gy;  // the photometric term's, when it is on
 };
 
 class CpuTracking final : public TrackingBackend {
@@ -39,7 +41,29 @@ class CpuTracking final : public TrackingBackend {
         lv.prev_vertices.assign(n, invalid_vec3());
         lv.prev_normals.assign(n, invalid_vec3());
       }
+      if (params.icp.photometric_sigma > 0.0f)
+        for (auto* grey : {&lv.grey, &lv.ref_grey, &lv.ref_gx, &lv.ref_gy}) grey->assign(n, 0.0f);
     }
+  }
+
+  void preprocess_grey(const float* grey) override {
+    S3D_EXPECTS(!levels_[0].grey.empty(), "CpuTracking: no grey levels (photometric_sigma is 0)");
+    std::copy(grey, grey + levels_[0].grey.size(), levels_[0].grey.begin());
+    for (std::size_t l = 1; l < levels_.size(); ++l)
+      halve_grey_cpu(levels_[l - 1].grey.data(), levels_[l - 1].width, levels_[l - 1].height, levels_[l].grey.data());
+  }
+
+  void keep_reference_grey() override {
+    for (HostLevel& lv : levels_) {
+      lv.ref_grey = lv.grey;
+      grey_gradient_cpu(lv.ref_grey.data(), lv.width, lv.height, lv.ref_gx.data(), lv.ref_gy.data());
+    }
+  }
+
+  GreyMaps grey_maps(int level) override {
+    HostLevel& lv = levels_.at(level);
+    if (lv.grey.empty()) return {};
+    return {lv.grey.data(), lv.ref_grey.data(), lv.ref_gx.data(), lv.ref_gy.data()};
   }
 
   std::int64_t preprocess(ImageView<const float> depth) override {
@@ -104,9 +128,9 @@ class CpuTracking final : public TrackingBackend {
   IcpSystem build_system(int level, const Rigid& estimate, const Rigid& world_to_reference,
                          const CameraIntrinsics& camera, const IcpGates& gates) override {
     double sums[kIcpTerms];
-    icp_reduce_cpu(
-        make_icp_inputs(frame_maps(level), reference_maps(level), estimate, world_to_reference, camera, gates, level),
-        sums);
+    icp_reduce_cpu(make_icp_inputs(frame_maps(level), reference_maps(level), estimate, world_to_reference, camera,
+                                   gates, level, grey_maps(level)),
+                   sums);
     return to_icp_system(sums);
   }
 
@@ -118,7 +142,7 @@ class CpuTracking final : public TrackingBackend {
         double sums[kIcpTerms];
         const Maps ref = request.previous_frame ? previous_maps(level) : reference_maps(level);
         icp_reduce_cpu(make_icp_inputs(frame_maps(level), ref, to_rigid(state.pose), request.world_to_reference, camera,
-                                       request.gates, level),
+                                       request.gates, level, grey_maps(level)),
                        sums);
         icp_step(state, sums, level, params_.icp.max_condition);
       }
@@ -126,6 +150,7 @@ class CpuTracking final : public TrackingBackend {
     return state;
   }
 
+  std::vector<float> download_reference_grey(int level) override { return levels_.at(level).ref_grey; }
   HostMaps download_frame_maps(int level) override {
     const HostLevel& lv = levels_.at(level);
     return {lv.width, lv.height, lv.vertices, lv.normals};

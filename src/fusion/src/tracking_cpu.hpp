@@ -16,6 +16,10 @@ void pyrdown_cpu(const float* src, int sw, int sh, float gate, float* dst);
 void vertex_normal_maps_cpu(const float* depth, int w, int h, const Pinhole& camera, Vec3f* vertices, Vec3f* normals);
 void halve_maps_cpu(const Vec3f* sv, const Vec3f* sn, int sw, int sh, Vec3f* dv, Vec3f* dn);
 void transform_maps_cpu(const Vec3f* sv, const Vec3f* sn, int pixels, const Rigid& t, Vec3f* dv, Vec3f* dn);
+/// A grey level of level_size(sw) x level_size(sh) from the level below (halve_grey_pixel).
+void halve_grey_cpu(const float* src, int sw, int sh, float* dst);
+/// grey_gradient_pixel over the image.
+void grey_gradient_cpu(const float* grey, int w, int h, float* gx, float* gy);
 /// The ICP reduction with the tree of tracking_math.hpp; `out` receives kIcpTerms doubles.
 void icp_reduce_cpu(const IcpInputs& in, double* out);
 

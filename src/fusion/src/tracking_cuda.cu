@@ -23,7 +23,8 @@ struct DeviceLevel {
   int width = 0, height = 0;
   DeviceBuffer<float> depth;
   DeviceBuffer<Vec3f> vertices, normals, ref_vertices, ref_normals;
-  DeviceBuffer<Vec3f> prev_vertices, prev_normals;  // f2m's previous frame, world frame
+  DeviceBuffer<Vec3f> prev_vertices, prev_normals;     // f2m's previous frame, world frame
+  DeviceBuffer<float> grey, ref_grey, ref_gx, ref_gy;  // the photometric term's, when it is on
 };
 
 template <typename T>
@@ -69,6 +70,11 @@ class CudaTracking final : public TrackingBackend {
           S3D_CUDA_CHECK(cudaMemsetAsync(lv.prev_normals.data(), 0xff, m * sizeof(Vec3f), stream_));
         }
       }
+      if (params.icp.photometric_sigma > 0.0f)
+        for (auto* grey : {&lv.grey, &lv.ref_grey, &lv.ref_gx, &lv.ref_gy}) {
+          grey->resize(m, stream_);
+          grey->fill_zero_async(stream_);
+        }
       max_tiles = std::max(max_tiles, icp_tiles(static_cast<int>(m)));
     }
     // Two buffers of tile sums: the whole-attempt kernel alternates between them.
@@ -108,6 +114,32 @@ class CudaTracking final : public TrackingBackend {
     valid_.copy_to_host_async(host_valid_.data(), 1, stream_);
     synchronize(stream_);
     return static_cast<std::int64_t>(host_valid_[0]);
+  }
+
+  void preprocess_grey(const float* grey) override {
+    DeviceLevel& l0 = levels_[0];
+    S3D_EXPECTS(!l0.grey.empty(), "CudaTracking: no grey levels (photometric_sigma is 0)");
+    l0.grey.copy_from_host_async(grey, l0.grey.size(), stream_);
+    for (std::size_t l = 1; l < levels_.size(); ++l)
+      halve_grey_cuda(levels_[l - 1].grey.data(), levels_[l - 1].width, levels_[l - 1].height, levels_[l].grey.data(),
+                      stream_);
+    synchronize(stream_);  // `grey` is the caller's pageable memory
+  }
+
+  void keep_reference_grey() override {
+    for (DeviceLevel& lv : levels_) {
+      if (lv.grey.empty()) continue;
+      S3D_CUDA_CHECK(
+          cudaMemcpyAsync(lv.ref_grey.data(), lv.grey.data(), lv.grey.bytes(), cudaMemcpyDeviceToDevice, stream_));
+      grey_gradient_cuda(lv.ref_grey.data(), lv.width, lv.height, lv.ref_gx.data(), lv.ref_gy.data(), stream_);
+    }
+    synchronize(stream_);
+  }
+
+  GreyMaps grey_maps(int level) override {
+    DeviceLevel& lv = levels_.at(level);
+    if (lv.grey.empty()) return {};
+    return {lv.grey.data(), lv.ref_grey.data(), lv.ref_gx.data(), lv.ref_gy.data()};
   }
 
   ImageView<const float> raw_depth() const override { return {raw_.data(), width_, height_, width_}; }
@@ -156,8 +188,8 @@ class CudaTracking final : public TrackingBackend {
 
   IcpSystem build_system(int level, const Rigid& estimate, const Rigid& world_to_reference,
                          const CameraIntrinsics& camera, const IcpGates& gates) override {
-    const IcpInputs in =
-        make_icp_inputs(frame_maps(level), reference_maps(level), estimate, world_to_reference, camera, gates, level);
+    const IcpInputs in = make_icp_inputs(frame_maps(level), reference_maps(level), estimate, world_to_reference, camera,
+                                         gates, level, grey_maps(level));
     // The last block writes the 29 doubles straight into pinned host memory (mapped: unified addressing),
     // so an iteration is one launch and one synchronisation, no copy.
     icp_reduce_cuda(in, tile_sums_.data(), counter_.data(), host_sums_.data(), stream_);
@@ -176,7 +208,7 @@ class CudaTracking final : public TrackingBackend {
       // The estimate is the device state's; the one given here is a placeholder.
       const Maps ref = request.previous_frame ? previous_maps(level) : reference_maps(level);
       lv.in = make_icp_inputs(frame_maps(level), ref, Rigid{}, request.world_to_reference, params_.camera.level(level),
-                              request.gates, level);
+                              request.gates, level, grey_maps(level));
       lv.iterations = params_.icp.iterations[level];
       lv.tiles = icp_tiles(lv.in.cur_pixels);
       attempt.max_tiles = std::max(attempt.max_tiles, lv.tiles);
@@ -195,6 +227,9 @@ class CudaTracking final : public TrackingBackend {
     return host_state_[0];
   }
 
+  std::vector<float> download_reference_grey(int level) override {
+    return download(levels_.at(level).ref_grey, stream_);
+  }
   HostMaps download_frame_maps(int level) override {
     DeviceLevel& lv = levels_.at(level);
     return {lv.width, lv.height, download(lv.vertices, stream_), download(lv.normals, stream_)};

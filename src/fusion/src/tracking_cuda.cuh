@@ -26,6 +26,9 @@ void halve_maps_cuda(const Vec3f* sv, const Vec3f* sn, int sw, int sh, Vec3f* dv
 void transform_maps_cuda(const Vec3f* sv, const Vec3f* sn, int pixels, const Rigid& t, Vec3f* dv, Vec3f* dn,
                          cudaStream_t stream);
 
+/// halve_grey_pixel / grey_gradient_pixel over the image (tracking_cpu.hpp's twins).
+void halve_grey_cuda(const float* src, int sw, int sh, float* dst, cudaStream_t stream);
+void grey_gradient_cuda(const float* grey, int w, int h, float* gx, float* gy, cudaStream_t stream);
 /// The ICP reduction in one launch: every block reduces one tile; the last block to finish (atomic ticket
 /// on `d_counter`, which must be 0 and is left 0) sums the tiles in the fixed double tree and writes
 /// kIcpTerms doubles to `host_out`, pinned host

@@ -190,6 +190,52 @@ S3D_HOST_DEVICE S3D_FORCEINLINE void halve_maps_pixel(const Vec3f* sv, const Vec
   dn[o] = n;
 }
 
+/// The grey level of a colour pixel in [0, 1]: ITU-R BT.601 luma in integers ((77 R + 150 G + 29 B + 128) >> 8,
+/// exact), over 255.
+S3D_HOST_DEVICE S3D_FORCEINLINE float grey_of_rgb(std::uint8_t r, std::uint8_t g, std::uint8_t b) {
+  const int luma = (77 * int(r) + 150 * int(g) + 29 * int(b) + 128) >> 8;
+  return div_rn(static_cast<float>(luma), 255.0f);
+}
+
+/// A grey pyramid level at (x, y): the level below under the 5x5 binomial filter ([1 4 6 4 1] / 16 per axis,
+/// borders clamped) at (2x, 2y), as Gaussian pyramids do (Burt and Adelson 1983): without the low-pass the
+/// coarse levels alias fine texture, and the photometric term's basin is no wider there than at level 0.
+S3D_HOST_DEVICE S3D_FORCEINLINE float halve_grey_pixel(const float* src, int sw, int sh, int x, int y) {
+  const float taps[5] = {0.0625f, 0.25f, 0.375f, 0.25f, 0.0625f};
+  float sum = 0.0f;
+  for (int dy = -2; dy <= 2; ++dy) {
+    int yy = 2 * y + dy;
+    yy = yy < 0 ? 0 : (yy >= sh ? sh - 1 : yy);
+    float row = 0.0f;
+    for (int dx = -2; dx <= 2; ++dx) {
+      int xx = 2 * x + dx;
+      xx = xx < 0 ? 0 : (xx >= sw ? sw - 1 : xx);
+      row = row + taps[dx + 2] * src[static_cast<std::ptrdiff_t>(yy) * sw + xx];
+    }
+    sum = sum + taps[dy + 2] * row;
+  }
+  return sum;
+}
+
+/// The gradient of a grey level at (x, y): Sobel over 8 (grey levels per pixel), 0 on the border row and
+/// column (photometric_row never reads them).
+S3D_HOST_DEVICE S3D_FORCEINLINE void grey_gradient_pixel(const float* grey, int w, int h, int x, int y, float* gx,
+                                                         float* gy) {
+  const std::ptrdiff_t i = static_cast<std::ptrdiff_t>(y) * w + x;
+  if (!(x >= 1 && x + 1 < w && y >= 1 && y + 1 < h)) {
+    gx[i] = 0.0f;
+    gy[i] = 0.0f;
+    return;
+  }
+  const float* up = grey + i - w;
+  const float* mid = grey + i;
+  const float* down = grey + i + w;
+  const float dx = ((up[1] - up[-1]) + 2.0f * (mid[1] - mid[-1])) + (down[1] - down[-1]);
+  const float dy = ((down[-1] - up[-1]) + 2.0f * (down[0] - up[0])) + (down[1] - up[1]);
+  gx[i] = 0.125f * dx;
+  gy[i] = 0.125f * dy;
+}
+
 // ---- ICP: association and the fixed reduction tree ----------------------------------------------------
 
 /// 21 upper-triangle entries of A (row-major), 6 of g, the sum of squared residuals, the inlier count.
@@ -226,6 +272,13 @@ struct IcpInputs {
   NoiseModel noise;          ///< the depth noise sigma(z)
   float model_variance;      ///< squared metres added to the depth noise's variance
   float gate_sigmas;         ///< the distance gate of a point is at least gate_sigmas * sigma(z) (0: fixed)
+  // The photometric term (photometric_weight > 0): grey levels in [0, 1] of the current frame and of the
+  // reference camera's own frame, with the reference's central-difference gradients, all at this level.
+  const float* cur_i;        ///< [cur_pixels]
+  const float* ref_i;        ///< [ref_width * ref_height]
+  const float* ref_gx;       ///< d ref_i / dx, grey levels per pixel
+  const float* ref_gy;       ///< d ref_i / dy
+  float photometric_weight;  ///< the intensity residual's weight (the noise norm over sigma_I^2); 0 = off
 };
 
 /// The depth noise sigma(z) = a + b max(z - z0, 0)^2 metres.
@@ -281,40 +334,110 @@ S3D_HOST_DEVICE S3D_FORCEINLINE IcpProjection icp_project(const IcpInputs& in, V
   return pr;
 }
 
+/// The photometric row of a world point s: the reference camera's grey level at s's projection (bilinear) is
+/// to match the current pixel's `cur` (Steinbruecker, Sturm, Cremers, "Real-time visual odometry from dense
+/// RGB-D images", ICCV workshops 2011; Kerl, Sturm, Cremers, ICRA 2013). With p = W s in the reference camera,
+/// the image gradient g at the projection and q = (g_x f_x / z, g_y f_y / z, -(q_x x + q_y y) / z), the grey
+/// level moves by w . ds for w = W^T q, and ds = omega x s + t, so the row is [s x w, w] (the shape of the
+/// point-to-plane row) and b = cur - I_ref. Valid when the projection's 2x2 neighbourhood lies where the
+/// gradients are defined (1 <= u, u + 1 <= width - 2, same for v).
+struct PhotometricRow {
+  bool ok;
+  float r[6];
+  float b;
+};
+
+S3D_HOST_DEVICE S3D_FORCEINLINE PhotometricRow photometric_row(const IcpInputs& in, Vec3f s, float cur) {
+  PhotometricRow row{false, {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}, 0.0f};
+  const Vec3f p = in.world_to_reference.apply(s);
+  if (!(p.z > 0.0f)) return row;
+  const float uf = div_rn(in.camera.fx * p.x, p.z) + in.camera.cx;
+  const float vf = div_rn(in.camera.fy * p.y, p.z) + in.camera.cy;
+  const float fw = static_cast<float>(in.ref_width), fh = static_cast<float>(in.ref_height);
+  if (!(uf >= 1.0f && uf < fw - 2.0f && vf >= 1.0f && vf < fh - 2.0f)) return row;
+  const int x0 = static_cast<int>(uf), y0 = static_cast<int>(vf);  // truncation: floor for positive values
+  const float ax = uf - static_cast<float>(x0), ay = vf - static_cast<float>(y0);
+  const float bx = 1.0f - ax, by = 1.0f - ay;
+  const int i00 = y0 * in.ref_width + x0, i01 = i00 + in.ref_width;
+  const float grey = (by * ((bx * in.ref_i[i00]) + (ax * in.ref_i[i00 + 1]))) +
+                     (ay * ((bx * in.ref_i[i01]) + (ax * in.ref_i[i01 + 1])));
+  const float gx = (by * ((bx * in.ref_gx[i00]) + (ax * in.ref_gx[i00 + 1]))) +
+                   (ay * ((bx * in.ref_gx[i01]) + (ax * in.ref_gx[i01 + 1])));
+  const float gy = (by * ((bx * in.ref_gy[i00]) + (ax * in.ref_gy[i00 + 1]))) +
+                   (ay * ((bx * in.ref_gy[i01]) + (ax * in.ref_gy[i01 + 1])));
+  const float inv_z = div_rn(1.0f, p.z);
+  const float qx = (gx * in.camera.fx) * inv_z, qy = (gy * in.camera.fy) * inv_z;
+  const float qz = -((qx * p.x) + (qy * p.y)) * inv_z;
+  const float* m = in.world_to_reference.r;
+  const Vec3f w{((m[0] * qx) + (m[3] * qy)) + (m[6] * qz), ((m[1] * qx) + (m[4] * qy)) + (m[7] * qz),
+                ((m[2] * qx) + (m[5] * qy)) + (m[8] * qz)};
+  const Vec3f sw = cross(s, w);
+  row.ok = true;
+  row.r[0] = sw.x;
+  row.r[1] = sw.y;
+  row.r[2] = sw.z;
+  row.r[3] = w.x;
+  row.r[4] = w.y;
+  row.r[5] = w.z;
+  row.b = cur - grey;
+  return row;
+}
+
 /// The second half: with the reference vertex d and normal nr (world frame) of the projected pixel, the
 /// gates (invalid reference, ||d - s||^2 > gate^2, ||R n x n_ref||^2 >= sin^2) and, for an inlier, the row
 /// r = [s x n_ref, n_ref], b = n_ref . (d - s) and Huber weight w: adds w r_i r_j (i <= j), w r_i b, b^2
-/// (unweighted) and 1 to `acc`.
+/// (unweighted) and 1 to `acc`. With the photometric term, every pixel that passes the distance gate (the
+/// normals' gate is for the point-to-plane row only) and whose photometric_row is valid then adds w_I r_i r_j and
+/// w_I r_i b of that row to the same 27 sums (the residual and the count stay geometric).
 S3D_HOST_DEVICE S3D_FORCEINLINE void icp_accumulate(const IcpInputs& in, const IcpProjection& pr, Vec3f d, Vec3f nr,
-                                                    float* acc) {
-  if (pr.ref < 0 || !is_valid(d) || !is_valid(nr)) return;
+                                                    float cur_grey, float* acc) {
+  if (pr.ref < 0) return;
   const Vec3f diff = d - pr.s;
-  if (squared_norm(diff) > distance_gate2_at(in, pr.depth)) return;
-  if (!(squared_norm(cross(pr.ns, nr)) < in.sin_angle2)) return;
-  const Vec3f sn = cross(pr.s, nr);
-  const float r[6] = {sn.x, sn.y, sn.z, nr.x, nr.y, nr.z};
-  const float b = dot(nr, diff);
-  float weight = 1.0f;
-  if (in.huber_delta > 0.0f) {
-    const float ab = fabsf(b);
-    if (ab > in.huber_delta) weight = div_rn(in.huber_delta, ab);
-  }
-  if (in.noise_weighting) weight = weight * depth_noise_weight(in.noise, pr.depth, in.model_variance);
+  // The reference sees a surface near the point: the grey levels there are of the same surface (not of one
+  // that hides it, nor of the sky beyond the depth range).
+  const bool near = is_valid(d) && !(squared_norm(diff) > distance_gate2_at(in, pr.depth));
+  const bool inlier = near && is_valid(nr) && squared_norm(cross(pr.ns, nr)) < in.sin_angle2;
   int k = 0;
-  for (int a = 0; a < 6; ++a) {
-    const float wr = weight * r[a];
-    for (int c = a; c < 6; ++c) acc[k++] += wr * r[c];
+  if (inlier) {
+    const Vec3f sn = cross(pr.s, nr);
+    const float r[6] = {sn.x, sn.y, sn.z, nr.x, nr.y, nr.z};
+    const float b = dot(nr, diff);
+    float weight = 1.0f;
+    if (in.huber_delta > 0.0f) {
+      const float ab = fabsf(b);
+      if (ab > in.huber_delta) weight = div_rn(in.huber_delta, ab);
+    }
+    if (in.noise_weighting) weight = weight * depth_noise_weight(in.noise, pr.depth, in.model_variance);
+    for (int a = 0; a < 6; ++a) {
+      const float wr = weight * r[a];
+      for (int c = a; c < 6; ++c) acc[k++] += wr * r[c];
+    }
+    for (int a = 0; a < 6; ++a) acc[21 + a] += (weight * r[a]) * b;
+    acc[27] += b * b;
+    acc[28] += 1.0f;
   }
-  for (int a = 0; a < 6; ++a) acc[21 + a] += (weight * r[a]) * b;
-  acc[27] += b * b;
-  acc[28] += 1.0f;
+  if (!near || !(in.photometric_weight > 0.0f)) return;
+  const PhotometricRow ph = photometric_row(in, pr.s, cur_grey);
+  if (!ph.ok) return;
+  k = 0;
+  for (int a = 0; a < 6; ++a) {
+    const float wr = in.photometric_weight * ph.r[a];
+    for (int c = a; c < 6; ++c) acc[k++] += wr * ph.r[c];
+  }
+  for (int a = 0; a < 6; ++a) acc[21 + a] += (in.photometric_weight * ph.r[a]) * ph.b;
+}
+
+/// The current pixel's grey level (0 without the photometric term).
+S3D_HOST_DEVICE S3D_FORCEINLINE float current_grey(const IcpInputs& in, int i) {
+  return in.photometric_weight > 0.0f ? in.cur_i[i] : 0.0f;
 }
 
 /// Association and contribution of current pixel `i` (the two halves in a row), added to `acc`.
 S3D_HOST_DEVICE S3D_FORCEINLINE void icp_pixel(const IcpInputs& in, int i, float* acc) {
   const IcpProjection pr = icp_project(in, in.cur_v[i], in.cur_n[i]);
   const Vec3f invalid = invalid_vec3();
-  icp_accumulate(in, pr, pr.ref >= 0 ? in.ref_v[pr.ref] : invalid, pr.ref >= 0 ? in.ref_n[pr.ref] : invalid, acc);
+  icp_accumulate(in, pr, pr.ref >= 0 ? in.ref_v[pr.ref] : invalid, pr.ref >= 0 ? in.ref_n[pr.ref] : invalid,
+                 current_grey(in, i), acc);
 }
 
 /// Thread `j` of tile `tile`: its kPixelsPerThread pixels, added in order into `acc` (zeroed here). All
@@ -336,7 +459,10 @@ S3D_HOST_DEVICE S3D_FORCEINLINE void icp_thread_sum(const IcpInputs& in, int til
     v[k] = pr[k].ref >= 0 ? in.ref_v[pr[k].ref] : invalid;
     n[k] = pr[k].ref >= 0 ? in.ref_n[pr[k].ref] : invalid;
   }
-  for (int k = 0; k < kPixelsPerThread; ++k) icp_accumulate(in, pr[k], v[k], n[k], acc);
+  for (int k = 0; k < kPixelsPerThread; ++k) {
+    const int i = base + k * kReduceThreads;
+    icp_accumulate(in, pr[k], v[k], n[k], i < in.cur_pixels ? current_grey(in, i) : 0.0f, acc);
+  }
 }
 
 /// The tree over 8 group sums, as the shuffles with offsets 4, 2, 1 leave it in lane 0.

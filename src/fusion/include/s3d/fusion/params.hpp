@@ -67,6 +67,12 @@ struct IcpParams {
   /// unweighted least squares.
   bool noise_weighting = true;
   DepthNoise noise;
+  /// A photometric term beside point-to-plane (0 = off): each inlier also asks that the grey level the reference
+  /// frame shows at its projection equals its own (grey levels in [0, 1], from the frames' colour images), with
+  /// the weight of an intensity noise of this sigma relative to the depth noise's at its reference depth. Depth
+  /// alone cannot see motion along a road, a wall or a corridor; texture can. Frames without a colour image, and
+  /// the frame after one, track on depth alone.
+  float photometric_sigma = 0.0f;
   /// Start each frame's ICP from the constant-velocity prediction (the last good pose moved by the last
   /// frame-to-frame motion) instead of the last pose.
   bool motion_prior = true;
