@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
   app.add_option("--truncation", f.truncation, "TSDF truncation distance, metres")
       ->capture_default_str()
       ->group(track_group);
-  app.add_option("--icp-iterations", f.icp_iterations, "ICP iterations per pyramid level, finest first (1-4 levels)")
+  app.add_option("--icp-iterations", f.icp_iterations, "ICP iterations per pyramid level, finest first (1-5 levels)")
       ->capture_default_str()
       ->type_name("N,N,N")
       ->group(track_group);

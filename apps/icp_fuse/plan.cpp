@@ -182,15 +182,15 @@ Plan make_plan(const Flags& f) {
     throw InvalidArgument("--max-lost: must be a fraction in [0, 1]");
   plan.max_lost = f.max_lost;
   const auto its = apps::split_list(f.icp_iterations);
-  if (its.empty() || its.size() > 4)
-    throw InvalidArgument("--icp-iterations: `" + f.icp_iterations + "`: give 1 to 4 counts, finest level first");
-  p.icp.iterations = {0, 0, 0, 0};
+  if (its.empty() || its.size() > 5)
+    throw InvalidArgument("--icp-iterations: `" + f.icp_iterations + "`: give 1 to 5 counts, finest level first");
+  p.icp.iterations = {0, 0, 0, 0, 0};
   for (std::size_t l = 0; l < its.size(); ++l) {
     if (its[l].find_first_not_of("0123456789") != std::string::npos || its[l].size() > 4)
       throw InvalidArgument("--icp-iterations: `" + its[l] + "` is not a count in [0, 1000]");
     p.icp.iterations[l] = std::stoi(its[l]);
   }
-  if (p.icp.iterations[0] + p.icp.iterations[1] + p.icp.iterations[2] + p.icp.iterations[3] == 0)
+  if (p.icp.iterations[0] + p.icp.iterations[1] + p.icp.iterations[2] + p.icp.iterations[3] + p.icp.iterations[4] == 0)
     throw InvalidArgument("--icp-iterations: `" + f.icp_iterations + "`: no level has an iteration");
   p.depth.levels = static_cast<int>(its.size());
   p.initial_pose = fusion::FusionParams::kinfu_initial_pose(p.volume);

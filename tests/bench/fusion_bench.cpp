@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
     else if (a == "--iterations" && i + 1 < argc) {
       int it[3] = {10, 5, 4};
       if (std::sscanf(argv[++i], "%d,%d,%d", &it[0], &it[1], &it[2]) != 3) return 2;
-      params.icp.iterations = {it[0], it[1], it[2], 0};
+      params.icp.iterations = {it[0], it[1], it[2], 0, 0};
     } else if (a == "--camera" && i + 1 < argc) {
       if (std::sscanf(argv[++i], "%f,%f,%f,%f", &cam[0], &cam[1], &cam[2], &cam[3]) != 4) return 2;
     } else if (a == "--noise-weighting" && i + 1 < argc) {

@@ -431,7 +431,7 @@ class IcpFuseTest(unittest.TestCase):
     def test_usage_errors(self):
         seq = self.synthetic(frames=2)
         k = ["--intrinsics", "60,60,32,24"]
-        for args in (["--mode", "icp"], ["--frames", "5:2"], ["--frames", "x"], ["--icp-iterations", "1,2,3,4,5"],
+        for args in (["--mode", "icp"], ["--frames", "5:2"], ["--frames", "x"], ["--icp-iterations", "1,2,3,4,5,6"],
                      ["--volume-resolution", "0"], ["--depth-scale", "-1"], ["--emit", "mesh,video"],
                      ["--eval-ranges", "0:2"], ["--eval", "auto", "--eval-ranges", "3:1"], ["--color", "maybe"],
                      ["--truncation", "1e-9"], ["--noise-weighting", "yes"], ["--volume-resolution", "1291"],

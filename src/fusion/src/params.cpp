@@ -28,7 +28,7 @@ void FusionParams::validate() const {
   S3D_EXPECTS(std::isfinite(depth.min_depth) && depth.min_depth >= 0.0f, "depth: min_depth must be >= 0");
   S3D_EXPECTS(std::isfinite(depth.max_depth) && depth.max_depth >= 0.0f,
               "depth: max_depth must be >= 0 (0 = no limit)");
-  S3D_EXPECTS(depth.levels >= 1 && depth.levels <= 4, "depth: levels must be in [1, 4]");
+  S3D_EXPECTS(depth.levels >= 1 && depth.levels <= 5, "depth: levels must be in [1, 5]");
   S3D_EXPECTS(depth.bilateral_radius >= 0 && depth.bilateral_radius <= 16,
               "depth: bilateral_radius must be in [0, 16]");
   S3D_EXPECTS(positive(depth.sigma_space) && positive(depth.sigma_depth), "depth: bilateral sigmas must be > 0");

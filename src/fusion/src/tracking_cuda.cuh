@@ -39,7 +39,7 @@ void icp_reduce_cuda(const IcpInputs& in, float* d_tile_sums, unsigned int* d_co
 
 /// What a whole ICP attempt on the device reads: per level its inputs (the estimate is the state's), its
 /// iterations and tiles; levels run from levels - 1 down to 0.
-constexpr int kMaxIcpLevels = 4;
+constexpr int kMaxIcpLevels = 5;
 static_assert(std::tuple_size_v<decltype(IcpParams::iterations)> == kMaxIcpLevels, "a level per iteration count");
 struct IcpAttemptLevel {
   IcpInputs in;

@@ -31,7 +31,7 @@ struct DepthParams {
   int bilateral_radius = 6;
   float sigma_space = 4.5f;    ///< pixels
   float sigma_depth = 0.03f;   ///< metres
-  int levels = 3;              ///< pyramid levels, each half the size of the one above, in [1, 4]
+  int levels = 3;              ///< pyramid levels, each half the size of the one above, in [1, 5]
   float pyramid_gate = 0.09f;  ///< pyrDown averages only pixels within this many metres of the centre (3 sigma)
 };
 
@@ -50,7 +50,7 @@ struct DepthNoise {
 /// Projective point-to-plane ICP.
 struct IcpParams {
   /// Iterations per level, finest first (run coarse to fine).
-  std::array<int, 4> iterations{10, 5, 4, 0};
+  std::array<int, 5> iterations{10, 5, 4, 0, 0};
   float distance_gate = 0.10f;  ///< metres, on |R v + t - v_model| at level 0
   /// The distance gate grows by this factor per pyramid level (level l: distance_gate * growth^l): a coarse
   /// pixel spans 2^l fine ones, and the coarse levels must pull in a large step.
