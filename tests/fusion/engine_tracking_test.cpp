@@ -207,11 +207,22 @@ TEST_P(EngineDeviceTest, WrongSizeFrameThrows) {
 }
 
 /// Poses of `frames` real frames (f2f, no volume), with the pose bits.
-std::vector<FrameResult> track_real(const Device& device, int frames) {
-  const FusionParams p = test::redkitchen_params();
+/// Redkitchen frames 0.. tracked frame to frame; `photometric_sigma` > 0: with the photometric term on the
+/// frames' colour images (7-Scenes' colour is not registered to its depth: a test of equal bits, not accuracy).
+std::vector<FrameResult> track_real(const Device& device, int frames, float photometric_sigma = 0.0f,
+                                    TrackingMode mode = TrackingMode::kFrameToFrame) {
+  FusionParams p = test::redkitchen_params();
+  p.icp.photometric_sigma = photometric_sigma;
+  p.mode = mode;
+  p.volume.resolution = {128, 128, 128};
   FusionEngine engine(device, p, 640, 480);
   std::vector<FrameResult> out;
-  for (int i = 0; i < frames; ++i) out.push_back(engine.process(s3d::test::read_redkitchen_depth(i).cview()));
+  for (int i = 0; i < frames; ++i) {
+    Image<std::uint8_t> rgb;
+    if (photometric_sigma > 0.0f) rgb = s3d::test::read_redkitchen_color(i);
+    out.push_back(
+        engine.process(s3d::test::read_redkitchen_depth(i).cview(), rgb.data.empty() ? nullptr : rgb.data.data()));
+  }
   return out;
 }
 
@@ -247,31 +258,56 @@ TEST_P(EngineDeviceTest, CudaPosesEqualCpuPoses) {
   }
 }
 
+TEST_P(EngineDeviceTest, CudaPosesEqualCpuPosesWithThePhotometricTerm) {
+  S3D_SKIP_CPU_VS_CPU(GetParam());
+  S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299/frame-000005.color.jpg");
+  for (TrackingMode mode : {TrackingMode::kFrameToFrame, TrackingMode::kFrameToModel}) {
+    const auto cpu = track_real(Device(Device::Kind::kCpu), 6, 0.02f, mode),
+               dev = track_real(GetParam(), 6, 0.02f, mode);
+    for (std::size_t i = 0; i < cpu.size(); ++i) {
+      EXPECT_NE(cpu[i].status, FrameStatus::kLost) << "frame " << i << ": " << cpu[i].reason;
+      EXPECT_TRUE(same_pose_bits(cpu[i].pose, dev[i].pose)) << "frame " << i;
+      EXPECT_EQ(cpu[i].inliers, dev[i].inliers) << "frame " << i;
+      EXPECT_EQ(cpu[i].residual, dev[i].residual) << "frame " << i;
+    }
+  }
+}
+
 // Not a timing assertion: prints the mean stage times of a short real sequence (GPU only; the CPU is slow).
 TEST_P(EngineDeviceTest, ReportsStageTimesOnRealFrames) {
   if (GetParam().is_cpu()) GTEST_SKIP() << "timing report for the GPU only";
-  S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299/frame-000010.depth.png");
+  S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299/frame-000010.color.jpg");
   std::vector<Image<float>> frames;
-  for (int i = 0; i <= 10; ++i) frames.push_back(s3d::test::read_redkitchen_depth(i));
-  FusionEngine engine(GetParam(), test::redkitchen_params(), 640, 480);
-  double preprocess = 0.0, track = 0.0;
-  int n = 0, tracked = 0;
-  for (int round = 0; round < 5; ++round)
-    for (int i = 0; i <= 10; ++i) {
-      const FrameResult r = engine.process(frames[i].cview());
-      if (round == 0) continue;  // warm-up
-      preprocess += r.preprocess_ms;
-      ++n;
-      // Only single-attempt frames: the jump from frame 10 back to 0 may need the wider second attempt.
-      if (r.status != FrameStatus::kTracked) continue;
-      track += r.track_ms;
-      ++tracked;
-    }
-  std::printf(
-      "[ timing   ] %s: preprocess %.3f ms (mean of %d), ICP (3 levels, 10/5/4, one attempt) %.3f ms per "
-      "frame (mean of %d)\n",
-      describe_device(GetParam()).c_str(), preprocess / n, n, track / tracked, tracked);
-  RecordProperty("track_ms", std::to_string(track / tracked));
+  std::vector<Image<std::uint8_t>> colors;
+  for (int i = 0; i <= 10; ++i) {
+    frames.push_back(s3d::test::read_redkitchen_depth(i));
+    colors.push_back(s3d::test::read_redkitchen_color(i));
+  }
+  for (const float photometric : {0.0f, 0.02f}) {
+    FusionParams p = test::redkitchen_params();
+    p.icp.photometric_sigma = photometric;
+    FusionEngine engine(GetParam(), p, 640, 480);
+    double preprocess = 0.0, track = 0.0;
+    int n = 0, tracked = 0;
+    for (int round = 0; round < 5; ++round)
+      for (int i = 0; i <= 10; ++i) {
+        const FrameResult r = engine.process(frames[i].cview(), colors[i].data.data());
+        if (round == 0) continue;  // warm-up
+        preprocess += r.preprocess_ms;
+        ++n;
+        // Only single-attempt frames: the jump from frame 10 back to 0 may need the wider second attempt.
+        if (r.status != FrameStatus::kTracked) continue;
+        track += r.track_ms;
+        ++tracked;
+      }
+    ASSERT_GT(tracked, 0);
+    std::printf(
+        "[ timing   ] %s%s: preprocess %.3f ms (mean of %d), ICP (3 levels, 10/5/4, one attempt) %.3f ms per "
+        "frame (mean of %d)\n",
+        describe_device(GetParam()).c_str(), photometric > 0.0f ? ", photometric term" : "", preprocess / n, n,
+        track / tracked, tracked);
+    RecordProperty(photometric > 0.0f ? "track_photometric_ms" : "track_ms", std::to_string(track / tracked));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, EngineDeviceTest, ::testing::ValuesIn(s3d::test::test_devices()),
