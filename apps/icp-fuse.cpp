@@ -91,8 +91,9 @@ int main(int argc, char** argv) {
       ->type_name("SIGMA")
       ->group(track_group);
   app.add_option("--images", f.images,
-                 "a folder of the frames' colour or grey images, registered to the depth, one per depth frame in "
-                 "name order (e.g. the left images sgm-depth matched); for --photometric and the vertex colours")
+                 "a folder of the frames' colour or grey images, registered to the depth: each depth frame takes the "
+                 "image of its name (000000_depth.pfm <- 000000.png: the left images sgm-depth matched), else, as "
+                 "many as frames, the images in name order; for --photometric and the vertex colours")
       ->type_name("DIR")
       ->group(track_group);
   app.add_option("--noise-weighting", f.noise_weighting,

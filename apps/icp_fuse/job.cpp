@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -67,20 +68,44 @@ bool wants_color(const Plan& plan, const std::vector<io::RgbdFrame>& frames, con
   return listed;
 }
 
-/// --images DIR: its image files in name order, one per depth frame of the listing, replace the listed ones.
+/// The name a depth frame shares with its image: the file name without its extension and without sgm-depth's
+/// `_depth` (or 7-Scenes' `.depth`) suffix.
+std::string image_stem_of(const std::string& depth_path) {
+  std::string stem = fs::path(depth_path).stem().string();
+  for (const char* suffix : {"_depth", ".depth"}) {
+    const std::string sfx = suffix;
+    if (stem.size() > sfx.size() && stem.compare(stem.size() - sfx.size(), sfx.size(), sfx) == 0)
+      return stem.substr(0, stem.size() - sfx.size());
+  }
+  return stem;
+}
+
+/// --images DIR: each depth frame takes the image of the same name (000000_depth.pfm <- 000000.png, as sgm-depth
+/// names its maps after the left images); failing that, with as many images as frames, the images in name order.
 void attach_images(const std::string& folder, io::RgbdSequence& listing, const std::string& name) {
   std::vector<std::string> images;
+  std::map<std::string, std::string> by_stem;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(folder, ec)) {
     std::string ext = e.path().extension().string();
     std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
     const bool image = ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".ppm" || ext == ".pgm";
-    if (image && e.path().filename().string()[0] != '.' && e.is_regular_file(ec)) images.push_back(e.path().string());
+    if (!image || e.path().filename().string()[0] == '.' || !e.is_regular_file(ec)) continue;
+    images.push_back(e.path().string());
+    by_stem.emplace(e.path().stem().string(), e.path().string());
   }
   if (ec) throw IoError(folder + ": cannot list the folder: " + ec.message());
+  const bool all_named = std::all_of(listing.frames.begin(), listing.frames.end(), [&](const io::RgbdFrame& f) {
+    return by_stem.count(image_stem_of(f.depth_path)) > 0;
+  });
+  if (all_named) {
+    for (auto& f : listing.frames) f.rgb_path = by_stem.at(image_stem_of(f.depth_path));
+    return;
+  }
   if (images.size() != listing.frames.size())
     throw DataError(folder + ": --images holds " + std::to_string(images.size()) + " images for the " +
-                    std::to_string(listing.frames.size()) + " depth frames of " + name);
+                    std::to_string(listing.frames.size()) + " depth frames of " + name +
+                    ", and not one named after each frame");
   std::sort(images.begin(), images.end());
   for (std::size_t i = 0; i < images.size(); ++i) listing.frames[i].rgb_path = images[i];
 }

@@ -317,6 +317,13 @@ class StereoChainTest(unittest.TestCase):
         # Evaluated against every pose of poses.txt (timestamps index / 10 on both sides); no accuracy asserted.
         self.assertEqual(item["eval"]["groundtruth"], gt)
         self.assertEqual(item["eval"]["ate_m"]["pairs"], n)
+        # With the left images and the photometric term (docs/ICP-FUSE.md's last command): no frame is lost.
+        item, frames = self.fuse(depth, "--fps", "10", "--max-depth", "30", "--volume-size", "40", "--eval", gt,
+                                 "--images", os.path.join(KITTI, "image_l"), "--photometric", "0.02",
+                                 "--icp-iterations", "10,5,4,4,10", "--depth-noise", "stereo:0.5372", "--max-step",
+                                 "2,10", "--min-inliers", "0.05", "--mode", "f2f", "--volume-resolution", "128", "--overwrite")
+        self.assertEqual(item["status"], "ok")
+        self.assertEqual([f["status"] for f in frames if f["status"] == "lost"], [])
 
 
 if __name__ == "__main__":
