@@ -127,10 +127,13 @@ S3D_ALWAYS_INLINE void icp_tile_body(const IcpInputs& in, int tile, float* sums)
         const Vec3f sw = cross(s, w);
         const float rp[6] = {sw.x, sw.y, sw.z, w.x, w.y, w.z};
         const float bp = cur_i[base + j] - grey;
+        const float abp = fabsf(bp);
+        const float huber_p = photometric_weight * div_rn(kPhotometricHuber, abp);
+        const float pw = abp > kPhotometricHuber ? huber_p : photometric_weight;
         int tp = 0;
 #pragma GCC unroll 6
         for (int a = 0; a < 6; ++a) {
-          const float wr = photometric_weight * rp[a];
+          const float wr = pw * rp[a];
 #pragma GCC unroll 6
           for (int c = a; c < 6; ++c, ++tp) {
             const float term = wr * rp[c];
@@ -139,7 +142,7 @@ S3D_ALWAYS_INLINE void icp_tile_body(const IcpInputs& in, int tile, float* sums)
         }
 #pragma GCC unroll 6
         for (int a = 0; a < 6; ++a) {
-          const float term = (photometric_weight * rp[a]) * bp;
+          const float term = (pw * rp[a]) * bp;
           acc[(21 + a) * kReduceThreads + j] += okp ? term : 0.0f;
         }
       }

@@ -341,6 +341,8 @@ S3D_HOST_DEVICE S3D_FORCEINLINE IcpProjection icp_project(const IcpInputs& in, V
 /// level moves by w . ds for w = W^T q, and ds = omega x s + t, so the row is [s x w, w] (the shape of the
 /// point-to-plane row) and b = cur - I_ref. Valid when the projection's 2x2 neighbourhood lies where the
 /// gradients are defined (1 <= u, u + 1 <= width - 2, same for v).
+constexpr float kPhotometricHuber = 0.1f;
+
 struct PhotometricRow {
   bool ok;
   float r[6];
@@ -419,12 +421,15 @@ S3D_HOST_DEVICE S3D_FORCEINLINE void icp_accumulate(const IcpInputs& in, const I
   if (!near || !(in.photometric_weight > 0.0f)) return;
   const PhotometricRow ph = photometric_row(in, pr.s, cur_grey);
   if (!ph.ok) return;
+  const float ab = fabsf(ph.b);
+  const float pw =
+      ab > kPhotometricHuber ? in.photometric_weight * div_rn(kPhotometricHuber, ab) : in.photometric_weight;
   k = 0;
   for (int a = 0; a < 6; ++a) {
-    const float wr = in.photometric_weight * ph.r[a];
+    const float wr = pw * ph.r[a];
     for (int c = a; c < 6; ++c) acc[k++] += wr * ph.r[c];
   }
-  for (int a = 0; a < 6; ++a) acc[21 + a] += (in.photometric_weight * ph.r[a]) * ph.b;
+  for (int a = 0; a < 6; ++a) acc[21 + a] += (pw * ph.r[a]) * ph.b;
 }
 
 /// The current pixel's grey level (0 without the photometric term).
