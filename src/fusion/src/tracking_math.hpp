@@ -341,13 +341,15 @@ S3D_HOST_DEVICE S3D_FORCEINLINE IcpProjection icp_project(const IcpInputs& in, V
 /// level moves by w . ds for w = W^T q, and ds = omega x s + t, so the row is [s x w, w] (the shape of the
 /// point-to-plane row) and b = cur - I_ref. Valid when the projection's 2x2 neighbourhood lies where the
 /// gradients are defined (1 <= u, u + 1 <= width - 2, same for v).
-constexpr float kPhotometricHuber = 0.1f;
-
 struct PhotometricRow {
   bool ok;
   float r[6];
   float b;
 };
+
+/// Grey levels beyond which a photometric residual gets the Huber weight delta / |b| (occlusions, glare, moving
+/// objects; Open3D's RGB-D odometry uses the same 0.1).
+constexpr float kPhotometricHuber = 0.1f;
 
 S3D_HOST_DEVICE S3D_FORCEINLINE PhotometricRow photometric_row(const IcpInputs& in, Vec3f s, float cur) {
   PhotometricRow row{false, {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}, 0.0f};
