@@ -28,6 +28,26 @@ S3D_ALWAYS_INLINE float round_small(float v) {
   return (v + kMagic) - kMagic;
 }
 
+/// add_weighted_row for one lane of the term-major thread sums (`lane`: term k at lane[k * kReduceThreads]),
+/// the rejected lane adding +0 (a select, so that the pixel loop vectorises).
+S3D_ALWAYS_INLINE void add_weighted_row_lane(float w, const float* r, float b, int ok, float* lane) {
+  int t = 0;
+#pragma GCC unroll 6
+  for (int a = 0; a < 6; ++a) {
+    const float wr = w * r[a];
+#pragma GCC unroll 6
+    for (int c = a; c < 6; ++c, ++t) {
+      const float term = wr * r[c];
+      lane[t * kReduceThreads] += ok ? term : 0.0f;
+    }
+  }
+#pragma GCC unroll 6
+  for (int a = 0; a < 6; ++a) {
+    const float term = (w * r[a]) * b;
+    lane[(21 + a) * kReduceThreads] += ok ? term : 0.0f;
+  }
+}
+
 /// The kIcpTerms sums of `tile` (block_tree over its 256 thread sums) into `sums`; kPhotometric: with
 /// icp_accumulate's photometric term (photometric_row with selects).
 template <bool kPhotometric>
@@ -86,21 +106,7 @@ S3D_ALWAYS_INLINE void icp_tile_body(const IcpInputs& in, int tile, float* sums)
       const float robust_weight = (huber > 0.0f) & (ab > huber) ? huber_weight : 1.0f;
       const float noise_weight = div_rn(noise_model.norm, sigma * sigma + model_variance);
       const float weight = noise ? robust_weight * noise_weight : robust_weight;
-      int t = 0;
-#pragma GCC unroll 6
-      for (int a = 0; a < 6; ++a) {
-        const float wr = weight * r[a];
-#pragma GCC unroll 6
-        for (int c = a; c < 6; ++c, ++t) {
-          const float term = wr * r[c];
-          acc[t * kReduceThreads + j] += ok ? term : 0.0f;
-        }
-      }
-#pragma GCC unroll 6
-      for (int a = 0; a < 6; ++a) {
-        const float term = (weight * r[a]) * b;
-        acc[(21 + a) * kReduceThreads + j] += ok ? term : 0.0f;
-      }
+      add_weighted_row_lane(weight, r, b, ok, acc + j);
       const float b2 = b * b;
       acc[27 * kReduceThreads + j] += ok ? b2 : 0.0f;
       acc[28 * kReduceThreads + j] += ok ? 1.0f : 0.0f;
@@ -130,21 +136,7 @@ S3D_ALWAYS_INLINE void icp_tile_body(const IcpInputs& in, int tile, float* sums)
         const float abp = fabsf(bp);
         const float huber_p = photometric_weight * div_rn(kPhotometricHuber, abp);
         const float pw = abp > kPhotometricHuber ? huber_p : photometric_weight;
-        int tp = 0;
-#pragma GCC unroll 6
-        for (int a = 0; a < 6; ++a) {
-          const float wr = pw * rp[a];
-#pragma GCC unroll 6
-          for (int c = a; c < 6; ++c, ++tp) {
-            const float term = wr * rp[c];
-            acc[tp * kReduceThreads + j] += okp ? term : 0.0f;
-          }
-        }
-#pragma GCC unroll 6
-        for (int a = 0; a < 6; ++a) {
-          const float term = (pw * rp[a]) * bp;
-          acc[(21 + a) * kReduceThreads + j] += okp ? term : 0.0f;
-        }
+        add_weighted_row_lane(pw, rp, bp, okp, acc + j);
       }
     }
   }

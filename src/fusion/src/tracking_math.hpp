@@ -387,6 +387,17 @@ S3D_HOST_DEVICE S3D_FORCEINLINE PhotometricRow photometric_row(const IcpInputs& 
   return row;
 }
 
+/// Adds one weighted row of the 6x6 system to the first 27 sums: w r_i r_j (i <= j, upper triangle, row-major),
+/// then w r_i b. The point-to-plane and the photometric rows both go through here, in this order of operations.
+S3D_HOST_DEVICE S3D_FORCEINLINE void add_weighted_row(float w, const float* r, float b, float* acc) {
+  int k = 0;
+  for (int a = 0; a < 6; ++a) {
+    const float wr = w * r[a];
+    for (int c = a; c < 6; ++c) acc[k++] += wr * r[c];
+  }
+  for (int a = 0; a < 6; ++a) acc[21 + a] += (w * r[a]) * b;
+}
+
 /// The second half: with the reference vertex d and normal nr (world frame) of the projected pixel, the
 /// gates (invalid reference, ||d - s||^2 > gate^2, ||R n x n_ref||^2 >= sin^2) and, for an inlier, the row
 /// r = [s x n_ref, n_ref], b = n_ref . (d - s) and Huber weight w: adds w r_i r_j (i <= j), w r_i b, b^2
@@ -401,7 +412,6 @@ S3D_HOST_DEVICE S3D_FORCEINLINE void icp_accumulate(const IcpInputs& in, const I
   // that hides it, nor of the sky beyond the depth range).
   const bool near = is_valid(d) && !(squared_norm(diff) > distance_gate2_at(in, pr.depth));
   const bool inlier = near && is_valid(nr) && squared_norm(cross(pr.ns, nr)) < in.sin_angle2;
-  int k = 0;
   if (inlier) {
     const Vec3f sn = cross(pr.s, nr);
     const float r[6] = {sn.x, sn.y, sn.z, nr.x, nr.y, nr.z};
@@ -412,11 +422,7 @@ S3D_HOST_DEVICE S3D_FORCEINLINE void icp_accumulate(const IcpInputs& in, const I
       if (ab > in.huber_delta) weight = div_rn(in.huber_delta, ab);
     }
     if (in.noise_weighting) weight = weight * depth_noise_weight(in.noise, pr.depth, in.model_variance);
-    for (int a = 0; a < 6; ++a) {
-      const float wr = weight * r[a];
-      for (int c = a; c < 6; ++c) acc[k++] += wr * r[c];
-    }
-    for (int a = 0; a < 6; ++a) acc[21 + a] += (weight * r[a]) * b;
+    add_weighted_row(weight, r, b, acc);
     acc[27] += b * b;
     acc[28] += 1.0f;
   }
@@ -426,12 +432,7 @@ S3D_HOST_DEVICE S3D_FORCEINLINE void icp_accumulate(const IcpInputs& in, const I
   const float ab = fabsf(ph.b);
   const float pw =
       ab > kPhotometricHuber ? in.photometric_weight * div_rn(kPhotometricHuber, ab) : in.photometric_weight;
-  k = 0;
-  for (int a = 0; a < 6; ++a) {
-    const float wr = pw * ph.r[a];
-    for (int c = a; c < 6; ++c) acc[k++] += wr * ph.r[c];
-  }
-  for (int a = 0; a < 6; ++a) acc[21 + a] += (pw * ph.r[a]) * ph.b;
+  add_weighted_row(pw, ph.r, ph.b, acc);
 }
 
 /// The current pixel's grey level (0 without the photometric term).
