@@ -144,6 +144,46 @@ TEST_P(SparseVolume, RaycastMatchesTheDenseRaycast) {
   }
 }
 
+/// The ray cast that starts each march at its start tile gives the maps of the march from the box entry, bit
+/// for bit: from both frames' poses, from a camera inside the sphere's band (its blocks cover the whole image from
+/// depth 0), at an odd size with other intrinsics, and looking away from every block (nothing hit).
+TEST_P(SparseVolume, StartTilesGiveTheMapsOfTheWholeMarch) {
+  S3D_SKIP_IF_NO_DEVICE(GetParam());
+  const SphereScene s;
+  TestSparseVolume sparse(GetParam(), s.sparse());
+  for (int f = 0; f < 2; ++f) sparse.integrate(s.depth[f], synthetic_camera(), s.pose[f]);
+  const Eigen::Vector3d out = Eigen::Vector3d(0.2, -0.3, -1.0).normalized();
+  const Eigen::Vector3d on_band = s.centre + (s.radius + 0.01) * out;
+  const struct {
+    Eigen::Isometry3d pose;
+    CameraIntrinsics camera;
+    int width, height;
+    bool hits;
+  } views[] = {
+      {s.pose[0], synthetic_camera(), 640, 480, true},
+      {s.pose[1], synthetic_camera(), 640, 480, true},
+      {look_at(on_band, s.centre + 0.2 * Eigen::Vector3d::UnitX()), synthetic_camera(), 640, 480, true},
+      {s.pose[1], synthetic_camera().level(1), 317, 239, true},
+      {look_at(Eigen::Vector3d(1.28, 1.28, 0.3), Eigen::Vector3d(1.28, 1.28, -1.0)), synthetic_camera(), 640, 480,
+       false},
+  };
+  int v = 0;
+  for (const auto& view : views) {
+    sparse.set_start_tiles(true);
+    const HostMaps tiled = sparse.raycast(view.camera, view.pose, view.width, view.height);
+    sparse.set_start_tiles(false);
+    const HostMaps whole = sparse.raycast(view.camera, view.pose, view.width, view.height);
+    EXPECT_TRUE(same_maps(tiled, whole)) << "view " << v;
+    const long long hits = std::count_if(whole.vertices.begin(), whole.vertices.end(), detail::is_valid);
+    if (view.hits) {
+      EXPECT_GT(hits, 1000) << "view " << v;
+    } else {
+      EXPECT_EQ(hits, 0) << "view " << v;
+    }
+    ++v;
+  }
+}
+
 /// Sorted (position triple) list of a mesh's triangles, bitwise.
 std::vector<std::array<float, 9>> triangle_positions(const Mesh& m) {
   std::vector<std::array<float, 9>> out(m.triangles.size() / 3);

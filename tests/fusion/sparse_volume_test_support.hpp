@@ -75,6 +75,7 @@ class TestSparseVolume {
   Mesh mesh() { return backend_->extract_mesh(0); }
   SurfaceCloud cloud() { return backend_->extract_cloud(0); }
   void reset() { backend_->reset(); }
+  void set_start_tiles(bool on) { sparse_->set_start_tiles(on); }
   std::vector<BlockCoord> blocks() { return sparse_->blocks(); }
   detail::SparseStats stats() { return sparse_->stats(); }
   void download(std::vector<std::int16_t>& tsdf, std::vector<std::int16_t>& weight) {

@@ -41,6 +41,12 @@ class SparseVolumeBackend : public VolumeBackend {
   /// The allocated blocks, sorted by key ((z, y, x)): the order of download() and of the extraction.
   virtual std::vector<BlockCoord> blocks() = 0;
   virtual SparseStats stats() = 0;
+  /// On (the default), ray casts begin each march at its start tile (sparse_volume_raycast.hpp); off, every
+  /// march runs from the box entry: the reference the tests hold the tiles to.
+  void set_start_tiles(bool on) { start_tiles_ = on; }
+
+ protected:
+  bool start_tiles_ = true;
 };
 
 /// Pool blocks for `p`: sparse_memory_bytes / sparse_block_bytes(color), at most 2^24.

@@ -62,6 +62,9 @@ SparseRaycastArgs make_sparse_raycast_args(const SparseGrid& g, const VolumePara
                                            const BlockBounds& bounds) {
   SparseRaycastArgs a = camera_args<SparseRaycastArgs>(g, camera, camera_to_world, width, height);
   a.range = p.sparse_raycast_range;
+  a.world_to_camera = inverse_rigid(camera_to_world);
+  a.tile_cols = (width + kStartTile - 1) / kStartTile;
+  a.tile_rows = (height + kStartTile - 1) / kStartTile;
   for (int axis = 0; axis < 3; ++axis) {
     a.box_lo[axis] = bounds.empty() ? 1.0f : static_cast<float>((bounds.lo[axis] - 1) * kBlockSide) * g.voxel;
     a.box_hi[axis] = bounds.empty() ? 0.0f : static_cast<float>((bounds.hi[axis] + 2) * kBlockSide) * g.voxel;

@@ -2,6 +2,7 @@
 // sparse_volume_integrate.hpp / sparse_volume_raycast.hpp in OpenMP loops, the allocation serial (a sort and a
 // unique of the frame's requests), so the set of blocks, their slots and their voxels are the CUDA backend's.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -56,8 +57,13 @@ class CpuSparseVolume final : public SparseVolumeBackend {
   }
 
   void raycast(const CameraIntrinsics& camera, const Rigid& camera_to_world, Maps out) override {
-    const SparseRaycastArgs a =
+    if (out.width <= 0 || out.height <= 0) return;
+    SparseRaycastArgs a =
         make_sparse_raycast_args(grid_, params_, camera, camera_to_world, out.width, out.height, bounds_);
+    if (start_tiles_) {
+      start_tiles(a);
+      a.start_depth = start_depth_.data();
+    }
     const SparseVoxels vol{
         hash(), voxels_.data(), {{coarse_[0].data(), nullptr, mask_}, {coarse_[1].data(), nullptr, mask_}}};
 #pragma omp parallel for schedule(dynamic, 1)
@@ -114,6 +120,30 @@ class CpuSparseVolume final : public SparseVolumeBackend {
 
  private:
   BlockHash hash() const { return {keys_.data(), slots_.data(), mask_}; }
+
+  /// start_depth_ for the ray cast `a` (sparse_volume_raycast.hpp: block_start_tiles): per thread, then the
+  /// least of the threads' (a minimum, so the same whatever the thread count).
+  void start_tiles(const SparseRaycastArgs& a) {
+    const std::size_t tiles = static_cast<std::size_t>(a.tile_cols) * a.tile_rows;
+    start_depth_.assign(tiles, INFINITY);
+#pragma omp parallel
+    {
+      std::vector<float> mine(tiles, INFINITY);
+#pragma omp for schedule(static) nowait
+      for (long long s = 0; s < used_; ++s) {
+        int r[4];
+        float depth;
+        if (!block_start_tiles(a, unpack_block(block_keys_[s]), r, depth)) continue;
+        for (int ty = r[1]; ty <= r[3]; ++ty)
+          for (int tx = r[0]; tx <= r[2]; ++tx) {
+            float& z = mine[static_cast<std::size_t>(ty) * a.tile_cols + tx];
+            z = std::min(z, depth);
+          }
+      }
+#pragma omp critical
+      for (std::size_t t = 0; t < tiles; ++t) start_depth_[t] = std::min(start_depth_[t], mine[t]);
+    }
+  }
 
   /// The entry of `table` that holds `key`, or the empty one its probe reaches first.
   unsigned int free_entry(const std::vector<unsigned long long>& table, unsigned long long key) const {
@@ -206,6 +236,7 @@ class CpuSparseVolume final : public SparseVolumeBackend {
   std::vector<unsigned long long> block_keys_;             // per pool slot
   std::vector<Voxel> voxels_;
   std::vector<ColorVoxel> colors_;  // empty without colour
+  std::vector<float> start_depth_;  // the ray cast's start tiles
 };
 
 }  // namespace

@@ -8,9 +8,11 @@
 //   atomicCAS (keys unique within the batch; an entry's place in the table may differ from run to run, what
 //   find() returns does not), their coarse cells into the coarse key sets; their voxels are cleared. Then one CUDA
 //   block per allocated block integrates its 512 voxels unless block_maybe_visible says the frame cannot reach it.
-// - raycast: one thread per pixel.
+// - raycast: one thread per pool slot projects its block into the start tiles (atomicMin), then one thread per
+//   pixel marches.
 // Allocated at construction: the hash, the pool, the block keys. The allocation's scratch (keys per pixel,
-// sort buffers) grows with the first frame of a larger size and is reused. Every method synchronizes the stream.
+// sort buffers) and the start tiles grow with the first frame (map) of a larger size and are reused. Every method
+// synchronizes the stream.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -121,6 +123,25 @@ __global__ void integrate_kernel(IntegrateArgs a, SparseGrid g, const unsigned l
   }
 }
 
+__global__ void fill_kernel(float* out, int n, float value) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = value;
+}
+
+/// One thread per pool slot: block_start_tiles, then the least depth per tile. The depths are >= 0, so their
+/// bit patterns order as ints do and atomicMin on them takes the least float.
+__global__ void start_tiles_kernel(SparseRaycastArgs a, const unsigned long long* block_keys, long long used,
+                                   float* depth) {
+  const long long s = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (s >= used) return;
+  int r[4];
+  float z;
+  if (!block_start_tiles(a, unpack_block(block_keys[s]), r, z)) return;
+  const int bits = __float_as_int(z);
+  for (int ty = r[1]; ty <= r[3]; ++ty)
+    for (int tx = r[0]; tx <= r[2]; ++tx) atomicMin(reinterpret_cast<int*>(depth) + ty * a.tile_cols + tx, bits);
+}
+
 __global__ void raycast_kernel(SparseVoxels vol, SparseRaycastArgs a, Vec3f* vertices, Vec3f* normals) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   const int y = blockIdx.y * blockDim.y + threadIdx.y;
@@ -194,13 +215,25 @@ class CudaSparseVolume final : public SparseVolumeBackend {
   void raycast(const CameraIntrinsics& camera, const Rigid& camera_to_world, Maps out) override {
     if (out.width <= 0 || out.height <= 0) return;
     ScopedDevice scope(device_.index());
-    const SparseRaycastArgs a =
+    cudaStream_t st = stream_.get();
+    SparseRaycastArgs a =
         make_sparse_raycast_args(grid_, params_, camera, camera_to_world, out.width, out.height, bounds_);
+    if (start_tiles_) {
+      const int tiles = a.tile_cols * a.tile_rows;
+      start_depth_.resize(static_cast<std::size_t>(tiles), st);
+      fill_kernel<<<blocks_for(tiles, 256), 256, 0, st>>>(start_depth_.data(), tiles, INFINITY);
+      S3D_CUDA_CHECK_LAUNCH();
+      if (used_ > 0) {
+        start_tiles_kernel<<<blocks_for(used_, 128), 128, 0, st>>>(a, block_keys_.data(), used_, start_depth_.data());
+        S3D_CUDA_CHECK_LAUNCH();
+      }
+      a.start_depth = start_depth_.data();
+    }
     const dim3 block(kBlockX, kBlockY);
     const dim3 grid(blocks_for(out.width, kBlockX), blocks_for(out.height, kBlockY));
     const SparseVoxels vol{
         hash(), voxels_.data(), {{coarse_keys_[0].data(), nullptr, mask_}, {coarse_keys_[1].data(), nullptr, mask_}}};
-    raycast_kernel<<<grid, block, 0, stream_.get()>>>(vol, a, out.vertices, out.normals);
+    raycast_kernel<<<grid, block, 0, st>>>(vol, a, out.vertices, out.normals);
     S3D_CUDA_CHECK_LAUNCH();
     stream_.synchronize();
   }
@@ -399,6 +432,7 @@ class CudaSparseVolume final : public SparseVolumeBackend {
   DeviceBuffer<unsigned char> flags_;
   DeviceBuffer<unsigned char> temp_;
   DeviceBuffer<std::uint8_t> rgb_;
+  DeviceBuffer<float> start_depth_;  // the ray cast's start tiles, grown to the largest map
   PinnedBuffer<std::uint8_t> rgb_staging_;
 };
 

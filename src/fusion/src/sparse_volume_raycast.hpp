@@ -8,6 +8,15 @@
 // that block's exit (or of the larger empty cell around it, sparse_volume_hash.hpp: coarse_key), which the
 // march skips. Inside allocated blocks the samples, the sign tests, the
 // refinement and the normals are the dense ones, reading neighbours across block borders through the hash.
+//
+// Start tiles (after InfiniTAM's forward projection of the visible blocks, Kähler et al. 2015, "Very High Frame
+// Rate Volumetric Integration of Depth Images on Mobile Devices"): before the march, every allocated block is
+// projected into tiles of kStartTile² pixels, each tile keeping the least camera depth of the blocks that may
+// cover it (block_start_tiles). A pixel's march then begins at the last sample before that depth, or returns
+// at once where no block covers its tile. The samples it leaves out lie in no allocated block, read as
+// unobserved and leave no state behind (a skip resets `previous`), so the maps are those of the march from the
+// box entry, bit for bit (tested against it): the tiles only move work, and the backends may round them
+// differently.
 #include "fusion_math.hpp"
 #include "sparse_volume_hash.hpp"
 #include "tsdf_math.hpp"
@@ -38,30 +47,107 @@ struct SparseRaycastArgs {
   /// Samples outside it lie in no allocated block, so the march only runs through it: the same samples and
   /// result as a march over the whole range, without the hash look-ups of the empty space around the scene.
   float box_lo[3], box_hi[3];
+  Rigid world_to_camera;  ///< inverse_rigid(camera_to_world), for block_start_tiles
+  /// Per start tile (row-major, tile_cols a row): the least camera depth, metres, at which an allocated block
+  /// may meet the tile's rays, +inf where none can. Null: every ray marches from the box entry.
+  const float* start_depth = nullptr;
+  int tile_cols = 0, tile_rows = 0;
 };
 
-/// The dense trilinear (PCL `interpolateTrilineary`, tsdf_math.hpp: trilinear) at world point p, with no border:
-/// the same base voxel, weights and summation order. The eight voxels come from one block when they can.
-S3D_HOST_DEVICE S3D_FORCEINLINE float sparse_trilinear(const SparseVoxels& vol, float voxel, Vec3f p) {
-  const float fi = floorf(p.x / voxel), fj = floorf(p.y / voxel), fk = floorf(p.z / voxel);
+constexpr int kStartTile = 8;  ///< pixels on a side of a start tile
+
+/// Block b's tiles and depth for the start tiles (above): writes the inclusive tile rectangle {x0, y0, x1, y1}
+/// of the pixels whose rays may meet the block, and a lower bound of the camera depth of its points; false when
+/// no pixel's ray can meet it (behind the camera, or projected off the image). Conservative: a block with a
+/// corner nearer than one block edge to the camera plane covers the whole image from depth 0, and the corners'
+/// projections are widened by a pixel (the image of the box is the convex hull of its corners').
+S3D_HOST_DEVICE S3D_FORCEINLINE bool block_start_tiles(const SparseRaycastArgs& a, BlockCoord b, int rect[4],
+                                                       float& depth) {
+  const Rigid& m = a.world_to_camera;
+  const double bs = a.grid.block;
+  double z_lo = 1e300, u_lo = 1e300, u_hi = -1e300, v_lo = 1e300, v_hi = -1e300;
+  bool all_behind = true, near = false;
+  for (int c = 0; c < 8; ++c) {
+    const double px = (b.x + (c & 1)) * bs, py = (b.y + ((c >> 1) & 1)) * bs, pz = (b.z + (c >> 2)) * bs;
+    const double cx = (static_cast<double>(m.r[0]) * px + static_cast<double>(m.r[1]) * py) +
+                      (static_cast<double>(m.r[2]) * pz + m.t[0]);
+    const double cy = (static_cast<double>(m.r[3]) * px + static_cast<double>(m.r[4]) * py) +
+                      (static_cast<double>(m.r[5]) * pz + m.t[1]);
+    const double cz = (static_cast<double>(m.r[6]) * px + static_cast<double>(m.r[7]) * py) +
+                      (static_cast<double>(m.r[8]) * pz + m.t[2]);
+    z_lo = cz < z_lo ? cz : z_lo;
+    if (cz > -bs) all_behind = false;
+    if (!(cz > bs)) {
+      near = true;
+      continue;
+    }
+    const double u = a.fx * cx / cz + a.cx, v = a.fy * cy / cz + a.cy;
+    u_lo = u < u_lo ? u : u_lo;
+    u_hi = u > u_hi ? u : u_hi;
+    v_lo = v < v_lo ? v : v_lo;
+    v_hi = v > v_hi ? v : v_hi;
+  }
+  if (all_behind) return false;
+  int x0 = 0, y0 = 0, x1 = a.width - 1, y1 = a.height - 1;
+  if (!near) {
+    if (u_hi < -1.0 || v_hi < -1.0 || u_lo > a.width || v_lo > a.height) return false;
+    x0 = u_lo - 1.0 > 0.0 ? static_cast<int>(u_lo - 1.0) : 0;
+    y0 = v_lo - 1.0 > 0.0 ? static_cast<int>(v_lo - 1.0) : 0;
+    x1 = u_hi + 1.0 < a.width - 1 ? static_cast<int>(u_hi + 1.0) + 1 : a.width - 1;
+    y1 = v_hi + 1.0 < a.height - 1 ? static_cast<int>(v_hi + 1.0) + 1 : a.height - 1;
+  }
+  rect[0] = x0 / kStartTile;
+  rect[1] = y0 / kStartTile;
+  rect[2] = x1 / kStartTile;
+  rect[3] = y1 / kStartTile;
+  depth = near || z_lo < 0.0 ? 0.0f : static_cast<float>(z_lo);
+  return true;
+}
+
+/// The trilinear's base voxel on one axis (the dense trilinear's: the last voxel whose centre is at or below
+/// p); false beyond the voxel coordinate range.
+S3D_HOST_DEVICE S3D_FORCEINLINE bool trilinear_base(float p, float voxel, int& i) {
+  const float f = floorf(p / voxel);
   const float lim = static_cast<float>(kVoxelCoordLimit - 2);
-  if (!(fi >= -lim && fi <= lim && fj >= -lim && fj <= lim && fk >= -lim && fk <= lim)) return NAN;
-  int i = static_cast<int>(fi), j = static_cast<int>(fj), k = static_cast<int>(fk);
-  if (p.x < (static_cast<float>(i) + 0.5f) * voxel) --i;
-  if (p.y < (static_cast<float>(j) + 0.5f) * voxel) --j;
-  if (p.z < (static_cast<float>(k) + 0.5f) * voxel) --k;
+  if (!(f >= -lim && f <= lim)) return false;
+  i = static_cast<int>(f);
+  if (p < (static_cast<float>(i) + 0.5f) * voxel) --i;
+  return true;
+}
+
+/// The pool slots of the blocks holding voxels lo..hi (inclusive, hi - lo < 8 on every axis: at most two blocks
+/// an axis), each looked up once for all the trilinear reads among them.
+struct SlotCube {
+  int b0[3], b1[3];  ///< first and last block, per axis
+  int slot[8];       ///< block b0 + (o >> 2, (o >> 1) & 1, o & 1) at o; -1: not allocated (or not in lo..hi)
+
+  S3D_HOST_DEVICE S3D_FORCEINLINE void load(const SparseVoxels& vol, const int lo[3], const int hi[3]) {
+    for (int a = 0; a < 3; ++a) {
+      b0[a] = lo[a] >> 3;
+      b1[a] = hi[a] >> 3;
+    }
+    for (int o = 0; o < 8; ++o) {
+      const int x = b0[0] + (o >> 2), y = b0[1] + ((o >> 1) & 1), z = b0[2] + (o & 1);
+      slot[o] = x <= b1[0] && y <= b1[1] && z <= b1[2] ? vol.hash.find(x, y, z) : -1;
+    }
+  }
+  /// Whether voxels (i..i+1, j..j+1, k..k+1) lie in the cube's blocks.
+  S3D_HOST_DEVICE S3D_FORCEINLINE bool covers(int i, int j, int k) const {
+    return (i >> 3) >= b0[0] && ((i + 1) >> 3) <= b1[0] && (j >> 3) >= b0[1] && ((j + 1) >> 3) <= b1[1] &&
+           (k >> 3) >= b0[2] && ((k + 1) >> 3) <= b1[2];
+  }
+  S3D_HOST_DEVICE S3D_FORCEINLINE Voxel at(const SparseVoxels& vol, int i, int j, int k) const {
+    return vol.in_slot(slot[(((i >> 3) - b0[0]) << 2) | (((j >> 3) - b0[1]) << 1) | ((k >> 3) - b0[2])], i, j, k);
+  }
+};
+
+/// The trilinear's weights at p from base voxel (i, j, k) and the eight voxels' values, in the dense trilinear's
+/// summation order.
+S3D_HOST_DEVICE S3D_FORCEINLINE float trilinear_sum(float voxel, Vec3f p, int i, int j, int k, const float f[8]) {
   const float a = (p.x - (static_cast<float>(i) + 0.5f) * voxel) / voxel;
   const float b = (p.y - (static_cast<float>(j) + 0.5f) * voxel) / voxel;
   const float c = (p.z - (static_cast<float>(k) + 0.5f) * voxel) / voxel;
   const float a1 = 1.0f - a, b1 = 1.0f - b, c1 = 1.0f - c;
-  float f[8];  // (di, dj, dk) at di * 4 + dj * 2 + dk
-  if ((i & 7) < 7 && (j & 7) < 7 && (k & 7) < 7) {
-    const int slot = vol.block_slot(i, j, k);
-    for (int n = 0; n < 8; ++n)
-      f[n] = tsdf_value(vol.in_slot(slot, i + (n >> 2), j + ((n >> 1) & 1), k + (n & 1)).tsdf);
-  } else {
-    for (int n = 0; n < 8; ++n) f[n] = tsdf_value(vol.at(i + (n >> 2), j + ((n >> 1) & 1), k + (n & 1)).tsdf);
-  }
   float r = f[0] * a1 * b1 * c1;
   r = r + f[1] * a1 * b1 * c;
   r = r + f[2] * a1 * b * c1;
@@ -71,6 +157,72 @@ S3D_HOST_DEVICE S3D_FORCEINLINE float sparse_trilinear(const SparseVoxels& vol, 
   r = r + f[6] * a * b * c1;
   r = r + f[7] * a * b * c;
   return r;
+}
+
+/// The dense trilinear (PCL `interpolateTrilineary`, tsdf_math.hpp: trilinear) at world point p, with no border:
+/// the same base voxel, weights and summation order.
+S3D_HOST_DEVICE S3D_FORCEINLINE float sparse_trilinear(const SparseVoxels& vol, float voxel, Vec3f p) {
+  // trilinear_base on the three axes.
+  const float fi = floorf(p.x / voxel), fj = floorf(p.y / voxel), fk = floorf(p.z / voxel);
+  const float lim = static_cast<float>(kVoxelCoordLimit - 2);
+  if (!(fi >= -lim && fi <= lim && fj >= -lim && fj <= lim && fk >= -lim && fk <= lim)) return NAN;
+  int i = static_cast<int>(fi), j = static_cast<int>(fj), k = static_cast<int>(fk);
+  if (p.x < (static_cast<float>(i) + 0.5f) * voxel) --i;
+  if (p.y < (static_cast<float>(j) + 0.5f) * voxel) --j;
+  if (p.z < (static_cast<float>(k) + 0.5f) * voxel) --k;
+  // The eight voxels lie in the base voxel's block and, on the axes where the base voxel is its block's last,
+  // the next block: each of those (at most eight, usually one) is looked up once.
+  const int si = (i & 7) == 7, sj = (j & 7) == 7, sk = (k & 7) == 7;
+  int slot[8] = {-1, -1, -1, -1, -1, -1, -1, -1};  // by block offset (bi, bj, bk) at bi * 4 + bj * 2 + bk
+  for (int o = 0; o < 8; ++o) {
+    const int bi = o >> 2, bj = (o >> 1) & 1, bk = o & 1;
+    if ((bi & ~si) | (bj & ~sj) | (bk & ~sk)) continue;  // that block holds none of the eight
+    slot[o] = vol.hash.find((i >> 3) + bi, (j >> 3) + bj, (k >> 3) + bk);
+  }
+  float f[8];  // (di, dj, dk) at di * 4 + dj * 2 + dk
+  for (int n = 0; n < 8; ++n) {
+    const int di = n >> 2, dj = (n >> 1) & 1, dk = n & 1;
+    f[n] = tsdf_value(vol.in_slot(slot[((di & si) << 2) | ((dj & sj) << 1) | (dk & sk)], i + di, j + dj, k + dk).tsdf);
+  }
+  return trilinear_sum(voxel, p, i, j, k, f);
+}
+
+/// sparse_trilinear with the blocks of `cube` (the same value); where the cube does not hold the eight voxels,
+/// sparse_trilinear itself.
+S3D_HOST_DEVICE S3D_FORCEINLINE float sparse_trilinear(const SparseVoxels& vol, float voxel, Vec3f p,
+                                                       const SlotCube& cube) {
+  int i, j, k;
+  if (!trilinear_base(p.x, voxel, i) || !trilinear_base(p.y, voxel, j) || !trilinear_base(p.z, voxel, k)) return NAN;
+  if (!cube.covers(i, j, k)) return sparse_trilinear(vol, voxel, p);
+  float f[8];
+  for (int n = 0; n < 8; ++n) f[n] = tsdf_value(cube.at(vol, i + (n >> 2), j + ((n >> 1) & 1), k + (n & 1)).tsdf);
+  return trilinear_sum(voxel, p, i, j, k, f);
+}
+
+/// The normal at surface point v: the central difference of the trilinear tsdf at +-voxel/4 on each axis.
+/// Without `share`, each of the six samples looks up its blocks; with it, their voxels (at most three an axis,
+/// from the base of v - qd to that of v + qd plus one: the base is monotonic in the coordinate) are looked up
+/// once. The same value either way.
+S3D_HOST_DEVICE S3D_FORCEINLINE Vec3f sparse_normal(const SparseVoxels& vol, float voxel, Vec3f v, bool share) {
+  const float qd = voxel / 4.0f;
+  int lo[3], hi[3];
+  if (share && trilinear_base(v.x - qd, voxel, lo[0]) && trilinear_base(v.y - qd, voxel, lo[1]) &&
+      trilinear_base(v.z - qd, voxel, lo[2]) && trilinear_base(v.x + qd, voxel, hi[0]) &&
+      trilinear_base(v.y + qd, voxel, hi[1]) && trilinear_base(v.z + qd, voxel, hi[2]) && hi[0] - lo[0] < 7 &&
+      hi[1] - lo[1] < 7 && hi[2] - lo[2] < 7) {
+    for (int axis = 0; axis < 3; ++axis) ++hi[axis];
+    SlotCube cube;
+    cube.load(vol, lo, hi);
+    return {sparse_trilinear(vol, voxel, {v.x + qd, v.y, v.z}, cube) -
+                sparse_trilinear(vol, voxel, {v.x - qd, v.y, v.z}, cube),
+            sparse_trilinear(vol, voxel, {v.x, v.y + qd, v.z}, cube) -
+                sparse_trilinear(vol, voxel, {v.x, v.y - qd, v.z}, cube),
+            sparse_trilinear(vol, voxel, {v.x, v.y, v.z + qd}, cube) -
+                sparse_trilinear(vol, voxel, {v.x, v.y, v.z - qd}, cube)};
+  }
+  return {sparse_trilinear(vol, voxel, {v.x + qd, v.y, v.z}) - sparse_trilinear(vol, voxel, {v.x - qd, v.y, v.z}),
+          sparse_trilinear(vol, voxel, {v.x, v.y + qd, v.z}) - sparse_trilinear(vol, voxel, {v.x, v.y - qd, v.z}),
+          sparse_trilinear(vol, voxel, {v.x, v.y, v.z + qd}) - sparse_trilinear(vol, voxel, {v.x, v.y, v.z - qd})};
 }
 
 /// Pixel (x, y)'s march (above). A - to + change stops without a hit; on + to - the dense refinement
@@ -97,7 +249,13 @@ S3D_HOST_DEVICE S3D_FORCEINLINE void sparse_raycast_pixel(const SparseVoxels& vo
   const float tx1 = ((dir.x > 0.0f ? a.box_hi[0] : a.box_lo[0]) - start.x) / dir.x;
   const float ty1 = ((dir.y > 0.0f ? a.box_hi[1] : a.box_lo[1]) - start.y) / dir.y;
   const float tz1 = ((dir.z > 0.0f ? a.box_hi[2] : a.box_lo[2]) - start.z) / dir.z;
-  const float t_enter = max_number(max_number(max_number(tx0, ty0), tz0), 0.0f);
+  float t_enter = max_number(max_number(max_number(tx0, ty0), tz0), 0.0f);
+  if (a.start_depth != nullptr) {
+    const float z = a.start_depth[(y / kStartTile) * a.tile_cols + x / kStartTile];
+    if (!(z < INFINITY)) return;  // no allocated block covers the tile
+    // A point of the ray at camera depth z lies at t = z * len; the margins cover the rounding of both.
+    t_enter = max_number(t_enter, z * len * 0.999f - voxel);
+  }
   const float t_box_exit = min_number(min_number(tx1, ty1), tz1);
   const float t_end = min_number(t_box_exit, a.range);
   if (!(a.box_lo[0] <= a.box_hi[0] && t_enter < t_end)) return;
@@ -152,13 +310,15 @@ S3D_HOST_DEVICE S3D_FORCEINLINE void sparse_raycast_pixel(const SparseVoxels& vo
       if (!(ts - ts == 0.0f)) return;  // inf or NaN
       const Vec3f v = ray_point(start, dir, ts);
       vertex = v;
-      const float qd = voxel / 4.0f;
-      const float nx =
-          sparse_trilinear(vol, voxel, {v.x + qd, v.y, v.z}) - sparse_trilinear(vol, voxel, {v.x - qd, v.y, v.z});
-      const float ny =
-          sparse_trilinear(vol, voxel, {v.x, v.y + qd, v.z}) - sparse_trilinear(vol, voxel, {v.x, v.y - qd, v.z});
-      const float nz =
-          sparse_trilinear(vol, voxel, {v.x, v.y, v.z + qd}) - sparse_trilinear(vol, voxel, {v.x, v.y, v.z - qd});
+      // The GPU shares the six samples' block look-ups (their memory latency made the normal about 2/3 of the
+      // ray cast's time; 1/2 with them shared, H200, redkitchen); the CPU, whose look-ups hit its caches,
+      // measured slower with them shared.
+#ifdef __CUDA_ARCH__
+      const Vec3f g = sparse_normal(vol, voxel, v, true);
+#else
+      const Vec3f g = sparse_normal(vol, voxel, v, false);
+#endif
+      const float nx = g.x, ny = g.y, nz = g.z;
       const float nn = sqrtf(((nx * nx) + (ny * ny)) + (nz * nz));
       if (nn > 0.0f && nn - nn == 0.0f) normal = {nx / nn, ny / nn, nz / nn};
       return;
