@@ -6,6 +6,8 @@
 #include <cstring>
 #include <vector>
 
+#include <omp.h>
+
 #include "s3d/core/errors.hpp"
 #include "sparse_volume.hpp"
 #include "sparse_volume_cpu.hpp"
@@ -122,13 +124,17 @@ class CpuSparseVolume final : public SparseVolumeBackend {
   BlockHash hash() const { return {keys_.data(), slots_.data(), mask_}; }
 
   /// start_depth_ for the ray cast `a` (sparse_volume_raycast.hpp: block_start_tiles): per thread, then the
-  /// least of the threads' (a minimum, so the same whatever the thread count).
+  /// least of the threads' (a minimum, so the same whatever the thread count). The buffers grow with the largest
+  /// map and thread count and are reused.
   void start_tiles(const SparseRaycastArgs& a) {
     const std::size_t tiles = static_cast<std::size_t>(a.tile_cols) * a.tile_rows;
     start_depth_.assign(tiles, INFINITY);
 #pragma omp parallel
     {
-      std::vector<float> mine(tiles, INFINITY);
+#pragma omp single
+      if (thread_tiles_.size() < tiles * omp_get_num_threads()) thread_tiles_.resize(tiles * omp_get_num_threads());
+      float* mine = thread_tiles_.data() + tiles * omp_get_thread_num();  // after the single's barrier
+      std::fill_n(mine, tiles, INFINITY);
 #pragma omp for schedule(static) nowait
       for (long long s = 0; s < used_; ++s) {
         int r[4];
@@ -235,8 +241,9 @@ class CpuSparseVolume final : public SparseVolumeBackend {
   std::vector<unsigned long long> coarse_[kCoarseLevels];  // key sets of the coarse cells (coarse_key)
   std::vector<unsigned long long> block_keys_;             // per pool slot
   std::vector<Voxel> voxels_;
-  std::vector<ColorVoxel> colors_;  // empty without colour
-  std::vector<float> start_depth_;  // the ray cast's start tiles
+  std::vector<ColorVoxel> colors_;   // empty without colour
+  std::vector<float> start_depth_;   // the ray cast's start tiles
+  std::vector<float> thread_tiles_;  // each thread's start tiles before their minimum
 };
 
 }  // namespace
