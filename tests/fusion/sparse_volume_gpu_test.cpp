@@ -1,6 +1,7 @@
-// The sparse volume on real 7-Scenes frames: the CPU ray cast comes back at the frame's depth, and the CUDA
-// backend equals the CPU's bit for bit (blocks by coordinate, voxels, colours, ray cast maps, mesh, cloud), on
-// real frames, a synthetic odd-sized frame and a full pool. The CUDA rows skip without a GPU.
+// The sparse volume on real 7-Scenes frames: the CPU ray cast comes back at the frame's depth, the CPU's AVX2
+// and baseline integrations agree, and the CUDA backend equals the CPU's bit for bit (blocks by coordinate,
+// voxels, colours, ray cast maps, mesh, cloud), on real frames, a synthetic odd-sized frame and a full pool. The
+// CUDA rows skip without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -48,6 +49,33 @@ TEST(SparseVolumeReal, RealFrameComesBackAtItsDepth) {
   // The march from each pixel's start tile equals the march from the box entry (sparse_volume_raycast.hpp).
   volume.set_start_tiles(false);
   EXPECT_TRUE(same_maps(maps, volume.raycast(redkitchen_camera(), pose, 640, 480)));
+}
+
+/// The CPU integration's AVX2 rows (integrate_lanes.hpp) give the baseline x86-64 loop's voxels and colours.
+TEST(SparseVolumeReal, IntegrationIsTheSameOnEveryCpuIsa) {
+  S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299");
+  const VolumeParams p = real_sparse(true);
+  TestSparseVolume avx2(Device(Device::Kind::kCpu), p), baseline(Device(Device::Kind::kCpu), p);
+  for (int f : {0, 25}) {
+    const Image<float> depth = s3d::test::read_redkitchen_depth(f);
+    const Image<std::uint8_t> rgb = s3d::test::read_redkitchen_color(f);
+    avx2.integrate(depth, redkitchen_camera(), read_redkitchen_pose(f), rgb.data.data());
+    const s3d::test::ScopedCpuIsa isa("baseline");
+    baseline.integrate(depth, redkitchen_camera(), read_redkitchen_pose(f), rgb.data.data());
+  }
+  std::vector<std::int16_t> t0, w0, t1, w1;
+  avx2.download(t0, w0);
+  baseline.download(t1, w1);
+  ASSERT_EQ(t0.size(), t1.size());
+  EXPECT_GT(t0.size(), 1000000u);
+  long long observed = 0;
+  for (std::size_t v = 0; v < t0.size(); ++v) {
+    ASSERT_EQ(w0[v], w1[v]) << "voxel " << v;
+    ASSERT_EQ(t0[v], t1[v]) << "voxel " << v;
+    observed += w0[v] > 0;
+  }
+  EXPECT_GT(observed, 100000);
+  EXPECT_TRUE(avx2.colors() == baseline.colors());
 }
 
 /// Both backends' voxels, colours, maps, mesh and cloud, compared bit for bit.

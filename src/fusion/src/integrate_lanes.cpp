@@ -31,8 +31,85 @@ void fuse_color_lanes(ColorVoxel* colors, long long first_voxel, const std::uint
   }
 }
 
-/// Columns (i0 .. i0 + 7, j): tsdf_sample + tsdf_fuse (+ color_fuse where `colors` is set and takes_color) in
-/// the lanes whose column_range holds k, for every k of the union of those ranges.
+/// Voxels (x lanes at px, py, pz), the lanes of `ok` only: tsdf_sample + tsdf_fuse into row[0..7], and
+/// color_fuse into color_row[0..7] where it is set and the sample takes colour. The 8 voxels are contiguous.
+inline void integrate_row(Voxel* row, ColorVoxel* color_row, const IntegrateArgs& a, const float* depth, int pitch,
+                          const std::uint8_t* rgb, __m256 px, float py, float pz, __m256 ok) {
+  const VolumeGrid& g = a.grid;
+  const Rigid& m = a.world_to_camera;
+  const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
+  const __m256 width_last = set(static_cast<float>(a.width - 1)), height_last = set(static_cast<float>(a.height - 1));
+  const __m256 truncation = set(g.truncation), scale = set(kTsdfScale);
+  const __m256i max_weight = _mm256_set1_epi32(g.max_weight);
+  const __m256 vy = set(py), vz = set(pz);
+  // c = world_to_camera p (Rigid::apply)
+  const auto camera_row = [&](int r) {
+    return _mm256_add_ps(
+        _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(set(m.r[3 * r]), px), _mm256_mul_ps(set(m.r[3 * r + 1]), vy)),
+                      _mm256_mul_ps(set(m.r[3 * r + 2]), vz)),
+        set(m.t[r]));
+  };
+  const __m256 cx = camera_row(0), cy = camera_row(1), cz = camera_row(2);
+  ok = _mm256_and_ps(ok, _mm256_cmp_ps(cz, zero, _CMP_GT_OQ));
+  const __m256 inv_z = _mm256_div_ps(one, cz);
+  const __m256 ur = _mm256_round_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(set(a.fx), cx), inv_z), set(a.cx)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 vr = _mm256_round_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(set(a.fy), cy), inv_z), set(a.cy)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  ok = _mm256_and_ps(
+      ok,
+      _mm256_and_ps(_mm256_and_ps(_mm256_cmp_ps(ur, zero, _CMP_GE_OQ), _mm256_cmp_ps(ur, width_last, _CMP_LE_OQ)),
+                    _mm256_and_ps(_mm256_cmp_ps(vr, zero, _CMP_GE_OQ), _mm256_cmp_ps(vr, height_last, _CMP_LE_OQ))));
+  if (_mm256_movemask_ps(ok) == 0) return;
+  const __m256i pixel = _mm256_and_si256(
+      _mm256_castps_si256(ok),
+      _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvttps_epi32(vr), _mm256_set1_epi32(pitch)), _mm256_cvttps_epi32(ur)));
+  const __m256 d = _mm256_mask_i32gather_ps(zero, depth, pixel, ok, 4);
+  ok = _mm256_and_ps(ok, _mm256_cmp_ps(d, zero, _CMP_GT_OQ));
+  const __m256 xn = _mm256_div_ps(_mm256_sub_ps(ur, set(a.cx)), set(a.fx));
+  const __m256 yn = _mm256_div_ps(_mm256_sub_ps(vr, set(a.cy)), set(a.fy));
+  const __m256 ray_depth =
+      _mm256_mul_ps(d, _mm256_sqrt_ps(_mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(xn, xn), _mm256_mul_ps(yn, yn)), one)));
+  const __m256 ox = _mm256_sub_ps(px, set(a.camera_centre.x)), oy = _mm256_sub_ps(vy, set(a.camera_centre.y)),
+               oz = _mm256_sub_ps(vz, set(a.camera_centre.z));
+  const __m256 distance =
+      _mm256_sqrt_ps(_mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(ox, ox), _mm256_mul_ps(oy, oy)), _mm256_mul_ps(oz, oz)));
+  const __m256 sdf = _mm256_sub_ps(ray_depth, distance);
+  ok = _mm256_and_ps(ok, _mm256_cmp_ps(sdf, set(-g.truncation), _CMP_GE_OQ));
+  if (_mm256_movemask_ps(ok) == 0) return;
+  const __m256 ratio = _mm256_div_ps(sdf, truncation);
+  const __m256 tsdf = _mm256_blendv_ps(one, ratio, _mm256_cmp_ps(ratio, one, _CMP_LT_OQ));
+  // tsdf_fuse on the 8 stored words {int16 tsdf, int16 weight}
+  int* words = reinterpret_cast<int*>(row);
+  const __m256i mask = _mm256_castps_si256(ok);
+  const __m256i word = _mm256_maskload_epi32(words, mask);
+  const __m256i w = _mm256_srai_epi32(word, 16);
+  const __m256 stored = tsdf_of_words(word);
+  const __m256i w1 = _mm256_add_epi32(w, _mm256_set1_epi32(1));
+  const __m256 fused =
+      _mm256_div_ps(_mm256_add_ps(_mm256_mul_ps(stored, _mm256_cvtepi32_ps(w)), tsdf), _mm256_cvtepi32_ps(w1));
+  __m256 s = _mm256_round_ps(_mm256_mul_ps(fused, scale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 low = set(-kTsdfScale);
+  s = _mm256_blendv_ps(low, s, _mm256_cmp_ps(s, low, _CMP_GE_OQ));  // !(s >= -scale): -scale (NaN too)
+  s = _mm256_blendv_ps(s, scale, _mm256_cmp_ps(s, scale, _CMP_GT_OQ));
+  const __m256i weight = _mm256_min_epi32(w1, max_weight);
+  const __m256i out = _mm256_or_si256(_mm256_slli_epi32(weight, 16),
+                                      _mm256_and_si256(_mm256_cvttps_epi32(s), _mm256_set1_epi32(0xffff)));
+  _mm256_maskstore_epi32(words, mask, out);
+  if (color_row != nullptr) {
+    const int takes = _mm256_movemask_ps(_mm256_and_ps(ok, _mm256_cmp_ps(tsdf, one, _CMP_LT_OQ)));
+    if (takes != 0) fuse_color_lanes(color_row, 0, rgb, a.width, g.max_weight, takes, ur, vr);
+  }
+}
+
+/// The x centres of voxels i0 .. i0 + 7 (VolumeGrid::centre's expression).
+inline __m256 centres_x(const VolumeGrid& g, int i0) {
+  return _mm256_add_ps(set(g.origin.x),
+                       _mm256_mul_ps(_mm256_add_ps(_mm256_cvtepi32_ps(iota(i0)), set(0.5f)), set(g.voxel.x)));
+}
+
+/// Columns (i0 .. i0 + 7, j): integrate_row in the lanes whose column_range holds k, for every k of the union of
+/// those ranges.
 void integrate_group(Voxel* vol, ColorVoxel* colors, const IntegrateArgs& a, const float* depth, int pitch,
                      const std::uint8_t* rgb, int i0, int j) {
   const VolumeGrid& g = a.grid;
@@ -49,80 +126,32 @@ void integrate_group(Voxel* vol, ColorVoxel* colors, const IntegrateArgs& a, con
   if (k_begin > k_end) return;
   const __m256i lane_first = _mm256_load_si256(reinterpret_cast<const __m256i*>(first));
   const __m256i lane_last = _mm256_load_si256(reinterpret_cast<const __m256i*>(last));
-  const Rigid& m = a.world_to_camera;
-  const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
-  // The voxel centres: x per lane, y for the row, z per k (VolumeGrid::centre's expression).
-  const __m256 px = _mm256_add_ps(
-      set(g.origin.x), _mm256_mul_ps(_mm256_add_ps(_mm256_cvtepi32_ps(iota(i0)), set(0.5f)), set(g.voxel.x)));
+  const __m256 px = centres_x(g, i0);
   const float py = g.origin.y + (static_cast<float>(j) + 0.5f) * g.voxel.y;
-  const __m256 width_last = set(static_cast<float>(a.width - 1)), height_last = set(static_cast<float>(a.height - 1));
-  const __m256 truncation = set(g.truncation), scale = set(kTsdfScale);
-  const __m256i max_weight = _mm256_set1_epi32(g.max_weight);
   const long long plane = static_cast<long long>(g.nx) * g.ny;
   for (int k = k_begin; k <= k_end; ++k) {
     const __m256i kk = _mm256_set1_epi32(k);
-    __m256 ok = _mm256_castsi256_ps(_mm256_andnot_si256(
+    const __m256 ok = _mm256_castsi256_ps(_mm256_andnot_si256(
         _mm256_or_si256(_mm256_cmpgt_epi32(lane_first, kk), _mm256_cmpgt_epi32(kk, lane_last)), _mm256_set1_epi32(-1)));
     const float pz = g.origin.z + (static_cast<float>(k) + 0.5f) * g.voxel.z;
-    const __m256 vy = set(py), vz = set(pz);
-    // c = world_to_camera p (Rigid::apply)
-    const auto row = [&](int r) {
-      return _mm256_add_ps(
-          _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(set(m.r[3 * r]), px), _mm256_mul_ps(set(m.r[3 * r + 1]), vy)),
-                        _mm256_mul_ps(set(m.r[3 * r + 2]), vz)),
-          set(m.t[r]));
-    };
-    const __m256 cx = row(0), cy = row(1), cz = row(2);
-    ok = _mm256_and_ps(ok, _mm256_cmp_ps(cz, zero, _CMP_GT_OQ));
-    const __m256 inv_z = _mm256_div_ps(one, cz);
-    const __m256 ur = _mm256_round_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(set(a.fx), cx), inv_z), set(a.cx)),
-                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m256 vr = _mm256_round_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(set(a.fy), cy), inv_z), set(a.cy)),
-                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    ok = _mm256_and_ps(
-        ok,
-        _mm256_and_ps(_mm256_and_ps(_mm256_cmp_ps(ur, zero, _CMP_GE_OQ), _mm256_cmp_ps(ur, width_last, _CMP_LE_OQ)),
-                      _mm256_and_ps(_mm256_cmp_ps(vr, zero, _CMP_GE_OQ), _mm256_cmp_ps(vr, height_last, _CMP_LE_OQ))));
-    if (_mm256_movemask_ps(ok) == 0) continue;
-    const __m256i pixel = _mm256_and_si256(
-        _mm256_castps_si256(ok), _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvttps_epi32(vr), _mm256_set1_epi32(pitch)),
-                                                  _mm256_cvttps_epi32(ur)));
-    const __m256 d = _mm256_mask_i32gather_ps(zero, depth, pixel, ok, 4);
-    ok = _mm256_and_ps(ok, _mm256_cmp_ps(d, zero, _CMP_GT_OQ));
-    const __m256 xn = _mm256_div_ps(_mm256_sub_ps(ur, set(a.cx)), set(a.fx));
-    const __m256 yn = _mm256_div_ps(_mm256_sub_ps(vr, set(a.cy)), set(a.fy));
-    const __m256 ray_depth = _mm256_mul_ps(
-        d, _mm256_sqrt_ps(_mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(xn, xn), _mm256_mul_ps(yn, yn)), one)));
-    const __m256 ox = _mm256_sub_ps(px, set(a.camera_centre.x)), oy = _mm256_sub_ps(vy, set(a.camera_centre.y)),
-                 oz = _mm256_sub_ps(vz, set(a.camera_centre.z));
-    const __m256 distance = _mm256_sqrt_ps(
-        _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(ox, ox), _mm256_mul_ps(oy, oy)), _mm256_mul_ps(oz, oz)));
-    const __m256 sdf = _mm256_sub_ps(ray_depth, distance);
-    ok = _mm256_and_ps(ok, _mm256_cmp_ps(sdf, set(-g.truncation), _CMP_GE_OQ));
-    if (_mm256_movemask_ps(ok) == 0) continue;
-    const __m256 ratio = _mm256_div_ps(sdf, truncation);
-    const __m256 tsdf = _mm256_blendv_ps(one, ratio, _mm256_cmp_ps(ratio, one, _CMP_LT_OQ));
-    // tsdf_fuse on the 8 stored words {int16 tsdf, int16 weight}
     const long long first_voxel = i0 + g.nx * static_cast<long long>(j) + plane * k;
-    int* words = reinterpret_cast<int*>(vol + first_voxel);
-    const __m256i mask = _mm256_castps_si256(ok);
-    const __m256i word = _mm256_maskload_epi32(words, mask);
-    const __m256i w = _mm256_srai_epi32(word, 16);
-    const __m256 stored = tsdf_of_words(word);
-    const __m256i w1 = _mm256_add_epi32(w, _mm256_set1_epi32(1));
-    const __m256 fused =
-        _mm256_div_ps(_mm256_add_ps(_mm256_mul_ps(stored, _mm256_cvtepi32_ps(w)), tsdf), _mm256_cvtepi32_ps(w1));
-    __m256 s = _mm256_round_ps(_mm256_mul_ps(fused, scale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m256 low = set(-kTsdfScale);
-    s = _mm256_blendv_ps(low, s, _mm256_cmp_ps(s, low, _CMP_GE_OQ));  // !(s >= -scale): -scale (NaN too)
-    s = _mm256_blendv_ps(s, scale, _mm256_cmp_ps(s, scale, _CMP_GT_OQ));
-    const __m256i weight = _mm256_min_epi32(w1, max_weight);
-    const __m256i out = _mm256_or_si256(_mm256_slli_epi32(weight, 16),
-                                        _mm256_and_si256(_mm256_cvttps_epi32(s), _mm256_set1_epi32(0xffff)));
-    _mm256_maskstore_epi32(words, mask, out);
-    if (colors != nullptr) {
-      const int takes = _mm256_movemask_ps(_mm256_and_ps(ok, _mm256_cmp_ps(tsdf, one, _CMP_LT_OQ)));
-      if (takes != 0) fuse_color_lanes(colors, first_voxel, rgb, a.width, g.max_weight, takes, ur, vr);
+    integrate_row(vol + first_voxel, colors != nullptr ? colors + first_voxel : nullptr, a, depth, pitch, rgb, px, py,
+                  pz, ok);
+  }
+}
+
+/// Block (i0.., j0.., k0..) of 8^3 voxels, x fastest: integrate_row on each of its 64 rows, every lane.
+void integrate_block(Voxel* voxels, ColorVoxel* colors, const IntegrateArgs& a, const float* depth, int pitch,
+                     const std::uint8_t* rgb, int i0, int j0, int k0) {
+  const VolumeGrid& g = a.grid;
+  const __m256 px = centres_x(g, i0);
+  const __m256 all = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+  for (int z = 0; z < kLanes; ++z) {
+    const float pz = g.origin.z + (static_cast<float>(k0 + z) + 0.5f) * g.voxel.z;
+    for (int y = 0; y < kLanes; ++y) {
+      const float py = g.origin.y + (static_cast<float>(j0 + y) + 0.5f) * g.voxel.y;
+      const int row = kLanes * (y + kLanes * z);
+      integrate_row(voxels + row, colors != nullptr ? colors + row : nullptr, a, depth, pitch, rgb, px, py, pz, all);
     }
   }
 }
@@ -141,8 +170,18 @@ bool integrate_lanes_cpu(Voxel* vol, ColorVoxel* colors, const IntegrateArgs& a,
       integrate_group(vol, colors, a, depth, static_cast<int>(pitch), rgb, group * kLanes, j);
   return true;
 }
+bool integrate_block_lanes_cpu(Voxel* voxels, ColorVoxel* colors, const IntegrateArgs& a, const float* depth,
+                               long long pitch, const std::uint8_t* rgb, int i0, int j0, int k0) {
+  if (!cpu_avx2_enabled() || pitch * a.height > 0x7fffffffLL) return false;
+  integrate_block(voxels, colors, a, depth, static_cast<int>(pitch), rgb, i0, j0, k0);
+  return true;
+}
 #else
 bool integrate_lanes_cpu(Voxel*, ColorVoxel*, const IntegrateArgs&, const float*, long long, const std::uint8_t*) {
+  return false;
+}
+bool integrate_block_lanes_cpu(Voxel*, ColorVoxel*, const IntegrateArgs&, const float*, long long, const std::uint8_t*,
+                               int, int, int) {
   return false;
 }
 #endif

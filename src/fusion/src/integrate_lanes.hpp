@@ -12,4 +12,11 @@ namespace s3d::fusion::detail {
 bool integrate_lanes_cpu(Voxel* vol, ColorVoxel* colors, const IntegrateArgs& a, const float* depth, long long pitch,
                          const std::uint8_t* rgb);
 
+/// The same for one block of 8^3 voxels stored x fastest (the sparse volume's, sparse_volume_hash.hpp:
+/// local_index), whose first voxel is (i0, j0, k0) of the lattice a.grid: every voxel, 8 along x at a time, the
+/// same bits as integrate_voxel on each. `colors` may be null. False (and nothing written) where the CPU lacks
+/// AVX2, S3D_CPU_ISA forbids it, or the depth image has 2^31 elements or more.
+bool integrate_block_lanes_cpu(Voxel* voxels, ColorVoxel* colors, const IntegrateArgs& a, const float* depth,
+                               long long pitch, const std::uint8_t* rgb, int i0, int j0, int k0);
+
 }  // namespace s3d::fusion::detail

@@ -8,6 +8,7 @@
 
 #include <omp.h>
 
+#include "integrate_lanes.hpp"
 #include "s3d/core/errors.hpp"
 #include "sparse_volume.hpp"
 #include "sparse_volume_cpu.hpp"
@@ -53,6 +54,9 @@ class CpuSparseVolume final : public SparseVolumeBackend {
       if (!block_maybe_visible(a, g, b)) continue;
       Voxel* vox = voxels_.data() + s * kBlockVoxels;
       ColorVoxel* col = color ? colors_.data() + s * kBlockVoxels : nullptr;
+      if (integrate_block_lanes_cpu(vox, col, a, depth, pitch, rgb, b.x * kBlockSide, b.y * kBlockSide,
+                                    b.z * kBlockSide))
+        continue;
       for (int l = 0; l < kBlockVoxels; ++l)
         integrate_voxel(a, depth, pitch, rgb, b, l, vox + l, col ? col + l : nullptr);
     }
