@@ -120,6 +120,40 @@ inline SparseGrid make_sparse_grid(const VolumeParams& p) {
   return g;
 }
 
+/// Block b's box as a camera sees it (world_to_camera `m`, pinhole fx, fy, cx, cy), in double precision, the same
+/// on both backends: the least camera depth of its corners, whether every corner lies behind the camera (depth
+/// <= -block), whether every corner lies beyond `near`, and the pixel bounds of the corners beyond `near` (the
+/// box's image is the convex hull of its corners').
+struct BlockImage {
+  double z_lo = 1e300, u_lo = 1e300, u_hi = -1e300, v_lo = 1e300, v_hi = -1e300;
+  bool all_behind = true, all_far = true;
+};
+S3D_HOST_DEVICE S3D_FORCEINLINE BlockImage block_image(const Rigid& m, double bs, BlockCoord b, double near, double fx,
+                                                       double fy, double cx, double cy) {
+  BlockImage im;
+  for (int c = 0; c < 8; ++c) {
+    const double px = (b.x + (c & 1)) * bs, py = (b.y + ((c >> 1) & 1)) * bs, pz = (b.z + (c >> 2)) * bs;
+    const double x = (static_cast<double>(m.r[0]) * px + static_cast<double>(m.r[1]) * py) +
+                     (static_cast<double>(m.r[2]) * pz + m.t[0]);
+    const double y = (static_cast<double>(m.r[3]) * px + static_cast<double>(m.r[4]) * py) +
+                     (static_cast<double>(m.r[5]) * pz + m.t[1]);
+    const double z = (static_cast<double>(m.r[6]) * px + static_cast<double>(m.r[7]) * py) +
+                     (static_cast<double>(m.r[8]) * pz + m.t[2]);
+    im.z_lo = z < im.z_lo ? z : im.z_lo;
+    if (z > -bs) im.all_behind = false;
+    if (!(z > near)) {
+      im.all_far = false;
+      continue;
+    }
+    const double u = fx * x / z + cx, v = fy * y / z + cy;
+    im.u_lo = u < im.u_lo ? u : im.u_lo;
+    im.u_hi = u > im.u_hi ? u : im.u_hi;
+    im.v_lo = v < im.v_lo ? v : im.v_lo;
+    im.v_hi = v > im.v_hi ? v : im.v_hi;
+  }
+  return im;
+}
+
 /// The voxels as the ray cast reads them: any world-lattice voxel, through the hash; a voxel of a block that
 /// is not allocated reads as tsdf 0, weight 0 (the dense volume's unobserved voxel).
 struct SparseVoxels {

@@ -87,33 +87,12 @@ S3D_HOST_DEVICE S3D_FORCEINLINE int segment_blocks(const AllocateArgs& a, const 
 /// projection's error stays well below the margin) and projects more than 3 pixels beyond the same image side
 /// (the box's image is the convex hull of its corners'). Double precision, the same on both backends.
 S3D_HOST_DEVICE S3D_FORCEINLINE bool block_maybe_visible(const IntegrateArgs& a, const SparseGrid& g, BlockCoord b) {
-  const Rigid& m = a.world_to_camera;
-  const double bs = g.block;
-  const double near = 4.0 * bs, margin = 3.0;
-  bool all_behind = true, all_far = true;
-  double u_lo = 1e300, u_hi = -1e300, v_lo = 1e300, v_hi = -1e300;
-  for (int c = 0; c < 8; ++c) {
-    const double px = (b.x + (c & 1)) * bs, py = (b.y + ((c >> 1) & 1)) * bs, pz = (b.z + (c >> 2)) * bs;
-    const double cx = (static_cast<double>(m.r[0]) * px + static_cast<double>(m.r[1]) * py) +
-                      (static_cast<double>(m.r[2]) * pz + m.t[0]);
-    const double cy = (static_cast<double>(m.r[3]) * px + static_cast<double>(m.r[4]) * py) +
-                      (static_cast<double>(m.r[5]) * pz + m.t[1]);
-    const double cz = (static_cast<double>(m.r[6]) * px + static_cast<double>(m.r[7]) * py) +
-                      (static_cast<double>(m.r[8]) * pz + m.t[2]);
-    if (cz > -bs) all_behind = false;
-    if (!(cz > near)) {
-      all_far = false;
-      continue;
-    }
-    const double u = a.fx * cx / cz + a.cx, v = a.fy * cy / cz + a.cy;
-    u_lo = u < u_lo ? u : u_lo;
-    u_hi = u > u_hi ? u : u_hi;
-    v_lo = v < v_lo ? v : v_lo;
-    v_hi = v > v_hi ? v : v_hi;
-  }
-  if (all_behind) return false;
-  if (!all_far) return true;
-  return !(u_hi < -margin || u_lo > (a.width - 1) + margin || v_hi < -margin || v_lo > (a.height - 1) + margin);
+  const double margin = 3.0;
+  const BlockImage im = block_image(a.world_to_camera, g.block, b, 4.0 * g.block, a.fx, a.fy, a.cx, a.cy);
+  if (im.all_behind) return false;
+  if (!im.all_far) return true;
+  return !(im.u_hi < -margin || im.u_lo > (a.width - 1) + margin || im.v_hi < -margin ||
+           im.v_lo > (a.height - 1) + margin);
 }
 
 /// The dense update of voxel `local` (0..511) of block `b` (IntegrateArgs::grid is SparseGrid::lattice): the

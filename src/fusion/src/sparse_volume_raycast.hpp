@@ -63,44 +63,22 @@ constexpr int kStartTile = 8;  ///< pixels on a side of a start tile
 /// projections are widened by a pixel (the image of the box is the convex hull of its corners').
 S3D_HOST_DEVICE S3D_FORCEINLINE bool block_start_tiles(const SparseRaycastArgs& a, BlockCoord b, int rect[4],
                                                        float& depth) {
-  const Rigid& m = a.world_to_camera;
-  const double bs = a.grid.block;
-  double z_lo = 1e300, u_lo = 1e300, u_hi = -1e300, v_lo = 1e300, v_hi = -1e300;
-  bool all_behind = true, near = false;
-  for (int c = 0; c < 8; ++c) {
-    const double px = (b.x + (c & 1)) * bs, py = (b.y + ((c >> 1) & 1)) * bs, pz = (b.z + (c >> 2)) * bs;
-    const double cx = (static_cast<double>(m.r[0]) * px + static_cast<double>(m.r[1]) * py) +
-                      (static_cast<double>(m.r[2]) * pz + m.t[0]);
-    const double cy = (static_cast<double>(m.r[3]) * px + static_cast<double>(m.r[4]) * py) +
-                      (static_cast<double>(m.r[5]) * pz + m.t[1]);
-    const double cz = (static_cast<double>(m.r[6]) * px + static_cast<double>(m.r[7]) * py) +
-                      (static_cast<double>(m.r[8]) * pz + m.t[2]);
-    z_lo = cz < z_lo ? cz : z_lo;
-    if (cz > -bs) all_behind = false;
-    if (!(cz > bs)) {
-      near = true;
-      continue;
-    }
-    const double u = a.fx * cx / cz + a.cx, v = a.fy * cy / cz + a.cy;
-    u_lo = u < u_lo ? u : u_lo;
-    u_hi = u > u_hi ? u : u_hi;
-    v_lo = v < v_lo ? v : v_lo;
-    v_hi = v > v_hi ? v : v_hi;
-  }
-  if (all_behind) return false;
+  const BlockImage im = block_image(a.world_to_camera, a.grid.block, b, a.grid.block, a.fx, a.fy, a.cx, a.cy);
+  const bool near = !im.all_far;
+  if (im.all_behind) return false;
   int x0 = 0, y0 = 0, x1 = a.width - 1, y1 = a.height - 1;
   if (!near) {
-    if (u_hi < -1.0 || v_hi < -1.0 || u_lo > a.width || v_lo > a.height) return false;
-    x0 = u_lo - 1.0 > 0.0 ? static_cast<int>(u_lo - 1.0) : 0;
-    y0 = v_lo - 1.0 > 0.0 ? static_cast<int>(v_lo - 1.0) : 0;
-    x1 = u_hi + 1.0 < a.width - 1 ? static_cast<int>(u_hi + 1.0) + 1 : a.width - 1;
-    y1 = v_hi + 1.0 < a.height - 1 ? static_cast<int>(v_hi + 1.0) + 1 : a.height - 1;
+    if (im.u_hi < -1.0 || im.v_hi < -1.0 || im.u_lo > a.width || im.v_lo > a.height) return false;
+    x0 = im.u_lo - 1.0 > 0.0 ? static_cast<int>(im.u_lo - 1.0) : 0;
+    y0 = im.v_lo - 1.0 > 0.0 ? static_cast<int>(im.v_lo - 1.0) : 0;
+    x1 = im.u_hi + 1.0 < a.width - 1 ? static_cast<int>(im.u_hi + 1.0) + 1 : a.width - 1;
+    y1 = im.v_hi + 1.0 < a.height - 1 ? static_cast<int>(im.v_hi + 1.0) + 1 : a.height - 1;
   }
   rect[0] = x0 / kStartTile;
   rect[1] = y0 / kStartTile;
   rect[2] = x1 / kStartTile;
   rect[3] = y1 / kStartTile;
-  depth = near || z_lo < 0.0 ? 0.0f : static_cast<float>(z_lo);
+  depth = near || im.z_lo < 0.0 ? 0.0f : static_cast<float>(im.z_lo);
   return true;
 }
 
