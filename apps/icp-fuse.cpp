@@ -75,6 +75,11 @@ int main(int argc, char** argv) {
   app.add_option("--truncation", f.truncation, "TSDF truncation distance, metres")
       ->capture_default_str()
       ->group(track_group);
+  app.add_option("--truncation-growth", f.truncation_growth,
+                 "metres of truncation added per metre of depth (deep depth is noisier): a pixel of depth d is "
+                 "truncated at --truncation + GROWTH * d, at most 4 x --truncation (0 = constant)")
+      ->capture_default_str()
+      ->group(track_group);
   app.add_option("--icp-iterations", f.icp_iterations, "ICP iterations per pyramid level, finest first (1-5 levels)")
       ->capture_default_str()
       ->type_name("N,N,N")

@@ -131,6 +131,9 @@ Plan make_plan(const Flags& f) {
     throw InvalidArgument(std::string("--volume-resolution: ") + e.what());
   }
   p.volume.truncation = static_cast<float>(f.truncation);
+  if (!(f.truncation_growth >= 0.0 && f.truncation_growth <= 1.0))
+    throw InvalidArgument("--truncation-growth: must be in [0, 1] metres per metre");
+  p.volume.truncation_growth = static_cast<float>(f.truncation_growth);
   if (f.volume == "sparse")
     p.volume.kind = fusion::VolumeKind::kSparse;
   else if (f.volume != "dense")

@@ -26,6 +26,7 @@ struct Flags {
   double voxel_size = 0.0;          ///< sparse voxel edge, metres; 0: volume_size / volume_resolution
   std::string max_memory = "512M";  ///< sparse block pool, bytes with an optional K/M/G suffix
   double truncation = 0.03;
+  double truncation_growth = 0.01;
   std::string icp_iterations = "10,5,4";
   double huber = 0.0;
   double photometric = 0.0;                  ///< grey-level sigma of the photometric term; 0 = off

@@ -4,7 +4,8 @@
 // writes the trajectory (TUM, the ground truth's timestamps) for tests/accuracy/trajectory_eval.py.
 //   bench_fusion [--device cuda|cpu] [--mode f2m|f2f] [--frames N] [--half] [--color] [--resolution R]
 //                [--out traj.txt]
-//                [--size M] [--truncation M] [--max-depth M] [--huber M] [--iterations A,B,C] [--no-bilateral]
+//                [--size M] [--truncation M] [--truncation-growth G] [--max-depth M] [--huber M] [--iterations A,B,C]
+//                [--no-bilateral]
 //                [--noise-weighting on|off] [--distance-gate M] [--gate-sigmas S] [--min-inliers R] [--angle-gate DEG]
 //                [--camera fx,fy,cx,cy] [--volume dense|sparse] [--voxel-size M] [--max-memory-mb N]
 //                [--stereo-baseline B] [--max-step M,DEG]
@@ -58,6 +59,8 @@ int main(int argc, char** argv) {
       params.volume.size.fill(std::stof(argv[++i]));
     else if (a == "--truncation" && i + 1 < argc)
       params.volume.truncation = std::stof(argv[++i]);
+    else if (a == "--truncation-growth" && i + 1 < argc)
+      params.volume.truncation_growth = std::stof(argv[++i]);
     else if (a == "--max-depth" && i + 1 < argc)
       params.depth.max_depth = std::stof(argv[++i]);
     else if (a == "--huber" && i + 1 < argc)

@@ -15,9 +15,10 @@ namespace {
 
 class SparseVolumeDevices : public ::testing::TestWithParam<Device> {};
 
-/// The default voxel (3 m / 512) and truncation, 256 MiB of pool (~128,000 blocks; 64,000 with colour).
+/// The default voxel (3 m / 512), truncation and its growth with depth, 256 MiB of pool (~128,000 blocks; 64,000
+/// with colour).
 VolumeParams real_sparse(bool color) {
-  VolumeParams p = sparse_params(3.0f / 512.0f, 0.03f, std::int64_t{256} << 20);
+  VolumeParams p = sparse_params(3.0f / 512.0f, 0.03f, std::int64_t{256} << 20, VolumeParams{}.truncation_growth);
   p.color = color;
   return p;
 }
@@ -134,12 +135,15 @@ TEST_P(SparseVolumeDevices, RealFramesMatchTheCpuBitForBit) {
                         gpu.raycast(redkitchen_camera().level(1), read_redkitchen_pose(50), 317, 239)));
 }
 
-/// A sphere in an odd-sized frame (631 x 479), two views, without data.
+/// A sphere in an odd-sized frame (631 x 479), two views, the truncation growing with depth, without data; the
+/// CUDA allocation's both paths.
 TEST_P(SparseVolumeDevices, SyntheticFramesMatchTheCpuBitForBit) {
   S3D_SKIP_IF_NO_DEVICE(GetParam());
   S3D_SKIP_CPU_VS_CPU(GetParam());
-  const VolumeParams p = sparse_params(0.008f, 0.03f);
-  TestSparseVolume cpu(Device(Device::Kind::kCpu), p), gpu(GetParam(), p);
+  const VolumeParams p = sparse_params(0.008f, 0.03f, std::int64_t{64} << 20, 0.05f);
+  // `sorted` takes the allocation's other path: a request set of 16 keys overflows, every request is sorted.
+  TestSparseVolume cpu(Device(Device::Kind::kCpu), p), gpu(GetParam(), p), sorted(GetParam(), p);
+  sorted.set_request_set_limit(16);
   const Eigen::Vector3d centre(0.3, -0.2, 1.4);
   std::vector<Eigen::Isometry3d> views;
   for (int f = 0; f < 2; ++f) {
@@ -147,9 +151,11 @@ TEST_P(SparseVolumeDevices, SyntheticFramesMatchTheCpuBitForBit) {
     const Image<float> depth = render_sphere(synthetic_camera(), pose, 631, 479, centre, 0.4);
     cpu.integrate(depth, synthetic_camera(), pose);
     gpu.integrate(depth, synthetic_camera(), pose);
+    sorted.integrate(depth, synthetic_camera(), pose);
     views.push_back(pose);
   }
   expect_same(cpu, gpu, synthetic_camera(), views, 631, 479);
+  expect_same(cpu, sorted, synthetic_camera(), views, 631, 479);
 }
 
 /// A pool of 40 blocks: both refuse the same blocks, keep the same ones, and extract the same from them.

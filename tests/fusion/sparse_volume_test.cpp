@@ -32,11 +32,14 @@ struct SphereScene {
     dense.resolution = {256, 256, 256};
     dense.size = {2.56f, 2.56f, 2.56f};
     dense.truncation = 0.04f;
+    dense.truncation_growth = 0.0f;
     pose[0] = look_at(Eigen::Vector3d(1.28, 1.28, 0.3), centre);
     pose[1] = look_at(Eigen::Vector3d(1.75, 1.0, 0.45), centre);
     for (int f = 0; f < 2; ++f) depth[f] = render_sphere(synthetic_camera(), pose[f], 640, 480, centre, radius);
   }
-  VolumeParams sparse() const { return sparse_params(dense.voxel_size(0), dense.truncation); }
+  VolumeParams sparse() const {
+    return sparse_params(dense.voxel_size(0), dense.truncation, std::int64_t{64} << 20, dense.truncation_growth);
+  }
   static long long dense_index(int i, int j, int k) { return i + 256LL * (j + 256LL * k); }
 };
 
@@ -236,6 +239,27 @@ TEST_P(SparseVolume, MeshAndCloudEqualTheDenseOnes) {
   std::sort(sp.begin(), sp.end());
   EXPECT_GT(sp.size(), 3000u);
   EXPECT_TRUE(sp == dp) << sp.size() << " sparse points, " << dp.size() << " dense";
+}
+
+/// With the truncation growing with depth, the sparse volume still stores the dense volume's voxels (the same
+/// mesh), over a wider band: more blocks than with a constant truncation.
+TEST_P(SparseVolume, GrowingTruncationKeepsTheDenseMeshOverMoreBlocks) {
+  S3D_SKIP_IF_NO_DEVICE(GetParam());
+  SphereScene s;
+  TestSparseVolume constant(GetParam(), s.sparse());
+  s.dense.truncation_growth = 0.05f;  // 0.04 m + 0.05 * (1.1 .. 1.5 m): 0.095 .. 0.115 m, below the cap (0.16 m)
+  TestVolume dense(Device(Device::Kind::kCpu), s.dense);
+  TestSparseVolume sparse(GetParam(), s.sparse());
+  for (int f = 0; f < 2; ++f) {
+    constant.integrate(s.depth[f], synthetic_camera(), s.pose[f]);
+    dense.integrate(s.depth[f], synthetic_camera(), s.pose[f]);
+    sparse.integrate(s.depth[f], synthetic_camera(), s.pose[f]);
+  }
+  const Mesh dm = dense.mesh(), sm = sparse.mesh();
+  ASSERT_GT(dm.triangles.size(), 3000u);
+  EXPECT_TRUE(triangle_positions(sm) == triangle_positions(dm))
+      << sm.triangles.size() / 3 << " sparse triangles, " << dm.triangles.size() / 3 << " dense";
+  EXPECT_GT(sparse.stats().allocated, constant.stats().allocated * 5 / 4);
 }
 
 /// A wall 20 m in front of a camera at (1000, -500, 30): allocated, ray cast onto the wall and meshed onto it,

@@ -17,12 +17,15 @@ namespace s3d::fusion::test {
 using detail::BlockCoord;
 using detail::kBlockVoxels;
 
-/// A sparse VolumeParams: voxel `voxel` m, truncation `mu` m, `bytes` of pool (64 MiB: ~32,000 blocks).
-inline VolumeParams sparse_params(float voxel, float mu, std::int64_t bytes = std::int64_t{64} << 20) {
+/// A sparse VolumeParams: voxel `voxel` m, truncation `mu` m, `bytes` of pool (64 MiB: ~32,000 blocks), the
+/// truncation growing by `growth` per metre of depth (0: `mu` at every depth, which the expectations use).
+inline VolumeParams sparse_params(float voxel, float mu, std::int64_t bytes = std::int64_t{64} << 20,
+                                  float growth = 0.0f) {
   VolumeParams p;
   p.kind = VolumeKind::kSparse;
   p.sparse_voxel_size = voxel;
   p.truncation = mu;
+  p.truncation_growth = growth;
   p.sparse_memory_bytes = bytes;
   return p;
 }
@@ -76,6 +79,7 @@ class TestSparseVolume {
   SurfaceCloud cloud() { return backend_->extract_cloud(0); }
   void reset() { backend_->reset(); }
   void set_start_tiles(bool on) { sparse_->set_start_tiles(on); }
+  void set_request_set_limit(int keys) { sparse_->set_request_set_limit(keys); }
   std::vector<BlockCoord> blocks() { return sparse_->blocks(); }
   detail::SparseStats stats() { return sparse_->stats(); }
   void download(std::vector<std::int16_t>& tsdf, std::vector<std::int16_t>& weight) {

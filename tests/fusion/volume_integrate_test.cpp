@@ -32,33 +32,40 @@ Image<float> constant_depth(float z) { return Image<float>(640, 480, 1, z); }
 
 TEST_P(VolumeIntegrate, PlaneMatchesTheAnalyticRayDistance) {
   S3D_SKIP_IF_NO_DEVICE(GetParam());
-  const VolumeParams p = plane_params();
-  TestVolume volume(GetParam(), p);
-  volume.integrate(constant_depth(1.0f), synthetic_camera(), Eigen::Isometry3d::Identity());
-  std::vector<std::int16_t> tsdf, weight;
-  volume.download(tsdf, weight);
-  const double mu = p.truncation, voxel = 0.01;
-  int checked = 0, empty = 0;
-  for (int k = 0; k < 60; ++k)
-    for (int j = 0; j < 60; ++j)
-      for (int i = 0; i < 80; ++i) {
-        const Eigen::Vector3d c(-0.4 + (i + 0.5) * voxel, -0.3 + (j + 0.5) * voxel, 0.7 + (k + 0.5) * voxel);
-        // The plane z = 1 along the voxel's own ray: distance |c| / c.z; the voxel sits at |c|.
-        const double sdf = c.norm() / c.z() - c.norm();
-        const std::size_t v = i + 80 * (j + 60 * static_cast<std::size_t>(k));
-        if (sdf >= -mu + 0.002) {
-          ASSERT_EQ(weight[v], 1) << i << " " << j << " " << k;
-          const double expected = std::min(1.0, sdf / mu);
-          // Pixel rounding changes the ray length by < 1 mm here; int16 storage by 1/32767.
-          ASSERT_NEAR(tsdf[v] / 32767.0, expected, 0.001 / mu + 1e-4) << i << " " << j << " " << k;
-          ++checked;
-        } else if (sdf < -mu - 0.002) {
-          ASSERT_EQ(weight[v], 0) << i << " " << j << " " << k;
-          ++empty;
+  // Constant truncation (KinFu), the default growth with depth, and a growth that reaches the cap.
+  for (const float growth : {0.0f, 0.02f, 1.0f}) {
+    SCOPED_TRACE(growth);
+    VolumeParams p = plane_params();
+    p.truncation_growth = growth;
+    TestVolume volume(GetParam(), p);
+    volume.integrate(constant_depth(1.0f), synthetic_camera(), Eigen::Isometry3d::Identity());
+    std::vector<std::int16_t> tsdf, weight;
+    volume.download(tsdf, weight);
+    // Every pixel's depth is 1 m: truncation + growth * 1 m, at most kMaxTruncationGrowth truncations.
+    const double mu = growth == 0.0f ? 0.03 : std::min(0.03 + growth * 1.0, kMaxTruncationGrowth * 0.03);
+    const double voxel = 0.01;
+    int checked = 0, empty = 0;
+    for (int k = 0; k < 60; ++k)
+      for (int j = 0; j < 60; ++j)
+        for (int i = 0; i < 80; ++i) {
+          const Eigen::Vector3d c(-0.4 + (i + 0.5) * voxel, -0.3 + (j + 0.5) * voxel, 0.7 + (k + 0.5) * voxel);
+          // The plane z = 1 along the voxel's own ray: distance |c| / c.z; the voxel sits at |c|.
+          const double sdf = c.norm() / c.z() - c.norm();
+          const std::size_t v = i + 80 * (j + 60 * static_cast<std::size_t>(k));
+          if (sdf >= -mu + 0.002) {
+            ASSERT_EQ(weight[v], 1) << i << " " << j << " " << k;
+            const double expected = std::min(1.0, sdf / mu);
+            // Pixel rounding changes the ray length by < 1 mm here; int16 storage by 1/32767.
+            ASSERT_NEAR(tsdf[v] / 32767.0, expected, 0.001 / mu + 1e-4) << i << " " << j << " " << k;
+            ++checked;
+          } else if (sdf < -mu - 0.002) {
+            ASSERT_EQ(weight[v], 0) << i << " " << j << " " << k;
+            ++empty;
+          }
         }
-      }
-  EXPECT_GT(checked, 80 * 60 * 25);
-  EXPECT_GT(empty, 80 * 60 * 25);
+    EXPECT_GT(checked, 80 * 60 * 25);
+    EXPECT_GT(empty, 80 * 60 * 15);
+  }
 }
 
 TEST_P(VolumeIntegrate, WeightIsCappedAndTheMeanStaysPut) {
@@ -89,7 +96,8 @@ TEST_P(VolumeIntegrate, WeightIsCappedAndTheMeanStaysPut) {
 
 TEST_P(VolumeIntegrate, NearerSurfaceMovesTheMean) {
   S3D_SKIP_IF_NO_DEVICE(GetParam());
-  const VolumeParams p = plane_params();
+  VolumeParams p = plane_params();
+  p.truncation_growth = 0.0f;  // one truncation for both depths
   TestVolume volume(GetParam(), p);
   volume.integrate(constant_depth(1.00f), synthetic_camera(), Eigen::Isometry3d::Identity());
   volume.integrate(constant_depth(1.01f), synthetic_camera(), Eigen::Isometry3d::Identity());

@@ -39,7 +39,7 @@ inline void integrate_row(Voxel* row, ColorVoxel* color_row, const IntegrateArgs
   const Rigid& m = a.world_to_camera;
   const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
   const __m256 width_last = set(static_cast<float>(a.width - 1)), height_last = set(static_cast<float>(a.height - 1));
-  const __m256 truncation = set(g.truncation), scale = set(kTsdfScale);
+  const __m256 scale = set(kTsdfScale);
   const __m256i max_weight = _mm256_set1_epi32(g.max_weight);
   const __m256 vy = set(py), vz = set(pz);
   // c = world_to_camera p (Rigid::apply)
@@ -75,9 +75,12 @@ inline void integrate_row(Voxel* row, ColorVoxel* color_row, const IntegrateArgs
   const __m256 distance =
       _mm256_sqrt_ps(_mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(ox, ox), _mm256_mul_ps(oy, oy)), _mm256_mul_ps(oz, oz)));
   const __m256 sdf = _mm256_sub_ps(ray_depth, distance);
-  ok = _mm256_and_ps(ok, _mm256_cmp_ps(sdf, set(-g.truncation), _CMP_GE_OQ));
+  // truncation_at: min_ps(a, b) is a < b ? a : b
+  const __m256 mu = _mm256_min_ps(_mm256_add_ps(set(g.truncation), _mm256_mul_ps(set(g.truncation_growth), d)),
+                                  set(g.truncation_cap));
+  ok = _mm256_and_ps(ok, _mm256_cmp_ps(sdf, _mm256_sub_ps(zero, mu), _CMP_GE_OQ));
   if (_mm256_movemask_ps(ok) == 0) return;
-  const __m256 ratio = _mm256_div_ps(sdf, truncation);
+  const __m256 ratio = _mm256_div_ps(sdf, mu);
   const __m256 tsdf = _mm256_blendv_ps(one, ratio, _mm256_cmp_ps(ratio, one, _CMP_LT_OQ));
   // tsdf_fuse on the 8 stored words {int16 tsdf, int16 weight}
   int* words = reinterpret_cast<int*>(row);

@@ -60,6 +60,10 @@ void FusionParams::validate() const {
   volume.validate();
 }
 
+float VolumeParams::max_truncation() const {
+  return truncation_growth > 0.0f ? kMaxTruncationGrowth * truncation : truncation;
+}
+
 void VolumeParams::validate() const {
   for (int a = 0; a < 3; ++a) {
     S3D_EXPECTS(resolution[a] >= 1 && resolution[a] <= 4096, "volume: resolution must be in [1, 4096] per axis");
@@ -71,6 +75,7 @@ void VolumeParams::validate() const {
               "volume: resolution must give at most 2^31 - 1 voxels (a cube: at most 1290 per side)");
   S3D_EXPECTS(positive(truncation), "volume: truncation must be finite and > 0");
   S3D_EXPECTS(truncation >= min_truncation(), "volume: truncation must be at least 1e-6 of the summed sides");
+  S3D_EXPECTS(truncation_growth >= 0.0f && truncation_growth <= 1.0f, "volume: truncation_growth must be in [0, 1]");
   S3D_EXPECTS(max_weight >= 1 && max_weight <= 32767, "volume: max_weight must be in [1, 32767]");
   S3D_EXPECTS(kind == VolumeKind::kDense || kind == VolumeKind::kSparse, "volume: kind must be dense or sparse");
   S3D_EXPECTS(std::isfinite(sparse_voxel_size) && sparse_voxel_size >= 1e-4f && sparse_voxel_size <= 1.0f,

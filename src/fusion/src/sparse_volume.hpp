@@ -44,9 +44,13 @@ class SparseVolumeBackend : public VolumeBackend {
   /// On (the default), ray casts begin each march at its start tile (sparse_volume_raycast.hpp); off, every
   /// march runs from the box entry: the reference the tests hold the tiles to.
   void set_start_tiles(bool on) { start_tiles_ = on; }
+  /// The most distinct block keys a frame's CUDA allocation gathers in its request set (default 2^20) before it
+  /// sorts every pixel's requests instead; lower, the tests take that path. The CPU has no such path.
+  void set_request_set_limit(int keys) { request_set_limit_ = keys; }
 
  protected:
   bool start_tiles_ = true;
+  int request_set_limit_ = 1 << 20;
 };
 
 /// Pool blocks for `p`: sparse_memory_bytes / sparse_block_bytes(color), at most 2^24.

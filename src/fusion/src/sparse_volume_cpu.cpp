@@ -2,6 +2,7 @@
 // sparse_volume_integrate.hpp / sparse_volume_raycast.hpp in OpenMP loops, the allocation serial (a sort and a
 // unique of the frame's requests), so the set of blocks, their slots and their voxels are the CUDA backend's.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -16,6 +17,8 @@
 
 namespace s3d::fusion::detail {
 namespace {
+
+constexpr unsigned int kRequestCache = 4096;  ///< entries of allocate()'s per-thread repeat filter (a power of 2)
 
 class CpuSparseVolume final : public SparseVolumeBackend {
  public:
@@ -169,11 +172,20 @@ class CpuSparseVolume final : public SparseVolumeBackend {
 #pragma omp parallel
     {
       std::vector<unsigned long long> mine, segment(static_cast<std::size_t>(a.max_blocks));
+      // Neighbouring pixels request mostly the same blocks: a small direct-mapped cache of the keys this thread
+      // has kept drops most repeats before the sort (which drops the rest; the result is the same).
+      std::array<unsigned long long, kRequestCache> seen;
+      seen.fill(kEmptyKey);
 #pragma omp for schedule(static) nowait
       for (int v = 0; v < depth.height; ++v)
         for (int u = 0; u < depth.width; ++u) {
           const int n = segment_blocks(a, depth.data, depth.pitch, u, v, segment.data());
-          mine.insert(mine.end(), segment.begin(), segment.begin() + n);
+          for (int i = 0; i < n; ++i) {
+            unsigned long long& slot = seen[hash_entry(segment[i], kRequestCache - 1)];
+            if (slot == segment[i]) continue;
+            slot = segment[i];
+            mine.push_back(segment[i]);
+          }
         }
       std::sort(mine.begin(), mine.end());
       mine.erase(std::unique(mine.begin(), mine.end()), mine.end());

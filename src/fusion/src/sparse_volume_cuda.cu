@@ -2,7 +2,8 @@
 // (sparse_volume_integrate.hpp, sparse_volume_raycast.hpp, sparse_volume_extract.hpp), and the allocation makes
 // the same choices in the same order, so blocks, voxels, maps, meshes and clouds are bit-identical to it.
 // - integrate: one thread per pixel writes the keys of the blocks its segment crosses (kEmptyKey pads to the
-//   fixed count per pixel); CUB radix sort + unique; a flag per key not in the hash; CUB select of the new keys
+//   fixed count per pixel); a hash set gathers the distinct keys, which a CUB radix sort orders (beyond 2^20
+//   distinct keys, a sort of every entry + unique); a flag per key not in the hash; CUB select of the new keys
 //   (still in key order); when they outnumber the free slots, a stable CUB radix sort by distance from the
 //   camera's block; the first `free` of them take slots used, used + 1, ... and are inserted into the hash with
 //   atomicCAS (keys unique within the batch; an entry's place in the table may differ from run to run, what
@@ -46,6 +47,33 @@ __global__ void request_kernel(AllocateArgs a, const float* depth, long long pit
   unsigned long long* mine = out + (static_cast<long long>(v) * a.width + u) * a.max_blocks;
   const int n = segment_blocks(a, depth, pitch, u, v, mine);
   for (int s = n; s < a.max_blocks; ++s) mine[s] = kEmptyKey;
+}
+
+/// Adds the requested keys (kEmptyKey: none) to the frame's request set (open addressing, mask + 1 entries); the
+/// thread that inserts a key appends it to `list` (list_capacity entries). More keys than the list holds, or a
+/// full set, leave *count above list_capacity: the caller then sorts every request instead. The set's content,
+/// and so the sorted list, do not depend on the order in which threads insert.
+__global__ void request_set_kernel(const unsigned long long* keys, int n, unsigned long long* set, unsigned int mask,
+                                   unsigned long long* list, int list_capacity, int* count) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const unsigned long long key = keys[i];
+  if (key == kEmptyKey) return;
+  unsigned int h = hash_entry(key, mask);
+  for (unsigned int probe = 0; probe <= mask; ++probe, h = (h + 1) & mask) {
+    // Neighbouring pixels request the same blocks: a plain read finds most of them without an atomic.
+    const unsigned long long seen = set[h];
+    if (seen == key) return;
+    if (seen != kEmptyKey) continue;
+    const unsigned long long old = atomicCAS(&set[h], kEmptyKey, key);
+    if (old == key) return;
+    if (old == kEmptyKey) {
+      const int at = atomicAdd(count, 1);
+      if (at < list_capacity) list[at] = key;
+      return;
+    }
+  }
+  atomicMax(count, list_capacity + 1);  // the set is full
 }
 
 __global__ void new_flag_kernel(BlockHash hash, const unsigned long long* keys, const int* count,
@@ -335,13 +363,30 @@ class CudaSparseVolume final : public SparseVolumeBackend {
     request_kernel<<<dim3(blocks_for(depth.width, kBlockX), blocks_for(depth.height, kBlockY)), block, 0, st>>>(
         a, depth.data, static_cast<long long>(depth.pitch), keys_a_.data());
     S3D_CUDA_CHECK_LAUNCH();
+    // The sorted distinct requests into keys_a_, their count into count_. Most of the W * H * max_blocks entries
+    // are padding or repeats: a set gathers the distinct keys and only those are sorted, unless there are more
+    // than the list holds; then every entry is sorted and the repeats dropped (the same result).
+    S3D_CUDA_CHECK(cudaMemsetAsync(request_set_.data(), 0xff, request_set_.size() * sizeof(unsigned long long), st));
+    S3D_CUDA_CHECK(cudaMemsetAsync(count_.data(), 0, sizeof(int), st));
+    const int list_capacity = static_cast<int>(std::min<std::size_t>(request_list_.size(), request_set_limit_));
+    request_set_kernel<<<blocks_for(items, 256), 256, 0, st>>>(keys_a_.data(), items, request_set_.data(),
+                                                               static_cast<unsigned int>(request_set_.size() - 1),
+                                                               request_list_.data(), list_capacity, count_.data());
+    S3D_CUDA_CHECK_LAUNCH();
+    int unique = read_count();
     std::size_t bytes = temp_.size();
-    S3D_CUDA_CHECK(
-        cub::DeviceRadixSort::SortKeys(temp_.data(), bytes, keys_a_.data(), keys_b_.data(), items, 0, 64, st));
-    bytes = temp_.size();
-    S3D_CUDA_CHECK(
-        cub::DeviceSelect::Unique(temp_.data(), bytes, keys_b_.data(), keys_a_.data(), count_.data(), items, st));
-    const int unique = read_count();
+    if (unique <= list_capacity) {
+      if (unique == 0) return;
+      S3D_CUDA_CHECK(
+          cub::DeviceRadixSort::SortKeys(temp_.data(), bytes, request_list_.data(), keys_a_.data(), unique, 0, 64, st));
+    } else {
+      S3D_CUDA_CHECK(
+          cub::DeviceRadixSort::SortKeys(temp_.data(), bytes, keys_a_.data(), keys_b_.data(), items, 0, 64, st));
+      bytes = temp_.size();
+      S3D_CUDA_CHECK(
+          cub::DeviceSelect::Unique(temp_.data(), bytes, keys_b_.data(), keys_a_.data(), count_.data(), items, st));
+      unique = read_count();
+    }
     if (unique == 0) return;
     new_flag_kernel<<<blocks_for(unique, 256), 256, 0, st>>>(hash(), keys_a_.data(), count_.data(), flags_.data());
     S3D_CUDA_CHECK_LAUNCH();
@@ -396,6 +441,12 @@ class CudaSparseVolume final : public SparseVolumeBackend {
     dist_a_.resize(n, st);
     dist_b_.resize(n, st);
     flags_.resize(n, st);
+    // The request set: distinct keys up to 2^20 a frame (8 MiB of list), the set twice that in entries.
+    const std::size_t list = std::min(n, std::size_t{1} << 20);
+    std::size_t entries = 1024;
+    while (entries < 2 * list) entries *= 2;
+    request_list_.resize(list, st);
+    request_set_.resize(entries, st);
     std::size_t need = 0, bytes = 0;
     S3D_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, bytes, keys_a_.data(), keys_b_.data(), items, 0, 64, st));
     need = bytes > need ? bytes : need;
@@ -430,6 +481,7 @@ class CudaSparseVolume final : public SparseVolumeBackend {
   // The allocation's scratch, by frame size.
   DeviceBuffer<unsigned long long> keys_a_, keys_b_, dist_a_, dist_b_;
   DeviceBuffer<unsigned char> flags_;
+  DeviceBuffer<unsigned long long> request_set_, request_list_;  // the distinct requests (request_set_kernel)
   DeviceBuffer<unsigned char> temp_;
   DeviceBuffer<std::uint8_t> rgb_;
   DeviceBuffer<float> start_depth_;  // the ray cast's start tiles, grown to the largest map

@@ -116,6 +116,8 @@ inline SparseGrid make_sparse_grid(const VolumeParams& p) {
   g.lattice.voxel = {g.voxel, g.voxel, g.voxel};
   g.lattice.size = {g.block, g.block, g.block};
   g.lattice.truncation = p.truncation;
+  g.lattice.truncation_growth = p.truncation_growth;
+  g.lattice.truncation_cap = p.max_truncation();
   g.lattice.max_weight = p.max_weight;
   return g;
 }

@@ -4,7 +4,7 @@
 // root, so both backends allocate the same blocks and store the same voxels).
 // - Allocation: for each valid depth pixel (u, v) with depth d, the ray through the pixel centre, unit direction
 //   R ((u - cx) / fx, (v - cy) / fy, 1) / |.|, from the camera centre; along it the segment of ray lengths
-//   [D - truncation, D + truncation] (clamped at 0), D = d sqrt(xn^2 + yn^2 + 1) the pixel's ray length
+//   [D - mu, D + mu] (clamped at 0), mu = truncation_at(d), D = d sqrt(xn^2 + yn^2 + 1) the pixel's ray length
 //   (tsdf_sample's), and every block that segment crosses (a 3-D DDA, Amanatides & Woo 1987), at most
 //   segment_block_limit() of them.
 // - Integration: every voxel of every allocated block whose box may be in the frustum (block_maybe_visible, a
@@ -26,10 +26,11 @@ struct AllocateArgs {
   int max_blocks;  ///< segment_block_limit(grid)
 };
 
-/// The most blocks a segment of 2 truncations can cross: one plus, per axis, floor(length / block) + 1
-/// boundary crossings (+1 for rounding).
+/// The most blocks a segment of 2 truncations (the largest, truncation_cap) can cross: one plus, per axis,
+/// floor(length / block) + 1 boundary crossings (+1 for rounding).
 inline int segment_block_limit(const SparseGrid& g) {
-  return 4 + 3 * static_cast<int>(std::ceil(2.0 * static_cast<double>(g.truncation) / static_cast<double>(g.block)));
+  return 4 + 3 * static_cast<int>(
+                     std::ceil(2.0 * static_cast<double>(g.lattice.truncation_cap) / static_cast<double>(g.block)));
 }
 
 /// Writes the keys of the blocks that pixel (u, v)'s segment crosses, in the order the segment meets them,
@@ -48,7 +49,7 @@ S3D_HOST_DEVICE S3D_FORCEINLINE int segment_blocks(const AllocateArgs& a, const 
   if (dir.x == 0.0f) dir.x = 1e-15f;
   if (dir.y == 0.0f) dir.y = 1e-15f;
   if (dir.z == 0.0f) dir.z = 1e-15f;
-  const float mu = a.grid.truncation;
+  const float mu = truncation_at(a.grid.lattice, d);
   const float s0 = ray_depth - mu > 0.0f ? ray_depth - mu : 0.0f;
   const float length = (ray_depth + mu) - s0;
   const Vec3f camera = {a.camera_to_world.t[0], a.camera_to_world.t[1], a.camera_to_world.t[2]};

@@ -47,6 +47,8 @@ struct VolumeGrid {
   Vec3f size;    ///< metres per side
   Vec3f voxel;   ///< size / resolution, per axis
   float truncation;
+  float truncation_growth;  ///< VolumeParams::truncation_growth
+  float truncation_cap;     ///< VolumeParams::max_truncation()
   int max_weight;
 
   S3D_HOST_DEVICE S3D_FORCEINLINE long long count() const {
@@ -73,6 +75,8 @@ inline VolumeGrid make_grid(const VolumeParams& p) {
   g.size = {p.size[0], p.size[1], p.size[2]};
   g.voxel = {p.voxel_size(0), p.voxel_size(1), p.voxel_size(2)};
   g.truncation = p.truncation;
+  g.truncation_growth = p.truncation_growth;
+  g.truncation_cap = p.max_truncation();
   g.max_weight = p.max_weight;
   return g;
 }
@@ -124,11 +128,19 @@ struct IntegrateArgs {
   int width, height;
 };
 
+/// The truncation of a sample of depth d: min(truncation + truncation_growth * d, truncation_cap); the
+/// truncation itself when truncation_growth is 0 (0 * d adds +0; a NaN sum, from d = +inf, takes the cap).
+S3D_HOST_DEVICE S3D_FORCEINLINE float truncation_at(const VolumeGrid& g, float d) {
+  const float mu = g.truncation + g.truncation_growth * d;
+  return mu < g.truncation_cap ? mu : g.truncation_cap;
+}
+
 /// KinFu `tsdf23` for voxel (i, j, k): its centre p is moved to the camera (c = world_to_camera p); skipped if
 /// c.z <= 0; projected to u = rintf(((fx * c.x) * (1 / c.z)) + cx) (same for v), skipped outside the image or
 /// where depth d is not > 0; the depth is scaled to the ray length of that pixel,
 /// D = d * sqrtf((xn * xn + yn * yn) + 1) with xn = (u - cx) / fx, yn = (v - cy) / fy, and
-/// sdf = D - |p - camera centre| (world). Skipped if sdf < -truncation; else tsdf = fminf(1, sdf / truncation).
+/// sdf = D - |p - camera centre| (world). Skipped if sdf < -mu; else tsdf = fminf(1, sdf / mu), mu =
+/// truncation_at(d).
 /// `pixel` receives v * width + u, the sample's index in a dense image of the depth's size (the colour image).
 S3D_HOST_DEVICE S3D_FORCEINLINE bool tsdf_sample(const IntegrateArgs& a, const float* depth, long long pitch, int i,
                                                  int j, int k, float& tsdf, long long& pixel) {
@@ -148,8 +160,9 @@ S3D_HOST_DEVICE S3D_FORCEINLINE bool tsdf_sample(const IntegrateArgs& a, const f
   const float ray_depth = d * sqrtf(((xn * xn) + (yn * yn)) + 1.0f);
   const float distance = sqrtf(squared_norm(p - a.camera_centre));
   const float sdf = ray_depth - distance;
-  if (!(sdf >= -a.grid.truncation)) return false;
-  const float ratio = sdf / a.grid.truncation;
+  const float mu = truncation_at(a.grid, d);
+  if (!(sdf >= -mu)) return false;
+  const float ratio = sdf / mu;
   tsdf = ratio < 1.0f ? ratio : 1.0f;  // fminf(1, ratio) without the libm call (NaN gives 1 either way)
   pixel = static_cast<long long>(v) * a.width + u;
   return true;

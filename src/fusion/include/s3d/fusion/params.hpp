@@ -109,11 +109,19 @@ enum class VolumeKind {
 /// default voxel); depth beyond that is not stored. When the pool is full, further blocks are refused (not
 /// evicted): the nearest to the camera are allocated first, the rest counted. resolution, size and origin are
 /// not used by the sparse volume (the engine's default first pose still reads them).
+/// The depth-grown truncation stops at this multiple of VolumeParams::truncation.
+constexpr float kMaxTruncationGrowth = 4.0f;
+
 struct VolumeParams {
   std::array<int, 3> resolution{512, 512, 512};
   std::array<float, 3> size{3.0f, 3.0f, 3.0f};
   std::array<float, 3> origin{0.0f, 0.0f, 0.0f};
   float truncation = 0.03f;  ///< metres, at least min_truncation()
+  /// Metres of truncation added per metre of a pixel's depth d (Niessner et al., "Real-time 3D Reconstruction at
+  /// Scale using Voxel Hashing", 2013): a sample of depth d is truncated at min(truncation + truncation_growth * d,
+  /// kMaxTruncationGrowth * truncation), so that deep, noisy depth still forms one zero crossing. In [0, 1]; 0
+  /// keeps the truncation constant (KinFu). Default 0.01 (docs/ICP-FUSE.md, Truncation).
+  float truncation_growth = 0.01f;
   int max_weight = 128;
   /// Keep a colour per voxel (4 more bytes each): frames integrated with an RGB image registered to the depth
   /// update it, meshes and clouds get vertex colours.
@@ -146,6 +154,8 @@ struct VolumeParams {
   }
   /// 10^-6 of the summed sides: the ray cast marches in steps of 0.8 * truncation up to 3 * (sum of the
   /// sides), and a smaller step would not advance the float march.
+  /// The largest truncation a sample can get: truncation, or kMaxTruncationGrowth times it with truncation_growth.
+  float max_truncation() const;
   double min_truncation() const {
     return 1e-6 * ((static_cast<double>(size[0]) + static_cast<double>(size[1])) + static_cast<double>(size[2]));
   }
