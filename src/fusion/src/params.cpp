@@ -91,8 +91,9 @@ void VolumeParams::validate() const {
 std::int64_t sparse_block_bytes(bool color) {
   // 512 voxels (4 bytes, 4 more with colour), the block's coordinates (12 bytes) and its share of the hash
   // table (a power of two of at least two entries a block: at most 4 entries of 12 bytes) and of the two coarse
-  // key sets of the same size (at most 4 entries of 8 bytes each).
-  return 512 * (color ? 8 : 4) + 12 + 48 + 64;
+  // key sets of the same size (at most 4 entries of 8 bytes each), and its entry in the list of the blocks a frame
+  // integrates (4 bytes).
+  return 512 * (color ? 8 : 4) + 12 + 48 + 64 + 4;
 }
 
 const char* to_string(FrameStatus status) {

@@ -7,8 +7,9 @@
 //   (still in key order); when they outnumber the free slots, a stable CUB radix sort by distance from the
 //   camera's block; the first `free` of them take slots used, used + 1, ... and are inserted into the hash with
 //   atomicCAS (keys unique within the batch; an entry's place in the table may differ from run to run, what
-//   find() returns does not), their coarse cells into the coarse key sets; their voxels are cleared. Then one CUDA
-//   block per allocated block integrates its 512 voxels unless block_maybe_visible says the frame cannot reach it.
+//   find() returns does not), their coarse cells into the coarse key sets; their voxels are cleared. Then one thread
+//   per allocated block lists those that block_maybe_visible keeps, and one CUDA block per listed block integrates
+//   its 512 voxels.
 // - raycast: one thread per pool slot projects its block into the start tiles (atomicMin), then one thread per
 //   pixel marches.
 // Allocated at construction: the hash, the pool, the block keys. The allocation's scratch (keys per pixel,
@@ -137,14 +138,20 @@ __global__ void bounds_reset_kernel(int* bounds) {
 }
 
 /// One CUDA block per pool slot. `colors` and `rgb` are both set or both null.
-__global__ void integrate_kernel(IntegrateArgs a, SparseGrid g, const unsigned long long* block_keys, Voxel* voxels,
+/// Appends the pool slots (< n) whose blocks block_maybe_visible keeps to `list` (in no fixed order: each block's
+/// integration is independent of the others').
+__global__ void visible_kernel(IntegrateArgs a, SparseGrid g, const unsigned long long* block_keys, int n, int* list,
+                               int* count) {
+  const int slot = blockIdx.x * blockDim.x + threadIdx.x;
+  if (slot >= n) return;
+  if (block_maybe_visible(a, g, unpack_block(block_keys[slot]))) list[atomicAdd(count, 1)] = slot;
+}
+
+/// One CUDA block per listed pool slot: its 512 voxels.
+__global__ void integrate_kernel(IntegrateArgs a, const int* list, const unsigned long long* block_keys, Voxel* voxels,
                                  ColorVoxel* colors, const float* depth, long long pitch, const std::uint8_t* rgb) {
-  __shared__ bool visible;
-  const long long slot = blockIdx.x;
+  const long long slot = list[blockIdx.x];
   const BlockCoord b = unpack_block(block_keys[slot]);
-  if (threadIdx.x == 0) visible = block_maybe_visible(a, g, b);
-  __syncthreads();
-  if (!visible) return;
   for (int l = threadIdx.x; l < kBlockVoxels; l += blockDim.x) {
     const long long v = slot * kBlockVoxels + l;
     integrate_voxel(a, depth, pitch, rgb, b, l, voxels + v, colors ? colors + v : nullptr);
@@ -201,6 +208,7 @@ class CudaSparseVolume final : public SparseVolumeBackend {
     table_slots_.resize(entries, st);
     for (auto& level : coarse_keys_) level.resize(entries, st);
     block_keys_.resize(static_cast<std::size_t>(capacity_), st);
+    visible_.resize(static_cast<std::size_t>(capacity_), st);
     voxels_.resize(static_cast<std::size_t>(capacity_ * kBlockVoxels), st);
     if (params.color) colors_.resize(voxels_.size(), st);
     bounds_dev_.resize(6, st);
@@ -231,11 +239,19 @@ class CudaSparseVolume final : public SparseVolumeBackend {
       rgb_.copy_from_host_async(rgb_staging_.data(), bytes, st);
     }
     if (used_ > 0) {
+      // The visible blocks first (one thread each), then a CUDA block for each: most of a large map is out of view.
       const IntegrateArgs a = make_integrate_args(grid_.lattice, depth_m, camera, camera_to_world);
-      integrate_kernel<<<static_cast<unsigned int>(used_), kIntegrateThreads, 0, st>>>(
-          a, grid_, block_keys_.data(), voxels_.data(), color ? colors_.data() : nullptr, depth_m.data,
-          static_cast<long long>(depth_m.pitch), color ? rgb_.data() : nullptr);
+      S3D_CUDA_CHECK(cudaMemsetAsync(count_.data(), 0, sizeof(int), st));
+      visible_kernel<<<blocks_for(used_, 256), 256, 0, st>>>(a, grid_, block_keys_.data(), static_cast<int>(used_),
+                                                             visible_.data(), count_.data());
       S3D_CUDA_CHECK_LAUNCH();
+      const int visible = read_count();
+      if (visible > 0) {
+        integrate_kernel<<<static_cast<unsigned int>(visible), kIntegrateThreads, 0, st>>>(
+            a, visible_.data(), block_keys_.data(), voxels_.data(), color ? colors_.data() : nullptr, depth_m.data,
+            static_cast<long long>(depth_m.pitch), color ? rgb_.data() : nullptr);
+        S3D_CUDA_CHECK_LAUNCH();
+      }
     }
     stream_.synchronize();
   }
@@ -474,6 +490,7 @@ class CudaSparseVolume final : public SparseVolumeBackend {
   DeviceBuffer<int> table_slots_;
   DeviceBuffer<unsigned long long> coarse_keys_[kCoarseLevels];  // key sets of the coarse cells (coarse_key)
   DeviceBuffer<unsigned long long> block_keys_;                  // per pool slot
+  DeviceBuffer<int> visible_;                                    // the slots a frame integrates (visible_kernel)
   DeviceBuffer<Voxel> voxels_;
   DeviceBuffer<ColorVoxel> colors_;  // empty without colour
   DeviceBuffer<int> bounds_dev_;

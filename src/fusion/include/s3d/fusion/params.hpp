@@ -131,10 +131,10 @@ struct VolumeParams {
   /// Sparse only: voxel edge, metres, in [1e-4, 1]. Default 3 m / 512, the default dense volume's voxel.
   float sparse_voxel_size = 3.0f / 512.0f;
   /// Sparse only: bytes for the block pool (2 KiB a block, 4 KiB with colour), the blocks' coordinates and the
-  /// hash tables (at most 124 bytes a block), all allocated at construction; at least one block's worth
-  /// (sparse_block_bytes), at most 2^40. Default 512 MiB, the voxels of the default dense volume: about 247,000
-  /// blocks (127 M voxels), 127,000 with colour. A frame's allocation scratch (the blocks each depth pixel's ray
-  /// crosses) is not counted.
+  /// hash tables and the list of a frame's visible blocks (at most 128 bytes a block), all allocated at construction;
+  /// at least one block's worth (sparse_block_bytes), at most 2^40. Default 512 MiB, the voxels of the default dense
+  /// volume: about 247,000 blocks (127 M voxels), 127,000 with colour. A frame's allocation scratch (the blocks each
+  /// depth pixel's ray crosses) is not counted.
   std::int64_t sparse_memory_bytes = std::int64_t{512} << 20;
   /// Sparse only: the ray cast marches each pixel's ray from the camera centre to this distance, metres, in
   /// (0, 10^4] and at most 10^6 truncations. Default 30 m.
