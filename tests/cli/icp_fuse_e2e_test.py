@@ -442,7 +442,8 @@ class IcpFuseTest(unittest.TestCase):
                      ["--max-step", "0.2,200"], ["--max-lost", "2"], ["--min-inliers", "-1"], ["--volume", "cube"],
                      ["--max-memory", "0"], ["--max-memory", "5X"], ["--voxel-size", "-1"],
                      ["--motion-prior", "maybe"], ["--photometric", "2"], ["--photometric", "-0.1"],
-                     ["--images", "no-such-folder"]):
+                     ["--images", "no-such-folder"], ["--truncation-growth", "-0.01"], ["--truncation-growth", "2"],
+                     ["--truncation-growth", "nan"]):
             proc = self.run_tool(*SMALL, *k, seq, "-o", "out", *args, code=2)
             err = proc.stderr.decode().strip().splitlines()
             self.assertEqual(len(err), 1, (args, proc.stderr))
