@@ -137,9 +137,17 @@ S3D_HOST_DEVICE S3D_FORCEINLINE float trilinear_sum(float voxel, Vec3f p, int i,
   return r;
 }
 
+/// A block whose pool slot the caller holds (the march's current block): a trilinear that needs it takes the
+/// slot instead of looking it up again (the same slot, the same value). slot -1: none.
+struct KnownBlock {
+  int b[3];
+  int slot;
+};
+
 /// The dense trilinear (PCL `interpolateTrilineary`, tsdf_math.hpp: trilinear) at world point p, with no border:
 /// the same base voxel, weights and summation order.
-S3D_HOST_DEVICE S3D_FORCEINLINE float sparse_trilinear(const SparseVoxels& vol, float voxel, Vec3f p) {
+S3D_HOST_DEVICE S3D_FORCEINLINE float sparse_trilinear(const SparseVoxels& vol, float voxel, Vec3f p,
+                                                       const KnownBlock& known = {{0, 0, 0}, -1}) {
   // trilinear_base on the three axes.
   const float fi = floorf(p.x / voxel), fj = floorf(p.y / voxel), fk = floorf(p.z / voxel);
   const float lim = static_cast<float>(kVoxelCoordLimit - 2);
@@ -155,7 +163,9 @@ S3D_HOST_DEVICE S3D_FORCEINLINE float sparse_trilinear(const SparseVoxels& vol, 
   for (int o = 0; o < 8; ++o) {
     const int bi = o >> 2, bj = (o >> 1) & 1, bk = o & 1;
     if ((bi & ~si) | (bj & ~sj) | (bk & ~sk)) continue;  // that block holds none of the eight
-    slot[o] = vol.hash.find((i >> 3) + bi, (j >> 3) + bj, (k >> 3) + bk);
+    const int x = (i >> 3) + bi, y = (j >> 3) + bj, z = (k >> 3) + bk;
+    slot[o] =
+        known.slot >= 0 && x == known.b[0] && y == known.b[1] && z == known.b[2] ? known.slot : vol.hash.find(x, y, z);
   }
   float f[8];  // (di, dj, dk) at di * 4 + dj * 2 + dk
   for (int n = 0; n < 8; ++n) {
@@ -181,7 +191,8 @@ S3D_HOST_DEVICE S3D_FORCEINLINE float sparse_trilinear(const SparseVoxels& vol, 
 /// Without `share`, each of the six samples looks up its blocks; with it, their voxels (at most three an axis,
 /// from the base of v - qd to that of v + qd plus one: the base is monotonic in the coordinate) are looked up
 /// once. The same value either way.
-S3D_HOST_DEVICE S3D_FORCEINLINE Vec3f sparse_normal(const SparseVoxels& vol, float voxel, Vec3f v, bool share) {
+S3D_HOST_DEVICE S3D_FORCEINLINE Vec3f sparse_normal(const SparseVoxels& vol, float voxel, Vec3f v, bool share,
+                                                    const KnownBlock& known = {{0, 0, 0}, -1}) {
   const float qd = voxel / 4.0f;
   int lo[3], hi[3];
   if (share && trilinear_base(v.x - qd, voxel, lo[0]) && trilinear_base(v.y - qd, voxel, lo[1]) &&
@@ -198,9 +209,12 @@ S3D_HOST_DEVICE S3D_FORCEINLINE Vec3f sparse_normal(const SparseVoxels& vol, flo
             sparse_trilinear(vol, voxel, {v.x, v.y, v.z + qd}, cube) -
                 sparse_trilinear(vol, voxel, {v.x, v.y, v.z - qd}, cube)};
   }
-  return {sparse_trilinear(vol, voxel, {v.x + qd, v.y, v.z}) - sparse_trilinear(vol, voxel, {v.x - qd, v.y, v.z}),
-          sparse_trilinear(vol, voxel, {v.x, v.y + qd, v.z}) - sparse_trilinear(vol, voxel, {v.x, v.y - qd, v.z}),
-          sparse_trilinear(vol, voxel, {v.x, v.y, v.z + qd}) - sparse_trilinear(vol, voxel, {v.x, v.y, v.z - qd})};
+  return {sparse_trilinear(vol, voxel, {v.x + qd, v.y, v.z}, known) -
+              sparse_trilinear(vol, voxel, {v.x - qd, v.y, v.z}, known),
+          sparse_trilinear(vol, voxel, {v.x, v.y + qd, v.z}, known) -
+              sparse_trilinear(vol, voxel, {v.x, v.y - qd, v.z}, known),
+          sparse_trilinear(vol, voxel, {v.x, v.y, v.z + qd}, known) -
+              sparse_trilinear(vol, voxel, {v.x, v.y, v.z - qd}, known)};
 }
 
 /// Pixel (x, y)'s march (above). A - to + change stops without a hit; on + to - the dense refinement
@@ -280,9 +294,11 @@ S3D_HOST_DEVICE S3D_FORCEINLINE void sparse_raycast_pixel(const SparseVoxels& vo
     if (previous < 0.0f && tsdf > 0.0f) return;  // back face
     if (previous > 0.0f && tsdf < 0.0f) {        // strict: unobserved voxels (0) are neither side
       const float tp = static_cast<float>(n - 1) * step;
-      const float f_next = sparse_trilinear(vol, voxel, q);
+      // The refinement's and the normal's samples lie about this sample: most need only its block.
+      const KnownBlock known = {{bi, bj, bk}, cached_block};
+      const float f_next = sparse_trilinear(vol, voxel, q, known);
       if (f_next != f_next) return;
-      const float f_cur = sparse_trilinear(vol, voxel, ray_point(start, dir, tp));
+      const float f_cur = sparse_trilinear(vol, voxel, ray_point(start, dir, tp), known);
       if (f_cur != f_cur) return;
       const float ts = tp - (step * f_cur) / (f_next - f_cur);
       if (!(ts - ts == 0.0f)) return;  // inf or NaN
@@ -294,7 +310,7 @@ S3D_HOST_DEVICE S3D_FORCEINLINE void sparse_raycast_pixel(const SparseVoxels& vo
 #ifdef __CUDA_ARCH__
       const Vec3f g = sparse_normal(vol, voxel, v, true);
 #else
-      const Vec3f g = sparse_normal(vol, voxel, v, false);
+      const Vec3f g = sparse_normal(vol, voxel, v, false, known);
 #endif
       const float nx = g.x, ny = g.y, nz = g.z;
       const float nn = sqrtf(((nx * nx) + (ny * ny)) + (nz * nz));
