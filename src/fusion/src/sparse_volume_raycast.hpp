@@ -187,6 +187,14 @@ S3D_HOST_DEVICE S3D_FORCEINLINE float sparse_trilinear(const SparseVoxels& vol, 
   return trilinear_sum(voxel, p, i, j, k, f);
 }
 
+/// f(v + qd e) - f(v - qd e) for each axis e.
+template <typename Sample>
+S3D_HOST_DEVICE S3D_FORCEINLINE Vec3f central_difference(Vec3f v, float qd, const Sample& f) {
+  return {f(Vec3f{v.x + qd, v.y, v.z}) - f(Vec3f{v.x - qd, v.y, v.z}),
+          f(Vec3f{v.x, v.y + qd, v.z}) - f(Vec3f{v.x, v.y - qd, v.z}),
+          f(Vec3f{v.x, v.y, v.z + qd}) - f(Vec3f{v.x, v.y, v.z - qd})};
+}
+
 /// The normal at surface point v: the central difference of the trilinear tsdf at +-voxel/4 on each axis.
 /// Without `share`, each of the six samples looks up its blocks; with it, their voxels (at most three an axis,
 /// from the base of v - qd to that of v + qd plus one: the base is monotonic in the coordinate) are looked up
@@ -202,19 +210,9 @@ S3D_HOST_DEVICE S3D_FORCEINLINE Vec3f sparse_normal(const SparseVoxels& vol, flo
     for (int axis = 0; axis < 3; ++axis) ++hi[axis];
     SlotCube cube;
     cube.load(vol, lo, hi);
-    return {sparse_trilinear(vol, voxel, {v.x + qd, v.y, v.z}, cube) -
-                sparse_trilinear(vol, voxel, {v.x - qd, v.y, v.z}, cube),
-            sparse_trilinear(vol, voxel, {v.x, v.y + qd, v.z}, cube) -
-                sparse_trilinear(vol, voxel, {v.x, v.y - qd, v.z}, cube),
-            sparse_trilinear(vol, voxel, {v.x, v.y, v.z + qd}, cube) -
-                sparse_trilinear(vol, voxel, {v.x, v.y, v.z - qd}, cube)};
+    return central_difference(v, qd, [&](Vec3f p) { return sparse_trilinear(vol, voxel, p, cube); });
   }
-  return {sparse_trilinear(vol, voxel, {v.x + qd, v.y, v.z}, known) -
-              sparse_trilinear(vol, voxel, {v.x - qd, v.y, v.z}, known),
-          sparse_trilinear(vol, voxel, {v.x, v.y + qd, v.z}, known) -
-              sparse_trilinear(vol, voxel, {v.x, v.y - qd, v.z}, known),
-          sparse_trilinear(vol, voxel, {v.x, v.y, v.z + qd}, known) -
-              sparse_trilinear(vol, voxel, {v.x, v.y, v.z - qd}, known)};
+  return central_difference(v, qd, [&](Vec3f p) { return sparse_trilinear(vol, voxel, p, known); });
 }
 
 /// Pixel (x, y)'s march (above). A - to + change stops without a hit; on + to - the dense refinement
