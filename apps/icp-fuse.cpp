@@ -122,6 +122,14 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"on", "off"}))
       ->type_name("on|off")
       ->group(track_group);
+  app.add_option("--feature-start", f.feature_start,
+                 "where no motion is known yet (the first step, after lost frames), start ICP from the motion "
+                 "that ORB features matched between the last good frame and this one give (PnP RANSAC on the "
+                 "last frame's depth); needs the frames' images (--photometric or colour)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}))
+      ->type_name("on|off")
+      ->group(track_group);
   app.add_option("--max-step", f.max_step,
                  "a frame whose pose lands farther than METRES or DEGREES from its prediction is lost (a car at "
                  "10 Hz: 2,10)")

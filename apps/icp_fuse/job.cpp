@@ -19,6 +19,7 @@
 
 #include "../common/tool_files.hpp"
 #include "s3d/core/errors.hpp"
+#include "s3d/fusion/feature_motion.hpp"
 #include "s3d/io/calib.hpp"
 #include "s3d/io/image.hpp"
 #include "s3d/io/ply.hpp"
@@ -31,6 +32,16 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
+/// The frame's colour image, of its depth's size. @throws DataError
+io::ImageU8 read_color(const io::RgbdFrame& frame, int width, int height) {
+  if (frame.rgb_path.empty()) throw DataError(frame.depth_path + ": no colour image is associated with it");
+  io::ImageU8 rgb = io::read_rgb8(frame.rgb_path);
+  if (rgb.width != width || rgb.height != height)
+    throw DataError(frame.rgb_path + ": a " + std::to_string(rgb.width) + "x" + std::to_string(rgb.height) +
+                    " colour image for a " + std::to_string(width) + "x" + std::to_string(height) + " depth frame");
+  return rgb;
+}
+
 /// A frame's depth (metres) and, when asked for, its colour image, or why they could not be read.
 fusion::LoadedFrame read_frame(const io::RgbdFrame& frame, double depth_scale, bool color) {
   fusion::LoadedFrame f;
@@ -42,14 +53,8 @@ fusion::LoadedFrame read_frame(const io::RgbdFrame& frame, double depth_scale, b
   }
   if (color && f.error.empty()) {
     try {
-      if (frame.rgb_path.empty()) throw DataError(frame.depth_path + ": no colour image is associated with it");
-      f.rgb = io::read_rgb8(frame.rgb_path);
-      if (f.rgb.width != f.depth.width || f.rgb.height != f.depth.height)
-        throw DataError(frame.rgb_path + ": a " + std::to_string(f.rgb.width) + "x" + std::to_string(f.rgb.height) +
-                        " colour image for a " + std::to_string(f.depth.width) + "x" + std::to_string(f.depth.height) +
-                        " depth frame");
+      f.rgb = read_color(frame, f.depth.width, f.depth.height);
     } catch (const Error& e) {
-      f.rgb = io::ImageU8();
       f.color_error = e.what();
     }
   }
@@ -57,11 +62,35 @@ fusion::LoadedFrame read_frame(const io::RgbdFrame& frame, double depth_scale, b
   return f;
 }
 
+bool listed_images(const std::vector<io::RgbdFrame>& frames) {
+  return std::any_of(frames.begin(), frames.end(), [](const io::RgbdFrame& f) { return !f.rgb_path.empty(); });
+}
+
+/// ICP's start where the engine knows no motion: the motion matched features give between the last good frame
+/// and this one, from their colour images (read here when the reader left them out); none without them.
+std::optional<Eigen::Isometry3d> feature_start(const io::RgbdFrame& last_frame, const fusion::LoadedFrame& last,
+                                               const io::RgbdFrame& frame, const fusion::LoadedFrame& current,
+                                               const fusion::CameraIntrinsics& camera,
+                                               const fusion::FeatureMotionParams& params) {
+  try {
+    io::ImageU8 last_read, current_read;
+    if (last.rgb.empty()) last_read = read_color(last_frame, last.depth.width, last.depth.height);
+    if (current.rgb.empty()) current_read = read_color(frame, current.depth.width, current.depth.height);
+    const fusion::FeatureMotion m =
+        fusion::estimate_feature_motion(last.rgb.empty() ? last_read : last.rgb, last.depth,
+                                        current.rgb.empty() ? current_read : current.rgb, camera, params);
+    if (m.ok) return m.motion;
+    spdlog::debug("{}: no feature start: {}", frame.depth_path, m.reason);
+  } catch (const Error& e) {
+    spdlog::debug("{}: no feature start: {}", frame.depth_path, e.what());
+  }
+  return std::nullopt;
+}
+
 /// Whether the model keeps colour: --color, the outputs that would show it, the frames that have it.
 bool wants_color(const Plan& plan, const std::vector<io::RgbdFrame>& frames, const std::string& name) {
   if (plan.color == Plan::Color::kOff || !(plan.emit_mesh || plan.emit_cloud)) return false;
-  const bool listed =
-      std::any_of(frames.begin(), frames.end(), [](const io::RgbdFrame& f) { return !f.rgb_path.empty(); });
+  const bool listed = listed_images(frames);
   if (!listed && plan.color == Plan::Color::kOn)
     throw DataError(name +
                     ": --color on, but the sequence lists no colour images (rgb.txt, frame-*.color.*, --images)");
@@ -230,8 +259,7 @@ Fused fuse_sequence(const cli::Item& item, Sequence& seq, cli::ItemContext& ctx,
   const std::vector<io::RgbdFrame>& frames = seq.frames;
   const bool color = wants_color(plan, frames, item.inputs[0]);
   const bool photometric = plan.params.icp.photometric_sigma > 0.0f;
-  if (photometric &&
-      std::none_of(frames.begin(), frames.end(), [](const io::RgbdFrame& f) { return !f.rgb_path.empty(); }))
+  if (photometric && !listed_images(frames))
     throw DataError(item.inputs[0] +
                     ": --photometric needs the frames' images, and the sequence lists none (rgb.txt, "
                     "frame-*.color.*; or pass --images DIR)");
@@ -249,6 +277,15 @@ Fused fuse_sequence(const cli::Item& item, Sequence& seq, cli::ItemContext& ctx,
   callbacks.read = [&frames, depth_scale, images](std::size_t k) { return read_frame(frames[k], depth_scale, images); };
   callbacks.camera = [&seq](int width, int height) { return read_camera(seq.intrinsics_spec, width, height); };
   callbacks.interrupted = [] { return cli::interrupt_requested(); };
+  if (plan.feature_start && listed_images(frames)) {
+    fusion::FeatureMotionParams features;
+    features.min_depth = plan.params.depth.min_depth;
+    features.max_depth = plan.params.depth.max_depth;
+    callbacks.motion = [&frames, features](std::size_t last_k, const fusion::LoadedFrame& last, std::size_t k,
+                                           const fusion::LoadedFrame& current, const fusion::CameraIntrinsics& camera) {
+      return feature_start(frames[last_k], last, frames[k], current, camera, features);
+    };
+  }
   const std::string name = item.name();
   callbacks.on_frame = [&name, images, photometric](const fusion::FrameRecord& rec) {
     if (!rec.processed) {
@@ -311,6 +348,7 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
       j["condition"] = r.condition;
       j["iterations"] = r.iterations;
       if (r.frame_fallback) j["reference"] = "previous frame";
+      if (r.motion_start) j["start"] = "features";
       fallback_frames += r.frame_fallback;
       j["ms"] = {{"read", f.read_ms},   {"wait", f.wait_ms},           {"preprocess", r.preprocess_ms},
                  {"track", r.track_ms}, {"integrate", r.integrate_ms}, {"raycast", r.raycast_ms}};

@@ -164,6 +164,8 @@ Plan make_plan(const Flags& f) {
   if (f.motion_prior != "on" && f.motion_prior != "off")
     throw InvalidArgument("--motion-prior: `" + f.motion_prior + "` is not on or off");
   p.icp.motion_prior = f.motion_prior == "on";
+  if (f.feature_start != "on" && f.feature_start != "off")
+    throw InvalidArgument("--feature-start: `" + f.feature_start + "` is not on or off");
   p.icp.noise = parse_depth_noise(f.depth_noise);
   {
     const auto step = apps::split_list(f.max_step);
@@ -184,6 +186,7 @@ Plan make_plan(const Flags& f) {
   if (!(std::isfinite(f.max_lost) && f.max_lost >= 0.0 && f.max_lost <= 1.0))
     throw InvalidArgument("--max-lost: must be a fraction in [0, 1]");
   plan.max_lost = f.max_lost;
+  plan.feature_start = f.feature_start == "on";
   const auto its = apps::split_list(f.icp_iterations);
   if (its.empty() || its.size() > 5)
     throw InvalidArgument("--icp-iterations: `" + f.icp_iterations + "`: give 1 to 5 counts, finest level first");

@@ -34,6 +34,7 @@ struct Flags {
   std::string noise_weighting = "on";        ///< on | off
   std::string depth_noise = "kinect";        ///< kinect | stereo:BASELINE_M[,DISPARITY_SIGMA_PX]
   std::string motion_prior = "on";           ///< on | off
+  std::string feature_start = "on";          ///< on | off
   std::string max_step = "0.2,30";           ///< metres,degrees from the prediction
   double min_inliers = 0.2;                  ///< inlier ratio below which a frame is lost
   double max_lost = 0.1;                     ///< fraction of lost frames above which a sequence fails
@@ -69,6 +70,8 @@ struct Plan {
   /// Vertex colours from the sequence's colour frames: kAuto when it lists any, kOn required, kOff never.
   enum class Color { kAuto, kOn, kOff } color = Color::kAuto;
   double fps = 30.0;
+  /// Where no motion is known (the first step, after lost frames), ICP starts from matched ORB features.
+  bool feature_start = true;
   /// A sequence with more than this fraction of its processed frames lost is a failed item.
   double max_lost = 0.1;
 };

@@ -169,6 +169,18 @@ class IcpFuseTest(unittest.TestCase):
         # only the outputs, no temp files left
         self.assertEqual(sorted(os.listdir(self.path("out"))), ["frames.jsonl", "mesh.ply", "trajectory.txt"])
 
+    def test_the_first_step_starts_from_matched_features(self):
+        """With colour images listed, the first step (no motion known yet) starts from the ORB match, even where
+        the images are not otherwise read (trajectory only); --feature-start off, or no images: from the last pose."""
+        def starts(seq, out, *args):
+            self.run_tool(*SMALL, seq, "-o", out, "--emit", "trajectory", *args)
+            with open(self.path(out, "frames.jsonl")) as f:
+                return [fr["index"] for fr in map(json.loads, f) if fr.get("start") == "features"]
+        with_images = self.real_copy("rgb", frames=4, color=True)
+        self.assertEqual(starts(with_images, "on"), [1])
+        self.assertEqual(starts(with_images, "off", "--feature-start", "off"), [])
+        self.assertEqual(starts(self.real_copy("depth", frames=4), "none"), [])
+
     def test_colour_frames_give_a_coloured_mesh_and_cloud(self):
         seq = self.real_copy(frames=4, color=True)
         os.remove(os.path.join(seq, "frame-000001.color.jpg"))  # a frame without colour
@@ -441,7 +453,8 @@ class IcpFuseTest(unittest.TestCase):
                      ["--depth-noise", "stereo:0"], ["--depth-noise", "sonar"], ["--max-step", "0.2"],
                      ["--max-step", "0.2,200"], ["--max-lost", "2"], ["--min-inliers", "-1"], ["--volume", "cube"],
                      ["--max-memory", "0"], ["--max-memory", "5X"], ["--voxel-size", "-1"],
-                     ["--motion-prior", "maybe"], ["--photometric", "2"], ["--photometric", "-0.1"],
+                     ["--motion-prior", "maybe"], ["--feature-start", "yes"], ["--photometric", "2"],
+                     ["--photometric", "-0.1"],
                      ["--images", "no-such-folder"], ["--truncation-growth", "-0.01"], ["--truncation-growth", "2"],
                      ["--truncation-growth", "nan"]):
             proc = self.run_tool(*SMALL, *k, seq, "-o", "out", *args, code=2)

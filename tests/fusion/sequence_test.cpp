@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "s3d/core/errors.hpp"
@@ -103,6 +105,32 @@ TEST(FuseSequence, PosesAreTheEnginesFrameByFrame) {
   EXPECT_EQ(t.processed, 6u);
   EXPECT_EQ(t.lost, 0u);
   EXPECT_TRUE(t.supported(0.0));
+}
+
+TEST(FuseSequence, AMotionIsAskedForOnlyWhereTheEngineKnowsNone) {
+  // The motion is asked for at the first step only (from frame 0 to 1), with the frames it concerns; frame 1
+  // starts from it, and every later frame from the engine's prior.
+  SequenceRun run;
+  prepare(run, 6);
+  const FusionParams p = run.options.params;
+  std::vector<std::pair<std::size_t, std::size_t>> asked;
+  run.callbacks.motion = [&asked, p](std::size_t last_k, const LoadedFrame& last, std::size_t k,
+                                     const LoadedFrame& current, const CameraIntrinsics& camera) {
+    asked.emplace_back(last_k, k);
+    EXPECT_TRUE(last.depth.data == frame_depth(static_cast<int>(last_k), p).data);
+    EXPECT_TRUE(current.depth.data == frame_depth(static_cast<int>(k), p).data);
+    EXPECT_EQ(camera.fx, p.camera.fx);
+    // The true step (2 cm along x, 1 degree about y), as a feature match would measure it.
+    Eigen::Isometry3d step = Eigen::Isometry3d::Identity();
+    step.translate(Eigen::Vector3d(0.02, 0.0, 0.0));
+    step.rotate(Eigen::AngleAxisd(M_PI / 180.0, Eigen::Vector3d::UnitY()));
+    return std::optional<Eigen::Isometry3d>(step);
+  };
+  const FusedSequence fused = fuse_sequence(Device::parse("cpu"), run.sources, run.options, run.callbacks);
+  EXPECT_EQ(asked, (std::vector<std::pair<std::size_t, std::size_t>>{{0, 1}}));
+  ASSERT_EQ(fused.frames.size(), 6u);
+  for (std::size_t k = 0; k < 6; ++k) EXPECT_EQ(fused.frames[k].result.motion_start, k == 1) << k;
+  EXPECT_EQ(fused.frames[5].result.status, FrameStatus::kTracked);
 }
 
 TEST(FuseSequence, UnreadableAndMisSizedFramesAreRecordsWithoutPoses) {

@@ -9,3 +9,6 @@ target_include_directories(test_fusion_engine PRIVATE ${PROJECT_SOURCE_DIR}/src/
 s3d_add_test(test_fusion_cpu_variants SOURCES tracking_cpu_variants_test.cpp LIBS s3d::fusion s3d_test_depth_frames
              LABELS "fusion")
 target_include_directories(test_fusion_cpu_variants PRIVATE ${PROJECT_SOURCE_DIR}/src/fusion/src)
+if(S3D_BUILD_IO)  # s3d::fusion_features needs OpenCV
+  s3d_add_test(test_fusion_feature_motion SOURCES feature_motion_test.cpp LIBS s3d::fusion_features LABELS "fusion")
+endif()

@@ -63,7 +63,8 @@ class FusionEngine::Impl {
         tracking_(std::move(tracking)),
         volume_(std::move(volume)) {}
 
-  FrameResult process(ImageView<const float> depth, const std::uint8_t* rgb) {
+  FrameResult process(ImageView<const float> depth, const std::uint8_t* rgb,
+                      const std::optional<Eigen::Isometry3d>& motion) {
     check_frame(depth);
     std::optional<ScopedDevice> scope;
     enter(scope);
@@ -73,6 +74,7 @@ class FusionEngine::Impl {
     if (!has_reference_) {
       pose_ = params_.initial_pose;
       velocity_ = Eigen::Isometry3d::Identity();
+      velocity_measured_ = false;
       frames_since_good_ = 0;
       result.status = FrameStatus::kFirst;
       result.pose = pose_;
@@ -80,7 +82,8 @@ class FusionEngine::Impl {
       return result;
     }
     const auto track_start = Clock::now();
-    const Eigen::Isometry3d predicted = prediction();
+    result.motion_start = motion.has_value();
+    const Eigen::Isometry3d predicted = motion ? Eigen::Isometry3d(pose_ * *motion) : prediction();
     Attempt attempt = track(predicted, gates(1.0f, 1.0f, false), result.valid_pixels, false);
     FrameStatus status = FrameStatus::kTracked;
     if (!attempt.ok) {
@@ -122,7 +125,10 @@ class FusionEngine::Impl {
       return result;
     }
     // The motion prior: the last frame-to-frame motion (camera frame), from consecutive tracked frames only.
-    velocity_ = frames_since_good_ == 0 ? Eigen::Isometry3d(pose_.inverse() * attempt.pose) : velocity_;
+    if (frames_since_good_ == 0) {
+      velocity_ = pose_.inverse() * attempt.pose;
+      velocity_measured_ = true;
+    }
     frames_since_good_ = 0;
     pose_ = attempt.pose;
     result.pose = pose_;
@@ -140,6 +146,7 @@ class FusionEngine::Impl {
     preprocess_grey(rgb);
     result.status = has_reference_ ? FrameStatus::kTracked : FrameStatus::kFirst;
     velocity_ = has_reference_ ? Eigen::Isometry3d(pose_.inverse() * camera_to_world) : Eigen::Isometry3d::Identity();
+    velocity_measured_ = has_reference_;
     frames_since_good_ = 0;
     pose_ = camera_to_world;
     result.pose = pose_;
@@ -160,7 +167,12 @@ class FusionEngine::Impl {
     reference_grey_ = false;
     pose_ = params_.initial_pose;
     velocity_ = Eigen::Isometry3d::Identity();
+    velocity_measured_ = false;
     frames_since_good_ = 0;
+  }
+
+  bool knows_motion() const {
+    return has_reference_ && params_.icp.motion_prior && velocity_measured_ && frames_since_good_ <= 2;
   }
 
   /// Makes the engine's GPU current for the caller's scope (no-op on the CPU).
@@ -346,10 +358,11 @@ class FusionEngine::Impl {
   bool has_reference_ = false;
   Eigen::Isometry3d world_to_reference_ = Eigen::Isometry3d::Identity();
   Eigen::Isometry3d velocity_ = Eigen::Isometry3d::Identity();  // the last frame-to-frame motion, camera frame
-  int frames_since_good_ = 0;                                   // lost frames since the last tracked one
-  std::vector<float> grey_;      // the current frame's grey levels, host (photometric term)
-  bool current_grey_ = false;    // the current frame has grey levels
-  bool reference_grey_ = false;  // the reference has grey levels
+  bool velocity_measured_ = false;  // velocity_ comes from two consecutive good frames (else it is a guess: none)
+  int frames_since_good_ = 0;       // lost frames since the last tracked one
+  std::vector<float> grey_;         // the current frame's grey levels, host (photometric term)
+  bool current_grey_ = false;       // the current frame has grey levels
+  bool reference_grey_ = false;     // the reference has grey levels
 };
 
 FusionEngine::FusionEngine(const Device& device, const FusionParams& params, int width, int height) {
@@ -376,9 +389,12 @@ FusionEngine::~FusionEngine() = default;
 FusionEngine::FusionEngine(FusionEngine&&) noexcept = default;
 FusionEngine& FusionEngine::operator=(FusionEngine&&) noexcept = default;
 
-FrameResult FusionEngine::process(ImageView<const float> depth_m, const std::uint8_t* rgb) {
-  return impl_->process(depth_m, rgb);
+FrameResult FusionEngine::process(ImageView<const float> depth_m, const std::uint8_t* rgb,
+                                  const std::optional<Eigen::Isometry3d>& motion) {
+  return impl_->process(depth_m, rgb, motion);
 }
+
+bool FusionEngine::knows_motion() const { return impl_->knows_motion(); }
 
 FrameResult FusionEngine::integrate_with_pose(ImageView<const float> depth_m, const Eigen::Isometry3d& camera_to_world,
                                               const std::uint8_t* rgb) {

@@ -45,6 +45,8 @@ FusedSequence fuse_sequence(const Device& device, const std::vector<FrameSource>
   } drain{ahead};
   request_more();
   std::string first_error;
+  std::optional<LoadedFrame> last_good;  // kept only for callbacks.motion
+  std::size_t last_good_k = 0;
   for (std::size_t k = 0; k < frames.size(); ++k) {
     if (callbacks.interrupted && callbacks.interrupted()) {
       out.interrupted = true;
@@ -74,9 +76,18 @@ FusedSequence fuse_sequence(const Device& device, const std::vector<FrameSource>
     } else {
       rec.color_error = cur.color_error;
       rec.color = !cur.rgb.empty();
-      rec.result = engine->process(cur.depth.cview(), rec.color ? cur.rgb.data.data() : nullptr);
+      std::optional<Eigen::Isometry3d> motion;
+      if (callbacks.motion && last_good && !engine->knows_motion())
+        motion = callbacks.motion(last_good_k, *last_good, k, cur, out.camera);
+      rec.result = engine->process(cur.depth.cview(), rec.color ? cur.rgb.data.data() : nullptr, motion);
       rec.processed = true;
       out.trajectory.push_back({rec.source.timestamp, rec.result.pose});
+      const FrameStatus status = rec.result.status;
+      if (callbacks.motion &&
+          (status == FrameStatus::kFirst || status == FrameStatus::kTracked || status == FrameStatus::kRecovered)) {
+        last_good = std::move(cur);
+        last_good_k = k;
+      }
     }
     if (callbacks.on_frame) callbacks.on_frame(rec);
     out.frames.push_back(std::move(rec));

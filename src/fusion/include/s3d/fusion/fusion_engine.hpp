@@ -4,6 +4,7 @@
 // the same poses (docs/ICP-FUSE.md states what is bit-identical). This header needs no CUDA.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,7 @@ struct FrameResult {
   double condition = 0.0;                                  ///< of the last 6x6 system
   int iterations = 0;                                      ///< ICP iterations run, all levels
   bool frame_fallback = false;  ///< frame to model: tracked against the previous frame (the model could not)
+  bool motion_start = false;    ///< ICP started from the caller's motion (process's `motion`), not the prior
   std::string reason;           ///< why a frame was lost or invalid (empty otherwise)
   // Milliseconds per stage (host wall clock around each stage; CUDA stages are synchronised).
   double preprocess_ms = 0.0, track_ms = 0.0, integrate_ms = 0.0, raycast_ms = 0.0;
@@ -71,8 +73,16 @@ class FusionEngine {
   /// are invalid) and integrates it when tracked. `rgb` (optional, host memory): the frame's colour image,
   /// width x height x 3 bytes dense, registered to the depth (its pixel (x, y) sees what depth pixel (x, y)
   /// sees); used only when params.volume.color is set. Never throws for a bad frame: it comes back kInvalid or
-  /// kLost. @throws InvalidArgument for a frame of another size, CudaError.
-  FrameResult process(ImageView<const float> depth_m, const std::uint8_t* rgb = nullptr);
+  /// kLost. `motion` (optional): the camera's motion since the last good frame, measured by other means (its
+  /// pose in that frame's camera, e.g. estimate_feature_motion); ICP starts from it instead of the motion prior,
+  /// and the step limits are taken from it. @throws InvalidArgument for a frame of another size, CudaError.
+  FrameResult process(ImageView<const float> depth_m, const std::uint8_t* rgb = nullptr,
+                      const std::optional<Eigen::Isometry3d>& motion = std::nullopt);
+
+  /// Whether the next frame's ICP has a measured motion to start from: false before the first tracked step
+  /// (after the first frame or reset()), after more than two lost frames in a row, and without
+  /// IcpParams::motion_prior. Then a caller with another source of motion should pass it to process().
+  bool knows_motion() const;
 
   /// Fusion with a given pose, no tracking (e.g. ground-truth poses).
   FrameResult integrate_with_pose(ImageView<const float> depth_m, const Eigen::Isometry3d& camera_to_world,

@@ -73,6 +73,14 @@ struct SequenceCallbacks {
   std::function<CameraIntrinsics(int width, int height)> camera;
   /// Polled before each frame: true stops the sequence (FusedSequence::interrupted). May be empty.
   std::function<bool()> interrupted;
+  /// The camera's motion from the last good frame to the current one (the current camera's pose in the last
+  /// good one's frame) found by other means than ICP, e.g. estimate_feature_motion; nullopt when it finds none.
+  /// The frames come with their positions in the list (to read what the reader left out, such as colour).
+  /// Asked only when the engine knows no motion (FusionEngine::knows_motion: the first step, after lost
+  /// frames). May be empty.
+  std::function<std::optional<Eigen::Isometry3d>(std::size_t last_good_k, const LoadedFrame& last_good, std::size_t k,
+                                                 const LoadedFrame& current, const CameraIntrinsics& camera)>
+      motion;
   /// After each frame's record (logging). May be empty.
   std::function<void(const FrameRecord&)> on_frame;
   /// After the last frame, before the extraction (not called when interrupted): may throw to fail the
