@@ -111,35 +111,62 @@ inline __m256 centres_x(const VolumeGrid& g, int i0) {
                        _mm256_mul_ps(_mm256_add_ps(_mm256_cvtepi32_ps(iota(i0)), set(0.5f)), set(g.voxel.x)));
 }
 
-/// Columns (i0 .. i0 + 7, j): integrate_row in the lanes whose column_range holds k, for every k of the union of
-/// those ranges.
-void integrate_group(Voxel* vol, ColorVoxel* colors, const IntegrateArgs& a, const float* depth, int pitch,
-                     const std::uint8_t* rgb, int i0, int j) {
+/// Groups of 8 columns in a row of the largest volume (VolumeParams: at most 4096 voxels an axis).
+constexpr int kMaxGroups = 4096 / kLanes;
+
+/// The z ranges of columns (i0 .. i0 + 7, j) as lane masks: lanes whose column_range holds k are on at k.
+struct GroupRange {
+  __m256i first, last;
+  int k_begin, k_end;  ///< the union of the lanes' ranges; k_begin > k_end: none
+};
+
+inline GroupRange group_range(const IntegrateArgs& a, int i0, int j) {
   const VolumeGrid& g = a.grid;
   alignas(32) int first[kLanes], last[kLanes];
-  int k_begin = g.nz, k_end = -1;
+  GroupRange r{};
+  r.k_begin = g.nz;
+  r.k_end = -1;
   for (int l = 0; l < kLanes; ++l) {
     first[l] = 1;
     last[l] = 0;  // empty
     if (i0 + l < g.nx && column_range(a, i0 + l, j, first[l], last[l])) {
-      k_begin = std::min(k_begin, first[l]);
-      k_end = std::max(k_end, last[l]);
+      r.k_begin = std::min(r.k_begin, first[l]);
+      r.k_end = std::max(r.k_end, last[l]);
     }
   }
-  if (k_begin > k_end) return;
-  const __m256i lane_first = _mm256_load_si256(reinterpret_cast<const __m256i*>(first));
-  const __m256i lane_last = _mm256_load_si256(reinterpret_cast<const __m256i*>(last));
-  const __m256 px = centres_x(g, i0);
+  r.first = _mm256_load_si256(reinterpret_cast<const __m256i*>(first));
+  r.last = _mm256_load_si256(reinterpret_cast<const __m256i*>(last));
+  return r;
+}
+
+/// Slab j (every voxel (i, j, k)): integrate_row in each group's lanes whose column_range holds k, k outermost
+/// and x innermost, so that the rows of one k follow each other in memory (x is the fastest axis). Going down
+/// each column instead jumps a whole x-y plane from row to row: a new page, and half a cache line used.
+void integrate_slab(Voxel* vol, ColorVoxel* colors, const IntegrateArgs& a, const float* depth, int pitch,
+                    const std::uint8_t* rgb, int j, GroupRange* ranges) {
+  const VolumeGrid& g = a.grid;
+  const int groups = (g.nx + kLanes - 1) / kLanes;
+  int k_begin = g.nz, k_end = -1;
+  for (int group = 0; group < groups; ++group) {
+    ranges[group] = group_range(a, group * kLanes, j);
+    k_begin = std::min(k_begin, ranges[group].k_begin);
+    k_end = std::max(k_end, ranges[group].k_end);
+  }
   const float py = g.origin.y + (static_cast<float>(j) + 0.5f) * g.voxel.y;
   const long long plane = static_cast<long long>(g.nx) * g.ny;
   for (int k = k_begin; k <= k_end; ++k) {
     const __m256i kk = _mm256_set1_epi32(k);
-    const __m256 ok = _mm256_castsi256_ps(_mm256_andnot_si256(
-        _mm256_or_si256(_mm256_cmpgt_epi32(lane_first, kk), _mm256_cmpgt_epi32(kk, lane_last)), _mm256_set1_epi32(-1)));
     const float pz = g.origin.z + (static_cast<float>(k) + 0.5f) * g.voxel.z;
-    const long long first_voxel = i0 + g.nx * static_cast<long long>(j) + plane * k;
-    integrate_row(vol + first_voxel, colors != nullptr ? colors + first_voxel : nullptr, a, depth, pitch, rgb, px, py,
-                  pz, ok);
+    for (int group = 0; group < groups; ++group) {
+      const GroupRange& r = ranges[group];
+      if (k < r.k_begin || k > r.k_end) continue;
+      const __m256 ok = _mm256_castsi256_ps(_mm256_andnot_si256(
+          _mm256_or_si256(_mm256_cmpgt_epi32(r.first, kk), _mm256_cmpgt_epi32(kk, r.last)), _mm256_set1_epi32(-1)));
+      const int i0 = group * kLanes;
+      const long long first_voxel = i0 + g.nx * static_cast<long long>(j) + plane * k;
+      integrate_row(vol + first_voxel, colors != nullptr ? colors + first_voxel : nullptr, a, depth, pitch, rgb,
+                    centres_x(g, i0), py, pz, ok);
+    }
   }
 }
 
@@ -167,10 +194,12 @@ bool integrate_lanes_cpu(Voxel* vol, ColorVoxel* colors, const IntegrateArgs& a,
   const VolumeGrid& g = a.grid;
   if (!cpu_avx2_enabled() || g.count() > 0x7fffffffLL || pitch * a.height > 0x7fffffffLL) return false;
   const int groups = (g.nx + kLanes - 1) / kLanes;
-#pragma omp parallel for collapse(2) schedule(dynamic, 8)
-  for (int j = 0; j < g.ny; ++j)
-    for (int group = 0; group < groups; ++group)
-      integrate_group(vol, colors, a, depth, static_cast<int>(pitch), rgb, group * kLanes, j);
+  if (groups > kMaxGroups) return false;
+#pragma omp parallel for schedule(dynamic, 2)
+  for (int j = 0; j < g.ny; ++j) {
+    GroupRange ranges[kMaxGroups];  // the slab's, on the thread's stack (48 KiB)
+    integrate_slab(vol, colors, a, depth, static_cast<int>(pitch), rgb, j, ranges);
+  }
   return true;
 }
 bool integrate_block_lanes_cpu(Voxel* voxels, ColorVoxel* colors, const IntegrateArgs& a, const float* depth,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend.hpp"
+#include "huge_page_allocator.hpp"
 #include "integrate_lanes.hpp"
 #include "marching_cubes_tables.hpp"
 #include "raycast_lanes.hpp"
@@ -239,8 +240,8 @@ class CpuVolume final : public VolumeBackend {
 
  private:
   VolumeGrid grid_;
-  std::vector<Voxel> voxels_;
-  std::vector<ColorVoxel> colors_;  // empty without colour
+  std::vector<Voxel, HugePageAllocator<Voxel>> voxels_;
+  std::vector<ColorVoxel, HugePageAllocator<ColorVoxel>> colors_;  // empty without colour
   BrickMap bricks_;       // marked by the integration once marking_; distances current when distances_current_
   bool marking_ = false;  // set by the first ray cast
   bool distances_current_ = false;
