@@ -391,9 +391,7 @@ class App {
     rec["bit_depth"] = in.pair.sixteen() ? 16 : 8;
     rec["disparities"] = opt_.params.disparities;
     rec["min_disparity"] = opt_.params.min_disparity;
-    std::size_t valid = 0;
-    for (float d : disparity.data) valid += std::isfinite(d);
-    rec["density"] = 100.0 * static_cast<double>(valid) / static_cast<double>(disparity.pixels());
+    rec["density"] = stereo::valid_percent(disparity.cview());
     if (const io::StereoCalibration* calib = in.calib.get())
       rec["calib"] = {{"source", calib->source},
                       {"format", calib->format},

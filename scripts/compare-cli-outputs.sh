@@ -2,12 +2,13 @@
 # Runs a fixed set of tool commands on the real data with two builds' executables and compares every output
 # file byte for byte (and the records, less their timings): the check that a refactoring changed no result.
 # Usage: scripts/compare-cli-outputs.sh OLD_BIN_DIR NEW_BIN_DIR [DATA_DIR]
-#   *_BIN_DIR: folders holding the tools the commands below run (nms-filter, pc-sample, icp-fuse);
+#   *_BIN_DIR: folders holding the tools the commands below run (sgm-depth, nms-filter, pc-sample, icp-fuse);
 #   DATA_DIR: the shared data (default: $S3D_DATA_DIR, else ../shared/data). Exit 0 when all are identical.
 set -euo pipefail
 old="$(realpath "$1")" new="$(realpath "$2")"
 data="$(realpath "${3:-${S3D_DATA_DIR:-$(dirname "$0")/../../shared/data}}")"
 pc="$data/pointclouds"
+st="$data/stereo" kitti="$data/stereo/kitti2015/000005_10" odo="$data/stereo_sequences/kitti_odometry_02_f000-050"
 det="$data/detections" rk="$data/rgbd/7scenes_redkitchen_f000-299" tum="$data/rgbd/tum_fr1_rpy_f000-299"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -37,6 +38,11 @@ JSON
 
 # One command per line: TOOL ARGS... with OUT standing for the output folder.
 commands=(
+  "sgm-depth $st/middlebury2003/cones/imL.png $st/middlebury2003/cones/imR.png -D 64 --eval $st/middlebury2003/cones/groundtruth.png --emit disparity --emit color --emit confidence --emit error -o OUT/cones.pfm -o OUT/cones_color.png -o OUT/cones_conf.png -o OUT/cones_err.png"
+  "sgm-depth $kitti/stereo_left.png $kitti/stereo_right.png --calib $kitti/Calib.txt --eval $kitti/gt_disparity.png --emit disparity --emit depth --emit cloud --max-depth 40 -o OUT/k.png -o OUT/k_depth.pfm -o OUT/k.ply"
+  "sgm-depth $kitti/stereo_left.png $kitti/stereo_right.png -D 192 --paths 4 --no-fill --uniqueness 5 --emit confidence --emit disparity -o OUT/k_conf.pfm -o OUT/k_x16.png --png-encoding x16"
+  "sgm-depth --input-list $work/pairs.txt --calib $odo/calib.txt --emit depth --output-dir OUT/odo_depth"
+  "sgm-depth --input-list $work/pairs.txt --calib $odo/calib.txt --emit depth --format png --depth-scale tum --output-dir OUT/odo_png"
   "nms-filter $det/mot15_frcnn_sort/ADL-Rundle-6.det.txt -o OUT/adl.txt"
   "nms-filter $det/coco_val2017_person4/test_coco_det_AP_H_56.json --iou 0.6 -o OUT/coco.json"
   "nms-filter $det/mot15_frcnn_sort/ETH-Bahnhof.det.txt --method soft-gaussian --min-score 0.3 -o OUT/eth_soft.txt"
@@ -65,6 +71,9 @@ commands=(
   "icp-fuse $rk --frames 0:8 --mode f2f --volume sparse --emit trajectory,cloud -o OUT/rk_sparse"
   "icp-fuse $rk --frames 290:300 --max-lost 0 --volume-resolution 64 --volume-size 0.5 -o OUT/rk_lost"
 )
+
+# Three KITTI odometry pairs for the folder outputs (depth maps with camera-intrinsics.txt, depth-scale.txt).
+for f in 000000 000001 000002; do echo "$odo/image_l/$f.png $odo/image_r/$f.png"; done >"$work/pairs.txt"
 
 run_all() {
   local bin="$1" out="$2"

@@ -14,15 +14,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-/// SplitMix64 (Steele et al. 2014): a --seed and the item's index give the same start on every machine and
-/// shard, unlike std::uniform_int_distribution, whose output the standard leaves to the library.
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 PointsView<const float> view_of(const std::vector<float>& xyz) { return {xyz.data(), xyz.size() / 3}; }
 
 /// The sparse columns interp writes by default: every numeric fixed column the dense cloud lacks.
@@ -62,12 +53,12 @@ Job load_job(const cli::Item& item, cli::ItemContext& ctx, const Run& run, Cloud
   const std::string path = ctx.readable_path(input);
   if (run.plan.mode == Mode::kRulebook && !run.plan.rulebook_from_cloud) {
     job.in.name = input == "-" ? "<stdin>" : input;
-    job.coords.coords = read_coords_npy(path, job.in.name);
-    job.coords.shape = run.plan.shape;
-    std::int32_t most = 0;
-    for (std::size_t r = 0; r < job.coords.coords.size(); r += 4) most = std::max(most, job.coords.coords[r]);
-    job.coords.batch_size = run.plan.rulebook_batch_size > 0 ? run.plan.rulebook_batch_size : most + 1;
-    if (most == INT32_MAX) throw DataError(job.in.name + ": batch id 2^31 - 1 leaves no batch size");
+    try {
+      job.coords =
+          points::coords_from_rows(read_coords_npy(path, job.in.name), run.plan.shape, run.plan.rulebook_batch_size);
+    } catch (const DataError& e) {
+      throw DataError(job.in.name + ": " + e.what());
+    }
     job.seconds_read = seconds_since(t0);
     return job;
   }
@@ -85,40 +76,29 @@ Job load_job(const cli::Item& item, cli::ItemContext& ctx, const Run& run, Cloud
 
 namespace {
 
-/// ⌈r·N⌉, where an r·N within 1e-9 (relative) of a whole number is that number: 0.07 × 100 is 7, not the 8 that
-/// the double product 7.000000000000001 would give. At least 1.
-std::int64_t samples_for_ratio(double ratio, std::int64_t n) {
-  const double x = ratio * static_cast<double>(n);
-  const double whole = std::round(x);
-  const double m = std::fabs(x - whole) <= 1e-9 * std::max(1.0, x) ? whole : std::ceil(x);
-  return std::max<std::int64_t>(1, static_cast<std::int64_t>(m));
-}
-
 /// fps: M and the start of one item. @throws DataError naming the input.
 std::pair<std::int64_t, std::int64_t> fps_call(const cli::Item& item, const Plan& p, const Job& job) {
   const std::string& name = job.in.name;
   const std::int64_t n = static_cast<std::int64_t>(job.in.cloud.size());
-  std::int64_t m = p.samples > 0 ? p.samples : samples_for_ratio(p.ratio, n);
+  std::int64_t m = p.samples > 0 ? p.samples : points::samples_for_ratio(p.ratio, n);
   if (m > n) {
     if (!p.allow_fewer)
       throw DataError(name + ": -n " + std::to_string(m) + " exceeds the cloud's " + std::to_string(n) +
                       " points (--allow-fewer samples all of them)");
     m = n;
   }
-  if (p.random_start) return {m, static_cast<std::int64_t>(splitmix64(p.seed + item.index) % std::uint64_t(n))};
+  if (p.random_start) return {m, points::seeded_start(p.seed, item.index, n)};
   if (p.start < 0) return {m, 0};  // no --start: the first point kept
   // --start names a row of the file, as every index pc-sample writes does, also under --drop-invalid.
-  const auto& rows = job.in.rows;
   const std::int64_t file_rows = n + static_cast<std::int64_t>(job.in.dropped_invalid);
   if (p.start >= file_rows)
     throw DataError(name + ": --start " + std::to_string(p.start) + " is not a point of the cloud (" +
                     std::to_string(file_rows) + " points)");
-  if (rows.empty()) return {m, p.start};
-  const auto it = std::lower_bound(rows.begin(), rows.end(), p.start);
-  if (it == rows.end() || *it != p.start)
+  const std::optional<std::int64_t> start = points::computed_row(p.start, job.in.rows);
+  if (!start)
     throw DataError(name + ": --start " + std::to_string(p.start) +
                     " is a point that --drop-invalid dropped (a non-finite coordinate)");
-  return {m, static_cast<std::int64_t>(it - rows.begin())};
+  return {m, *start};
 }
 
 }  // namespace
@@ -140,12 +120,13 @@ Result compute_grouped(const cli::Item& item, Run& run, Job job, const cli::Next
   const auto t0 = Clock::now();
   // The group: this item, then the loaded items after it while their M and start are valid.
   std::vector<std::pair<const cli::Item*, const Job*>> group{{&item, &job}};
-  points::FpsBatch batch;
+  std::vector<PointsView<const float>> clouds;
+  std::vector<std::int64_t> samples, starts;
   auto add = [&](const cli::Item& it, const Job& j) {
     const auto [m, start] = fps_call(it, p, j);
-    batch.lengths.push_back(static_cast<std::int64_t>(j.in.cloud.size()));
-    batch.samples.push_back(m);
-    batch.starts.push_back(start);
+    clouds.push_back(view_of(j.local));
+    samples.push_back(m);
+    starts.push_back(start);
   };
   add(item, job);  // this item's own error propagates
   for (const auto& [it, j] : next.ahead) {
@@ -157,28 +138,16 @@ Result compute_grouped(const cli::Item& item, Run& run, Job job, const cli::Next
     }
     group.emplace_back(it, j);
   }
-  std::vector<float> xyz;
-  for (const auto& g : group) xyz.insert(xyz.end(), g.second->local.begin(), g.second->local.end());
-  batch.xyz = xyz.data();
-  const std::vector<std::int32_t> all = run.fps->run(batch);
+  std::vector<std::vector<std::int32_t>> selections = run.fps->run_each(clouds, samples, starts);
   const double seconds = seconds_since(t0) / static_cast<double>(group.size());
-
+  const int size = static_cast<int>(group.size());
   Result r;
-  std::size_t offset = 0;
-  for (std::size_t b = 0; b < group.size(); ++b) {
-    const std::size_t m = static_cast<std::size_t>(batch.samples[b]);
-    std::vector<std::int32_t> selection(all.begin() + offset, all.begin() + offset + m);
-    offset += m;
-    if (b == 0) {
-      r.selection = std::move(selection);
-      r.start = batch.starts[0];
-      r.seconds_compute = seconds;
-      r.batch = static_cast<int>(group.size());
-    } else {
-      run.grouped[group[b].first->index] =
-          GroupedSelection{std::move(selection), batch.starts[b], seconds, static_cast<int>(group.size())};
-    }
-  }
+  r.selection = std::move(selections[0]);
+  r.start = starts[0];
+  r.seconds_compute = seconds;
+  r.batch = size;
+  for (std::size_t b = 1; b < group.size(); ++b)
+    run.grouped[group[b].first->index] = GroupedSelection{std::move(selections[b]), starts[b], seconds, size};
   r.job = std::move(job);
   return r;
 }
@@ -221,14 +190,11 @@ Result compute(const cli::Item& item, Run& run, Job job) {
     case Mode::kRulebook:
       if (p.rulebook_from_cloud) {
         r.voxels = run.voxels->voxelize(view_of(job.local), nullptr, p.voxel);
-        for (int a = 0; a < 3; ++a) {
-          if (r.voxels.shape[a] > INT32_MAX)
-            throw DataError(name + ": the voxel grid has " + std::to_string(r.voxels.shape[a]) +
-                            " cells along an axis (rulebooks take at most 2^31 - 1)");
-          job.coords.shape[a] = static_cast<std::int32_t>(r.voxels.shape[a]);
+        try {
+          job.coords = points::coords_of(r.voxels);
+        } catch (const DataError& e) {
+          throw DataError(name + ": " + e.what());
         }
-        job.coords.batch_size = 1;
-        job.coords.coords = r.voxels.coords;
       }
       r.layers = run_layers(*run.rulebooks, p, job.coords, name);
       break;

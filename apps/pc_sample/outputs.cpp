@@ -5,6 +5,7 @@
 
 #include "../common/tool_files.hpp"
 #include "s3d/core/errors.hpp"
+#include "s3d/io/index_list.hpp"
 #include "s3d/io/npy.hpp"
 #include "s3d/io/point_cloud_io.hpp"
 
@@ -20,10 +21,7 @@ void write_indices(cli::ItemContext& ctx, const std::string& path, const std::st
     write_bytes(ctx, path, io::npy_bytes(indices.data(), "<i4", {static_cast<std::int64_t>(indices.size())}));
     return;
   }
-  std::string text;
-  text.reserve(indices.size() * 8);
-  for (std::int32_t i : indices) text += std::to_string(i) + "\n";
-  write_bytes(ctx, path, text);
+  write_bytes(ctx, path, io::index_list_text(indices));
 }
 
 void write_cloud(cli::ItemContext& ctx, const std::string& path, const std::string& format, const PointCloud& cloud) {

@@ -15,13 +15,6 @@
 namespace s3d::pc_sample {
 namespace {
 
-/// Neighbour indices are rows of the cloud as computed on; the files name rows of the input file.
-void to_file_rows(std::vector<std::int32_t>& indices, const InputCloud& cloud) {
-  if (cloud.rows.empty()) return;
-  for (auto& i : indices)
-    if (i >= 0) i = static_cast<std::int32_t>(cloud.file_row(i));
-}
-
 nlohmann::json elements_json(const points::ElementChanges& stats) {
   nlohmann::json j = nlohmann::json::object();
   if (stats.faces_dropped) j["faces_dropped"] = stats.faces_dropped;
@@ -32,14 +25,8 @@ nlohmann::json elements_json(const points::ElementChanges& stats) {
 /// --emit preview: the input seen from above, the fps samples or the voxels' points marked.
 void write_preview(cli::ItemContext& ctx, const std::string& path, const Result& r, const Plan& p) {
   const Job& job = r.job;
-  std::vector<float> marks;
-  if (p.mode == Mode::kFps) {
-    marks.reserve(r.selection.size() * 3);
-    for (std::int32_t row : r.selection)
-      marks.insert(marks.end(), job.local.begin() + 3 * row, job.local.begin() + 3 * row + 3);
-  } else {
-    marks = r.voxels.xyz;
-  }
+  const std::vector<float> marks =
+      p.mode == Mode::kFps ? points::gather_positions(job.local, r.selection) : r.voxels.xyz;
   const std::string title = std::filesystem::path(job.in.name).filename().string() + ": " +
                             std::to_string(job.local.size() / 3) + " points, " + std::to_string(marks.size() / 3) +
                             (p.mode == Mode::kFps ? " samples" : " voxels") + " (red), seen from +z";
@@ -100,7 +87,7 @@ nlohmann::json write_result(cli::ItemContext& ctx, const cli::CommonSettings& se
       rec["start"] = in.file_row(r.start);
       rec["device"] = run.fps->device().to_string();
       if (p.emit_indices) {
-        to_file_rows(r.selection, in);
+        points::to_file_rows(r.selection, in.rows);
         write_indices(ctx, main, fmt, r.selection);
         break;
       }
@@ -121,7 +108,7 @@ nlohmann::json write_result(cli::ItemContext& ctx, const cli::CommonSettings& se
         rec["empty_balls"] = std::count(nb.counts.begin(), nb.counts.end(), 0);
       }
       rec["device"] = run.neighbors->device().to_string();
-      to_file_rows(nb.indices, in);
+      points::to_file_rows(nb.indices, in.rows);
       const std::vector<std::int64_t> shape{nb.queries, nb.k};
       // Every array is encoded before the first is written, so only a failing disk can split an item's files.
       std::vector<std::string> blobs;
@@ -133,10 +120,8 @@ nlohmann::json write_result(cli::ItemContext& ctx, const cli::CommonSettings& se
     }
     case Mode::kVoxel: {
       const points::Voxels& v = r.voxels;
-      std::int64_t kept = 0;
-      for (std::int32_t c : v.points_per_voxel) kept += c;
       rec["voxels"] = v.count;
-      rec["points_kept"] = kept;
+      rec["points_kept"] = points::points_kept(v);
       rec["dropped_out_of_range"] = v.dropped_out_of_range;
       rec["dropped_over_max_points"] = v.dropped_over_max_points;
       rec["dropped_over_max_voxels"] = v.dropped_over_max_voxels;
@@ -153,9 +138,8 @@ nlohmann::json write_result(cli::ItemContext& ctx, const cli::CommonSettings& se
       }
       const points::VoxelFeatures features = points::voxel_features(in.cloud, v, p.voxel.aggregate);
       // The map names rows of the input file (--drop-invalid rows map to -1).
-      std::vector<std::int32_t> point_voxel(in.cloud.size() + in.dropped_invalid, -1);
-      for (std::size_t i = 0; i < v.point_voxel.size(); ++i)
-        point_voxel[static_cast<std::size_t>(in.file_row(static_cast<std::int64_t>(i)))] = v.point_voxel[i];
+      const std::vector<std::int32_t> point_voxel =
+          points::spread_to_file_rows(v.point_voxel, in.rows, in.cloud.size() + in.dropped_invalid, -1);
       rec["features"] = features.names;
       const std::vector<std::int64_t> coords_shape{v.count, 4},
           feature_shape{v.count, static_cast<std::int64_t>(features.names.size())};
@@ -172,7 +156,7 @@ nlohmann::json write_result(cli::ItemContext& ctx, const cli::CommonSettings& se
       rec["sparse_points"] = sparse.cloud.size();
       rec["device"] = run.neighbors->device().to_string();
       if (p.emit_weights) {
-        to_file_rows(r.weights.indices, sparse);
+        points::to_file_rows(r.weights.indices, sparse.rows);
         const std::vector<std::int64_t> shape{r.weights.queries, 3};
         const std::string idx = io::npy_bytes(r.weights.indices.data(), "<i4", shape);
         const std::string w = io::npy_bytes(r.weights.weights.data(), "<f4", shape);

@@ -43,13 +43,7 @@ std::vector<std::int32_t> read_coords_npy(const std::string& path, const std::st
   for (const std::uint64_t d : array.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
   if (array.shape.size() != 2 || array.shape[1] != 4)
     throw DataError(name + ": voxel coordinates must have shape [M, 4] (batch, z, y, x), got (" + shape + ")");
-  const std::size_t m = static_cast<std::size_t>(array.shape[0]);
-  if (m == 0) throw DataError(name + ": no voxel coordinates (shape [0, 4])");
-  for (std::size_t r = 0; r < m; ++r)
-    if (array.values[4 * r] < 0)
-      throw DataError(name + ": row " + std::to_string(r) + ": negative batch id " +
-                      std::to_string(array.values[4 * r]));
-  return std::move(array.values);
+  return std::move(array.values);  // the values are checked by points::coords_from_rows
 }
 
 std::vector<points::LayerRulebook> run_layers(points::RulebookEngine& engine, const Plan& plan,

@@ -14,8 +14,8 @@
 
 namespace s3d::pc_sample {
 
-/// Reads `path`, an int32 .npy of shape [M, 4] (batch, z, y, x), M >= 1, batch ids >= 0.
-/// @throws DataError naming `name` (not an .npy, another dtype or shape, truncated, a negative batch id).
+/// Reads `path`, an int32 .npy of shape [M, 4] (batch, z, y, x); points::coords_from_rows checks the values.
+/// @throws DataError naming `name` (not an .npy, another dtype or shape, truncated).
 std::vector<std::int32_t> read_coords_npy(const std::string& path, const std::string& name);
 
 /// The plan's layers from `in` (points::build_chain). @throws DataError naming `name`.

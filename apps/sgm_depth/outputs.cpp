@@ -138,9 +138,7 @@ void write_output(cli::ItemContext& ctx, const std::string& path, const std::str
         encode.stop();
         write_pfm_file(ctx, path, conf);
       } else if (fmt == "png") {
-        io::ImageU8 img(w, h);
-        for (std::size_t i = 0; i < img.data.size(); ++i)
-          img.data[i] = static_cast<std::uint8_t>(std::lround(std::clamp(conf.data[i], 0.0f, 1.0f) * 255.0f));
+        const io::ImageU8 img = io::encode_unit_png8(conf);
         encode.stop();
         write_image_file(ctx, path, img);
       } else {

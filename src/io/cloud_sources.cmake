@@ -8,5 +8,6 @@ list(APPEND S3D_IO_SOURCES
   src/pcd.cpp
   src/kitti_bin.cpp
   src/npy.cpp
+  src/index_list.cpp  # row lists as text
   src/zip.cpp  # ZIP archives, stored: the .npz container (and result archives)
   src/point_cloud_io.cpp)

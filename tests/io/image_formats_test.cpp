@@ -190,6 +190,16 @@ TEST(DisparityPng, KittiRoundTripQuantisesToOne256th) {
     }
 }
 
+TEST(UnitPng8, ClampedScaledBy255AndRoundedToTheNearest) {
+  ImageF c(7, 1);
+  c.data = {0.0f, 1.0f, 0.5f, -0.2f, 3.0f, 0.1f, 0.998f};
+  const ImageU8 enc = encode_unit_png8(c);
+  EXPECT_EQ(enc.width, 7);
+  EXPECT_EQ(enc.height, 1);
+  // 0.5 * 255 = 127.5 rounds away from zero; 0.1 * 255 = 25.5 (25.500000372529 in float) to 26; 0.998 -> 254.49.
+  EXPECT_EQ(enc.data, (std::vector<std::uint8_t>{0, 255, 128, 0, 255, 26, 254}));
+}
+
 TEST(DisparityPng, X16Encoding) {
   ImageF d(4, 1);
   d.data = {1.0f, 12.3125f, kInvalid, 4095.0f};

@@ -8,6 +8,7 @@
 
 #include "cloud_test_util.hpp"
 #include "s3d/core/errors.hpp"
+#include "s3d/io/index_list.hpp"
 #include "s3d/io/point_cloud_io.hpp"
 
 using namespace s3d;
@@ -360,6 +361,11 @@ TEST(NpyFormats, DoublesAndWideIntegersAreWrittenAsFloat64) {
   c.add_attribute("id", ScalarType::kUint32).set_value(0, 0, 16777217.0);
   write_npy(dir.file("id.npy"), c);
   EXPECT_EQ(read_npy(dir.file("id.npy")).find("col3")->value(0), 16777217.0);
+}
+
+TEST(IndexListText, OneDecimalIndexPerLineEachEndedByANewline) {
+  EXPECT_EQ(io::index_list_text({0, 17, -1, 2147483647}), "0\n17\n-1\n2147483647\n");
+  EXPECT_EQ(io::index_list_text({}), "");
 }
 
 TEST(CloudDispatch, ChoosesByExtensionOrByTheGivenFormat) {

@@ -101,6 +101,22 @@ TEST_P(FpsDeviceTest, BatchOfDifferentLengthsMatchesEachCloud) {
   EXPECT_EQ(engine.run(batch), want);
 }
 
+TEST_P(FpsDeviceTest, CloudsRunTogetherGiveEachCloudsOwnIndices) {
+  const std::vector<std::int64_t> lengths{700, 1, 2049}, samples{50, 1, 0}, starts{699, 0, 0};
+  std::vector<std::vector<float>> clouds;
+  std::vector<PointsView<const float>> views;
+  for (std::size_t b = 0; b < lengths.size(); ++b) {
+    clouds.push_back(test::uniform_cloud(static_cast<std::size_t>(lengths[b]), 300 + static_cast<unsigned>(b)));
+    views.push_back({clouds.back().data(), static_cast<std::size_t>(lengths[b])});
+  }
+  FpsEngine engine(GetParam());
+  const auto got = engine.run_each(views, samples, starts);
+  ASSERT_EQ(got.size(), lengths.size());
+  for (std::size_t b = 0; b < lengths.size(); ++b)
+    EXPECT_EQ(got[b], reference_fps(clouds[b].data(), lengths[b], samples[b], starts[b])) << "cloud " << b;
+  EXPECT_THROW(engine.run_each(views, {50, 1}, starts), InvalidArgument);
+}
+
 TEST_P(FpsDeviceTest, ManySmallCloudsMoreThanTheGpuHasSms) {
   std::vector<std::int64_t> lengths, samples, starts;
   std::vector<float> all;

@@ -1,6 +1,7 @@
 // Disparity metrics (s3d/stereo/metrics.hpp): both conventions, masks, column ranges, size mismatch.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -12,6 +13,15 @@ using namespace s3d::stereo;
 namespace {
 constexpr float kInvalid = std::numeric_limits<float>::infinity();
 }  // namespace
+
+TEST(ValidPercent, FinitePixelsOfTheWholeMapRowPitchRespected) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  // 3 x 2 inside rows of pitch 4; the padding column (inf) is not part of the map.
+  std::vector<float> data{1.f, inf, 2.f, inf, nan, 0.f, -1.f, inf};
+  const s3d::ImageView<const float> view{data.data(), 3, 2, 4};
+  EXPECT_DOUBLE_EQ(valid_percent(view), 100.0 * 4 / 6);
+  EXPECT_TRUE(std::isnan(valid_percent(s3d::ImageView<const float>{})));
+}
 
 TEST(Eval, CountsBothConventionsOverMasksAndColumns) {
   // 4x2 image: GT row 0 = 10 everywhere, row 1 = 20 except an unknown (0) pixel.

@@ -1,5 +1,6 @@
 #include "s3d/io/image.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstring>
@@ -295,6 +296,13 @@ void check_depth_scale(double scale) {
 ImageU16 encode_png16(const ImageF& values, PngEncoding encoding) { return encode_scaled(values, scale_of(encoding)); }
 
 ImageF decode_png16(const ImageU16& values, PngEncoding encoding) { return decode_scaled(values, scale_of(encoding)); }
+
+ImageU8 encode_unit_png8(const ImageF& values) {
+  ImageU8 out(values.width, values.height);
+  for (std::size_t i = 0; i < out.data.size(); ++i)
+    out.data[i] = static_cast<std::uint8_t>(std::lround(std::clamp(values.data[i], 0.0f, 1.0f) * 255.0f));
+  return out;
+}
 
 double parse_depth_scale(const std::string& text) {
   if (text == "mm") return kDepthScaleMm;

@@ -14,6 +14,13 @@ const RegionErrors* EvalResult::find(const std::string& name) const {
   return nullptr;
 }
 
+double valid_percent(ImageView<const float> disparity) {
+  std::size_t valid = 0;
+  for (int y = 0; y < disparity.height; ++y)
+    for (int x = 0; x < disparity.width; ++x) valid += std::isfinite(disparity(x, y));
+  return 100.0 * static_cast<double>(valid) / static_cast<double>(disparity.pixels());
+}
+
 EvalResult evaluate_disparity(ImageView<const float> estimate, ImageView<const float> gt,
                               const std::vector<EvalMask>& masks, const EvalOptions& options) {
   if (estimate.width != gt.width || estimate.height != gt.height)

@@ -93,6 +93,9 @@ ImageU16 encode_png16(const ImageF& values, PngEncoding encoding);
 /// The inverse of `encode_png16`: 0 -> kInvalid, else v / 256 or v / 16.
 ImageF decode_png16(const ImageU16& values, PngEncoding encoding);
 
+/// Encodes values in [0, 1] (a confidence, say) to 8 bits: clamped to [0, 1], times 255, rounded to the nearest.
+ImageU8 encode_unit_png8(const ImageF& values);
+
 /// Units per metre of common 16-bit depth PNGs.
 inline constexpr double kDepthScaleMm = 1000.0;   ///< millimetres (Kinect-style datasets, sgm-depth's default)
 inline constexpr double kDepthScaleTum = 5000.0;  ///< TUM RGB-D and ICL-NUIM: 5000 per metre

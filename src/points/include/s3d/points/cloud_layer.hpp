@@ -38,6 +38,22 @@ std::array<double, 3> bbox_centre(const PointCloud& cloud);
 /// The positions minus `origin`, each coordinate computed in double and rounded once to float.
 std::vector<float> local_positions(const PointCloud& cloud, const std::array<double, 3>& origin);
 
+// ---- Rows of the file. A cloud whose non-finite points were dropped computes on fewer rows than its file has;
+// `rows` (finite_rows of the file's cloud, ascending) maps them back, and an empty `rows` is the identity.
+// The tools' outputs name rows of the file.
+
+/// `indices` (rows of the computed cloud; negative = none, kept) rewritten as rows of the file.
+void to_file_rows(std::vector<std::int32_t>& indices, const std::vector<std::int64_t>& rows);
+/// A per-point value laid over the file's `file_rows` rows: out[rows[i]] = values[i], `fill` where the file's
+/// row has no point. @throws InvalidArgument when a row lies outside the file.
+std::vector<std::int32_t> spread_to_file_rows(const std::vector<std::int32_t>& values,
+                                              const std::vector<std::int64_t>& rows, std::size_t file_rows,
+                                              std::int32_t fill);
+/// The computed cloud's row of the file's row `file_row`, or none where it was dropped.
+std::optional<std::int64_t> computed_row(std::int64_t file_row, const std::vector<std::int64_t>& rows);
+/// The positions (x y z of a [N, 3] array) of `rows`, in that order. @throws InvalidArgument for a row outside.
+std::vector<float> gather_positions(const std::vector<float>& xyz, const std::vector<std::int32_t>& rows);
+
 /// What a cloud operation did to the non-point elements (reported in the tools' records).
 struct ElementChanges {
   std::size_t faces_dropped = 0;              ///< face/edge items that referred to a point left out

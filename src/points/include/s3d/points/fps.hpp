@@ -49,6 +49,11 @@ class FpsEngine {
   std::vector<std::int32_t> run(PointsView<const float> cloud, std::int64_t samples, std::int64_t start = 0);
   /// Samples a batch whose `xyz` is host memory: the indices of every cloud (local to it), back to back.
   std::vector<std::int32_t> run(const FpsBatch& batch);
+  /// Samples several host clouds in one launch (a batch of their copies, back to back): each cloud's indices,
+  /// local to it, as run(clouds[b], samples[b], starts[b]) gives them.
+  std::vector<std::vector<std::int32_t>> run_each(const std::vector<PointsView<const float>>& clouds,
+                                                  const std::vector<std::int64_t>& samples,
+                                                  const std::vector<std::int64_t>& starts);
   /// CUDA engines only: `batch.xyz` is device memory; writes total_samples() local indices to `device_out`
   /// (device memory), ordered on `stream`; no host synchronisation. @throws InvalidArgument on a CPU engine.
   void run_device_async(const FpsBatch& batch, std::int32_t* device_out, StreamHandle stream);
@@ -60,6 +65,17 @@ class FpsEngine {
  private:
   std::unique_ptr<Impl> impl_;
 };
+
+/// The sample count for a ratio of a cloud's N points: ceil(ratio * N), where a product within 1e-9 (relative)
+/// of a whole number is that number (0.07 * 100 is 7, not the 8 that the double 7.000000000000001 rounds up
+/// to); at least 1. @throws InvalidArgument unless 0 < ratio <= 1 and N >= 1.
+std::int64_t samples_for_ratio(double ratio, std::int64_t n);
+
+/// A reproducible random start for cloud number `item` of a run seeded with `seed`: SplitMix64(seed + item)
+/// mod N (Steele, Lea and Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014). The same on
+/// every machine and shard, unlike std::uniform_int_distribution, whose output the standard leaves to the
+/// library. @throws InvalidArgument for N < 1.
+std::int64_t seeded_start(std::uint64_t seed, std::uint64_t item, std::int64_t n);
 
 /// Samples one host cloud on `device` with a temporary engine.
 std::vector<std::int32_t> farthest_point_sampling(const Device& device, PointsView<const float> cloud,

@@ -21,6 +21,7 @@
 
 #include "s3d/core/device.hpp"
 #include "s3d/core/stream.hpp"
+#include "s3d/points/voxels.hpp"
 
 namespace s3d::points {
 
@@ -44,6 +45,15 @@ struct SparseCoords {
   std::vector<std::int32_t> coords;  ///< [M, 4]
   std::int64_t count() const { return static_cast<std::int64_t>(coords.size() / 4); }
 };
+
+/// Coordinates given as rows (batch, z, y, x), say from a file: every batch id checked (>= 0), and the batch
+/// size taken from the largest id when `batch_size` is 0. @throws DataError for no rows ("no voxel coordinates
+/// (shape [0, 4])"), "row R: negative batch id B", a largest id of 2^31 - 1 (no batch size holds it).
+SparseCoords coords_from_rows(std::vector<std::int32_t> rows, const std::array<std::int32_t, 3>& shape,
+                              int batch_size = 0);
+/// One cloud's voxels (VoxelEngine's answer) as coordinates of one batch in the voxel grid's shape.
+/// @throws DataError when an axis has more than 2^31 - 1 cells.
+SparseCoords coords_of(const Voxels& voxels);
 
 /// The rulebook of one sparse convolution.
 struct Rulebook {

@@ -56,6 +56,9 @@ struct Voxels {
   std::int64_t dropped_over_max_voxels = 0;    ///< points of voxels beyond max_voxels or under min_points
 };
 
+/// Points aggregated into the kept voxels (the sum of points_per_voxel).
+std::int64_t points_kept(const Voxels& voxels);
+
 /// Voxels left in a CUDA engine's device buffers (valid until the engine's next call); counts on the host.
 struct DeviceVoxels {
   std::int64_t count = 0;

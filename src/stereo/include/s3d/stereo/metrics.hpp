@@ -45,6 +45,10 @@ struct EvalResult {
   const RegionErrors* find(const std::string& name) const;
 };
 
+/// The density of a disparity map without ground truth: % of its pixels with a finite (valid) estimate; NaN for
+/// an empty map.
+double valid_percent(ImageView<const float> disparity);
+
 /// Compares `estimate` with `gt` (host views of the same size; masks of width * height).
 /// @throws DataError when the sizes differ (one line, sizes).
 EvalResult evaluate_disparity(ImageView<const float> estimate, ImageView<const float> gt,
