@@ -70,6 +70,8 @@ commands=(
   "icp-fuse $tum --frames 20:32 --intrinsics 517.3,516.5,318.6,255.3 --volume-resolution 96 --eval auto --emit trajectory,plot -o OUT/tum_plot"
   "icp-fuse $rk --frames 0:8 --mode f2f --volume sparse --emit trajectory,cloud -o OUT/rk_sparse"
   "icp-fuse $rk --frames 290:300 --max-lost 0 --volume-resolution 64 --volume-size 0.5 -o OUT/rk_lost"
+  "icp-fuse $tum --frames 0:16 --intrinsics 517.3,516.5,318.6,255.3 --volume-resolution 96 --eval auto --eval-ranges 0:8,8: -o OUT/tum_ranges"
+  "icp-fuse OUT/odo_depth --images $odo/image_l --photometric 0.02 --mode f2f --max-depth 30 --volume-size 40 --volume-resolution 64 --emit trajectory,mesh --color on -o OUT/odo_fuse"
 )
 
 # Three KITTI odometry pairs for the folder outputs (depth maps with camera-intrinsics.txt, depth-scale.txt).

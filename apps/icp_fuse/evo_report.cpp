@@ -76,8 +76,7 @@ std::string evo_results_zip(const evo::Result& result, const std::string& ref_na
   if (result.aligned) {
     // evo stores the 4x4 Sim(3) matrix, row-major (C order).
     std::vector<double> m(16);
-    for (int r = 0; r < 4; ++r)
-      for (int c = 0; c < 4; ++c) m[static_cast<std::size_t>(4 * r + c)] = result.alignment(r, c);
+    Eigen::Map<Eigen::Matrix<double, 4, 4, Eigen::RowMajor>>(m.data()) = result.alignment;
     members.emplace_back("alignment_transformation_sim3.npy", io::npy_bytes(m.data(), "<f8", {4, 4}));
   }
   members.emplace_back(ref_name + ".tum", fusion::format_tum_trajectory(result.reference));
@@ -88,12 +87,7 @@ std::string evo_results_zip(const evo::Result& result, const std::string& ref_na
 void write_plots(cli::ItemContext& ctx, const std::string& folder, const fusion::Trajectory& trajectory,
                  const fusion::evo::Result* ape) {
   namespace fs = std::filesystem;
-  auto positions = [](const fusion::Trajectory& t) {
-    std::vector<io::Point3d> out;
-    for (const fusion::StampedPose& p : t)
-      out.push_back({p.pose.translation().x(), p.pose.translation().y(), p.pose.translation().z()});
-    return out;
-  };
+  using fusion::positions;                                         // io::Point3d is std::array<double, 3>
   const std::string shown = fs::path(folder).filename().string();  // the sequence's name, short
   auto write = [&](const std::string& file, const io::ImageU8& image) {
     ctx.write_atomically((fs::path(folder) / file).string(),

@@ -5,22 +5,20 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cctype>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
-#include <map>
 #include <mutex>
 #include <optional>
-#include <sstream>
+#include <tuple>
 
 #include "../common/tool_files.hpp"
 #include "s3d/core/errors.hpp"
 #include "s3d/fusion/feature_motion.hpp"
 #include "s3d/io/calib.hpp"
+#include "s3d/io/fusion_files.hpp"
 #include "s3d/io/image.hpp"
 #include "s3d/io/ply.hpp"
 
@@ -28,39 +26,6 @@ namespace s3d::icp_fuse {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
-/// The frame's colour image, of its depth's size. @throws DataError
-io::ImageU8 read_color(const io::RgbdFrame& frame, int width, int height) {
-  if (frame.rgb_path.empty()) throw DataError(frame.depth_path + ": no colour image is associated with it");
-  io::ImageU8 rgb = io::read_rgb8(frame.rgb_path);
-  if (rgb.width != width || rgb.height != height)
-    throw DataError(frame.rgb_path + ": a " + std::to_string(rgb.width) + "x" + std::to_string(rgb.height) +
-                    " colour image for a " + std::to_string(width) + "x" + std::to_string(height) + " depth frame");
-  return rgb;
-}
-
-/// A frame's depth (metres) and, when asked for, its colour image, or why they could not be read.
-fusion::LoadedFrame read_frame(const io::RgbdFrame& frame, double depth_scale, bool color) {
-  fusion::LoadedFrame f;
-  const auto t0 = Clock::now();
-  try {
-    f.depth = io::read_depth_frame(frame.depth_path, depth_scale);
-  } catch (const Error& e) {
-    f.error = e.what();
-  }
-  if (color && f.error.empty()) {
-    try {
-      f.rgb = read_color(frame, f.depth.width, f.depth.height);
-    } catch (const Error& e) {
-      f.color_error = e.what();
-    }
-  }
-  f.read_ms = ms_since(t0);
-  return f;
-}
 
 bool listed_images(const std::vector<io::RgbdFrame>& frames) {
   return std::any_of(frames.begin(), frames.end(), [](const io::RgbdFrame& f) { return !f.rgb_path.empty(); });
@@ -74,8 +39,8 @@ std::optional<Eigen::Isometry3d> feature_start(const io::RgbdFrame& last_frame, 
                                                const fusion::FeatureMotionParams& params) {
   try {
     io::ImageU8 last_read, current_read;
-    if (last.rgb.empty()) last_read = read_color(last_frame, last.depth.width, last.depth.height);
-    if (current.rgb.empty()) current_read = read_color(frame, current.depth.width, current.depth.height);
+    if (last.rgb.empty()) last_read = io::read_frame_color(last_frame, last.depth.width, last.depth.height);
+    if (current.rgb.empty()) current_read = io::read_frame_color(frame, current.depth.width, current.depth.height);
     const fusion::FeatureMotion m =
         fusion::estimate_feature_motion(last.rgb.empty() ? last_read : last.rgb, last.depth,
                                         current.rgb.empty() ? current_read : current.rgb, camera, params);
@@ -95,48 +60,6 @@ bool wants_color(const Plan& plan, const std::vector<io::RgbdFrame>& frames, con
     throw DataError(name +
                     ": --color on, but the sequence lists no colour images (rgb.txt, frame-*.color.*, --images)");
   return listed;
-}
-
-/// The name a depth frame shares with its image: the file name without its extension and without sgm-depth's
-/// `_depth` (or 7-Scenes' `.depth`) suffix.
-std::string image_stem_of(const std::string& depth_path) {
-  std::string stem = fs::path(depth_path).stem().string();
-  for (const char* suffix : {"_depth", ".depth"}) {
-    const std::string sfx = suffix;
-    if (stem.size() > sfx.size() && stem.compare(stem.size() - sfx.size(), sfx.size(), sfx) == 0)
-      return stem.substr(0, stem.size() - sfx.size());
-  }
-  return stem;
-}
-
-/// --images DIR: each depth frame takes the image of the same name (000000_depth.pfm <- 000000.png, as sgm-depth
-/// names its maps after the left images); failing that, with as many images as frames, the images in name order.
-void attach_images(const std::string& folder, io::RgbdSequence& listing, const std::string& name) {
-  std::vector<std::string> images;
-  std::map<std::string, std::string> by_stem;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(folder, ec)) {
-    std::string ext = e.path().extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
-    const bool image = ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".ppm" || ext == ".pgm";
-    if (!image || e.path().filename().string()[0] == '.' || !e.is_regular_file(ec)) continue;
-    images.push_back(e.path().string());
-    by_stem.emplace(e.path().stem().string(), e.path().string());
-  }
-  if (ec) throw IoError(folder + ": cannot list the folder: " + ec.message());
-  const bool all_named = std::all_of(listing.frames.begin(), listing.frames.end(), [&](const io::RgbdFrame& f) {
-    return by_stem.count(image_stem_of(f.depth_path)) > 0;
-  });
-  if (all_named) {
-    for (auto& f : listing.frames) f.rgb_path = by_stem.at(image_stem_of(f.depth_path));
-    return;
-  }
-  if (images.size() != listing.frames.size())
-    throw DataError(folder + ": --images holds " + std::to_string(images.size()) + " images for the " +
-                    std::to_string(listing.frames.size()) + " depth frames of " + name +
-                    ", and not one named after each frame");
-  std::sort(images.begin(), images.end());
-  for (std::size_t i = 0; i < images.size(); ++i) listing.frames[i].rgb_path = images[i];
 }
 
 /// fx,fy,cx,cy inline (any sign of fy, for ICL-NUIM's -480), else what s3d::io reads: a K file, TUM
@@ -211,9 +134,8 @@ Sequence load_sequence(const cli::Item& item, cli::ItemContext& ctx, const Plan&
   // A list on stdin: its paths are relative to the working directory, not to the copy's folder.
   seq.listing = item.inputs[0] == "-" ? io::list_rgbd_sequence_from_copy(path, "-", plan.fps)
                                       : io::list_rgbd_sequence(path, plan.fps);
-  if (!plan.images.empty()) attach_images(plan.images, seq.listing, item.inputs[0]);
-  for (const auto& f : seq.listing.frames)
-    if (f.index >= plan.first_frame && f.index < plan.last_frame) seq.frames.push_back(f);
+  if (!plan.images.empty()) io::attach_images(plan.images, seq.listing, item.inputs[0]);
+  seq.frames = io::frames_in_range(seq.listing.frames, plan.first_frame, plan.last_frame);
   if (seq.frames.empty())
     throw DataError(item.inputs[0] + ": --frames selects none of its " + std::to_string(seq.listing.frames.size()) +
                     " frames");
@@ -237,10 +159,7 @@ Sequence load_sequence(const cli::Item& item, cli::ItemContext& ctx, const Plan&
           spdlog::warn("{}: --eval auto: {} of {} frames have no pose file (the first: {}); evaluated without them",
                        item.inputs[0], without, all.size(), first->depth_path);
         }
-        fusion::Trajectory t;
-        for (const auto& f : all)
-          if (!f.pose_path.empty()) t.push_back({f.timestamp, fusion::read_pose_matrix(f.pose_path)});
-        seq.ground_truth = std::move(t);
+        seq.ground_truth = io::pose_files_trajectory(all);
         seq.ground_truth_source = (fs::path(path) / "frame-*.pose.txt").string();
       } else if (gt.empty()) {
         spdlog::warn("{}: --eval auto: no groundtruth.txt or pose files; not evaluated", item.inputs[0]);
@@ -270,11 +189,12 @@ Fused fuse_sequence(const cli::Item& item, Sequence& seq, cli::ItemContext& ctx,
   options.extract_mesh = plan.emit_mesh;
   options.extract_cloud = plan.emit_cloud;
   options.name = item.inputs[0];
-  std::vector<fusion::FrameSource> sources;
-  for (const auto& f : frames) sources.push_back({f.index, f.timestamp, f.depth_path});
+  const std::vector<fusion::FrameSource> sources = io::frame_sources(frames);
   fusion::SequenceCallbacks callbacks;
   const double depth_scale = seq.depth_scale;
-  callbacks.read = [&frames, depth_scale, images](std::size_t k) { return read_frame(frames[k], depth_scale, images); };
+  callbacks.read = [&frames, depth_scale, images](std::size_t k) {
+    return io::read_rgbd_frame(frames[k], depth_scale, images);
+  };
   callbacks.camera = [&seq](int width, int height) { return read_camera(seq.intrinsics_spec, width, height); };
   callbacks.interrupted = [] { return cli::interrupt_requested(); };
   if (plan.feature_start && listed_images(frames)) {
@@ -321,50 +241,11 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
   apps::write_file_atomically(ctx, paths[0],
                               plan.kitti_trajectory ? fusion::format_kitti_poses(fused.trajectory)
                                                     : fusion::format_tum_trajectory(fused.trajectory));
-  nlohmann::json counts = {{"first", 0}, {"tracked", 0}, {"recovered", 0}, {"lost", 0}, {"invalid", 0}};
-  std::size_t unreadable = 0, color_frames = 0, fallback_frames = 0;
-  double track_ms = 0.0;
-  std::string frames_text;
-  for (const auto& f : fused.frames) {
-    nlohmann::json j;
-    j["index"] = f.source.index;
-    j["timestamp"] = f.source.timestamp;
-    j["file"] = f.source.file;
-    if (!f.processed) {
-      ++unreadable;
-      j["status"] = "error";
-      j["reason"] = f.error;
-      j["ms"] = {{"read", f.read_ms}, {"wait", f.wait_ms}};
-    } else {
-      const auto& r = f.result;
-      const std::string status = fusion::to_string(r.status);
-      counts[status] = counts.value(status, 0) + 1;
-      track_ms += r.preprocess_ms + r.track_ms + r.integrate_ms + r.raycast_ms;
-      j["status"] = fusion::to_string(r.status);
-      j["valid_pixels"] = r.valid_pixels;
-      j["inliers"] = r.inliers;
-      j["inlier_ratio"] = r.inlier_ratio;
-      j["residual"] = r.residual;
-      j["condition"] = r.condition;
-      j["iterations"] = r.iterations;
-      if (r.frame_fallback) j["reference"] = "previous frame";
-      if (r.motion_start) j["start"] = "features";
-      fallback_frames += r.frame_fallback;
-      j["ms"] = {{"read", f.read_ms},   {"wait", f.wait_ms},           {"preprocess", r.preprocess_ms},
-                 {"track", r.track_ms}, {"integrate", r.integrate_ms}, {"raycast", r.raycast_ms}};
-      if (!r.reason.empty()) j["reason"] = r.reason;
-      if (fused.color) {
-        j["color"] = f.color;
-        if (!f.color_error.empty()) j["color_error"] = f.color_error;
-        color_frames += f.color;
-      }
-    }
-    frames_text += j.dump() + "\n";
-  }
+  const fusion::TrackingSummary summary = fusion::summarize_tracking(fused.frames);
   // frames.jsonl marks a finished sequence: an interrupted one keeps only its trajectory, so that
   // --skip-existing redoes it.
   if (!fused.interrupted) {
-    apps::write_file_atomically(ctx, paths[1], frames_text);
+    apps::write_file_atomically(ctx, paths[1], io::frames_jsonl(fused.frames, fused.color));
     std::size_t slot = 2;
     if (fused.mesh) {
       write_ply_atomically(ctx, paths[slot++], fusion::mesh_to_cloud(*fused.mesh));
@@ -389,11 +270,15 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
   if (seq.depth_scale > 0.0) rec["depth_scale"] = seq.depth_scale;
   rec["frames"] = seq.frames.size();
   rec["frames_done"] = fused.frames.size();
-  for (auto it = counts.begin(); it != counts.end(); ++it) rec[it.key()] = it.value();
-  rec["unreadable"] = unreadable;
-  if (plan.params.mode == fusion::TrackingMode::kFrameToModel) rec["tracked_by_frame"] = fallback_frames;
+  rec["first"] = summary.first;
+  rec["tracked"] = summary.tracked;
+  rec["recovered"] = summary.recovered;
+  rec["lost"] = summary.lost;
+  rec["invalid"] = summary.invalid;
+  rec["unreadable"] = summary.unreadable;
+  if (plan.params.mode == fusion::TrackingMode::kFrameToModel) rec["tracked_by_frame"] = summary.by_previous_frame;
   rec["color"] = fused.color;
-  if (fused.color) rec["color_frames"] = color_frames;
+  if (fused.color) rec["color_frames"] = summary.color;
   rec["width"] = fused.width;
   rec["height"] = fused.height;
   rec["intrinsics"] = {{"fx", fused.camera.fx},
@@ -402,7 +287,7 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
                        {"cy", fused.camera.cy},
                        {"source", seq.intrinsics_spec}};
   const std::size_t processed = fused.trajectory.size();
-  rec["ms_per_frame"] = processed ? track_ms / static_cast<double>(processed) : 0.0;
+  rec["ms_per_frame"] = processed ? summary.compute_ms / static_cast<double>(processed) : 0.0;
 
   std::optional<fusion::evo::Result> ape_for_plots;
   if (seq.ground_truth && !fused.trajectory.empty()) {
@@ -423,16 +308,10 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
     }
     // --eval-ranges: sequence frame indices -> positions in the trajectory (unreadable frames have none).
     if (!plan.eval_ranges.empty()) {
-      std::vector<std::size_t> index_of;
-      for (const auto& f : fused.frames)
-        if (f.processed) index_of.push_back(f.source.index);
       nlohmann::json ranges = nlohmann::json::array();
       for (const auto& [a, b] : plan.eval_ranges) {
         fusion::EvalOptions o;
-        o.first_index =
-            static_cast<std::size_t>(std::lower_bound(index_of.begin(), index_of.end(), a) - index_of.begin());
-        o.last_index =
-            static_cast<std::size_t>(std::lower_bound(index_of.begin(), index_of.end(), b) - index_of.begin());
+        std::tie(o.first_index, o.last_index) = fusion::trajectory_range(fused.frames, a, b);
         const std::string label =
             std::to_string(a) + ":" + (b == std::numeric_limits<std::size_t>::max() ? "" : std::to_string(b));
         nlohmann::json r = {{"frames", label}};

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <string>
 
+#include <unistd.h>
+
 #include "s3d/core/device.hpp"
 
 namespace s3d::test {
@@ -91,6 +93,21 @@ class ScopedCpuIsa {
   }
   std::string old_;
   bool had_ = false;
+};
+
+/// A fixture with a fresh folder of its own under the system's temporary folder (named after the process and the
+/// test), removed after the test.
+class TempFolderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("s3d_" + std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::filesystem::path dir_;
 };
 
 }  // namespace s3d::test

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <atomic>
 #include <optional>
 #include <string>
@@ -193,29 +195,57 @@ TEST(FuseSequence, NoReadableFrameInterruptAndFailedCheck) {
   EXPECT_THROW(fuse_sequence(Device::parse("cpu"), failed.sources, failed.options, failed.callbacks), DataError);
 }
 
-TEST(TrackingSummary, CountsLostAndInvalidFrames) {
-  std::vector<FrameRecord> frames(6);
-  const FrameStatus status[] = {FrameStatus::kFirst, FrameStatus::kTracked, FrameStatus::kLost,
-                                FrameStatus::kLost,  FrameStatus::kInvalid, FrameStatus::kTracked};
-  for (int k = 0; k < 6; ++k) {
+TEST(TrackingSummary, CountsEachStatusLostAndInvalidFrames) {
+  std::vector<FrameRecord> frames(7);
+  const FrameStatus status[] = {FrameStatus::kFirst,    FrameStatus::kTracked, FrameStatus::kLost,
+                                FrameStatus::kLost,     FrameStatus::kInvalid, FrameStatus::kTracked,
+                                FrameStatus::kRecovered};
+  for (int k = 0; k < 7; ++k) {
     frames[k].processed = k != 5;
     frames[k].source.index = 10 + k;
     frames[k].result.status = status[k];
+    frames[k].result.preprocess_ms = 1.0 + k;
+    frames[k].result.raycast_ms = 0.5;
   }
+  frames[1].color = frames[6].color = true;
+  frames[5].color = true;  // not processed: not counted
+  frames[6].result.frame_fallback = true;
   const TrackingSummary t = summarize_tracking(frames);
-  EXPECT_EQ(t.processed, 5u);
+  EXPECT_EQ(t.processed, 6u);
+  EXPECT_EQ(t.first, 1u);
+  EXPECT_EQ(t.tracked, 1u);
+  EXPECT_EQ(t.recovered, 1u);
   EXPECT_EQ(t.lost, 2u);
   EXPECT_EQ(t.invalid, 1u);
+  EXPECT_EQ(t.unreadable, 1u);
+  EXPECT_EQ(t.by_previous_frame, 1u);
+  EXPECT_EQ(t.color, 2u);
+  EXPECT_DOUBLE_EQ(t.compute_ms, (1 + 2 + 3 + 4 + 5 + 7) + 6 * 0.5);
   ASSERT_NE(t.first_lost, nullptr);
   EXPECT_EQ(t.first_lost->source.index, 12u);
-  EXPECT_TRUE(t.supported(0.4));
-  EXPECT_FALSE(t.supported(0.39));
+  EXPECT_TRUE(t.supported(2.0 / 6));
+  EXPECT_FALSE(t.supported(0.33));
   std::vector<FrameRecord> empty_depth(2);
   for (auto& f : empty_depth) {
     f.processed = true;
     f.result.status = FrameStatus::kInvalid;
   }
   EXPECT_FALSE(summarize_tracking(empty_depth).supported(1.0));
+}
+
+TEST(TrajectoryRange, SequenceIndicesBecomePositionsAmongTheProcessedFrames) {
+  // Frames 3..9 of a sequence; 5 and 8 unreadable: the trajectory holds 3, 4, 6, 7, 9 at positions 0..4.
+  std::vector<FrameRecord> frames(7);
+  for (std::size_t k = 0; k < frames.size(); ++k) {
+    frames[k].source.index = 3 + k;
+    frames[k].processed = frames[k].source.index != 5 && frames[k].source.index != 8;
+  }
+  using Range = std::pair<std::size_t, std::size_t>;
+  EXPECT_EQ(trajectory_range(frames, 0, 100), (Range{0, 5}));
+  EXPECT_EQ(trajectory_range(frames, 5, 8), (Range{2, 4}));  // frames 6, 7
+  EXPECT_EQ(trajectory_range(frames, 6, 9), (Range{2, 4}));
+  EXPECT_EQ(trajectory_range(frames, 9, std::numeric_limits<std::size_t>::max()), (Range{4, 5}));
+  EXPECT_EQ(trajectory_range(frames, 20, 30), (Range{5, 5}));  // empty: the evaluation says so
 }
 
 TEST(SurfaceClouds, MeshAndPointsKeepNormalsColoursAndFaces) {

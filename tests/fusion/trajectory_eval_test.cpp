@@ -97,6 +97,19 @@ TEST(TumTrajectory, WriteReadRoundTrip) {
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 20);
 }
 
+TEST(TrajectoryPositions, TheTranslationsInOrder) {
+  Trajectory t(2);
+  t[0].pose.translation() = Eigen::Vector3d(1.5, -2, 3);
+  t[1].pose = Eigen::AngleAxisd(0.3, Eigen::Vector3d::UnitZ()) * Eigen::Translation3d(1, 0, 0);
+  const auto p = positions(t);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0], (std::array<double, 3>{1.5, -2, 3}));
+  EXPECT_DOUBLE_EQ(p[1][0], std::cos(0.3));
+  EXPECT_DOUBLE_EQ(p[1][1], std::sin(0.3));
+  EXPECT_EQ(p[1][2], 0.0);
+  EXPECT_TRUE(positions({}).empty());
+}
+
 TEST(PoseMatrix, Reads7ScenesPoseFiles) {
   const auto good = temp_file("pose.txt", "0 -1 0 1.5\n1 0 0 -2\n0 0 1 0.25\n0 0 0 1\n");
   const auto pose = read_pose_matrix(good);

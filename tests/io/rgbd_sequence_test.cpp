@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "s3d/core/errors.hpp"
@@ -17,16 +18,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class RgbdSequenceTest : public ::testing::Test {
+class RgbdSequenceTest : public test::TempFolderTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("s3d_rgbd_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
   void text(const std::string& name, const std::string& content) const {
     fs::create_directories(fs::path(path(name)).parent_path());
     std::ofstream(path(name)) << content;
@@ -41,7 +34,6 @@ class RgbdSequenceTest : public ::testing::Test {
     img.at(1, 0) = 65535;
     write_image(path(name), img);
   }
-  fs::path dir_;
 };
 
 TEST_F(RgbdSequenceTest, TumFolderWithAssociatedRgb) {
@@ -266,6 +258,63 @@ TEST_F(RgbdSequenceTest, BadFramesThrowNamingTheFile) {
       EXPECT_EQ(m.find('\n'), std::string::npos) << m;
     }
   }
+}
+
+TEST_F(RgbdSequenceTest, ImagesAreFoundByTheDepthFramesNameElseInOrder) {
+  // sgm-depth's depth maps take the left image of their name; hidden files and other extensions are not images.
+  RgbdSequence listing;
+  for (const char* depth : {"d/000003_depth.pfm", "d/000007_depth.pfm"})
+    listing.frames.push_back({0, 0.0, path(depth)});
+  for (const char* image : {"img/000007.png", "img/000003.png", "img/000005.JPG", "img/.hidden.png"}) text(image, "x");
+  text("img/notes.txt", "x");
+  attach_images(path("img"), listing, "seq");
+  EXPECT_EQ(listing.frames[0].rgb_path, path("img/000003.png"));
+  EXPECT_EQ(listing.frames[1].rgb_path, path("img/000007.png"));
+  // 7-Scenes' ".depth" suffix too.
+  RgbdSequence scenes;
+  scenes.frames.push_back({0, 0.0, path("frame-000000.depth.png")});
+  text("col/frame-000000.png", "x");
+  attach_images(path("col"), scenes, "seq");
+  EXPECT_EQ(scenes.frames[0].rgb_path, path("col/frame-000000.png"));
+  // No name matches, as many images as frames: name order.
+  RgbdSequence other;
+  other.frames = {{0, 0.0, path("a.png")}, {1, 0.0, path("b.png")}, {2, 0.0, path("c.png")}};
+  for (const char* image : {"ord/z.png", "ord/x.ppm", "ord/y.jpeg"}) text(image, "x");
+  attach_images(path("ord"), other, "seq");
+  EXPECT_EQ(other.frames[0].rgb_path, path("ord/x.ppm"));
+  EXPECT_EQ(other.frames[2].rgb_path, path("ord/z.png"));
+  // Neither rule: one line naming the folder, the counts and the sequence.
+  other.frames.pop_back();
+  try {
+    attach_images(path("ord"), other, "seq");
+    FAIL() << "two frames took three unnamed images";
+  } catch (const DataError& e) {
+    EXPECT_EQ(
+        std::string(e.what()),
+        path("ord") + ": --images holds 3 images for the 2 depth frames of seq, and not one named after each frame");
+  }
+  EXPECT_THROW(attach_images(path("missing"), other, "seq"), IoError);
+}
+
+TEST_F(RgbdSequenceTest, FramesInARangeAndAColourImageOfTheDepthsSize) {
+  std::vector<RgbdFrame> frames;
+  for (std::size_t i = 0; i < 6; ++i) frames.push_back({i, 0.1 * i, path("d" + std::to_string(i) + ".png")});
+  const auto mid = frames_in_range(frames, 2, 5);
+  ASSERT_EQ(mid.size(), 3u);
+  EXPECT_EQ(mid.front().index, 2u);
+  EXPECT_EQ(mid.back().index, 4u);
+  EXPECT_TRUE(frames_in_range(frames, 6, 9).empty());
+  EXPECT_EQ(frames_in_range(frames, 0, std::numeric_limits<std::size_t>::max()).size(), 6u);
+
+  write_image(path("rgb.png"), ImageU8(4, 3, 3, 90));
+  RgbdFrame f{0, 0.0, path("d0.png"), path("rgb.png")};
+  const ImageU8 rgb = read_frame_color(f, 4, 3);
+  EXPECT_EQ(rgb.width, 4);
+  EXPECT_EQ(rgb.channels, 3);
+  EXPECT_EQ(rgb.data.front(), 90);
+  EXPECT_THROW(read_frame_color(f, 5, 3), DataError);
+  f.rgb_path.clear();
+  EXPECT_THROW(read_frame_color(f, 4, 3), DataError);
 }
 
 TEST(RgbdSequenceReal, SevenScenesRedkitchen) {

@@ -109,14 +109,35 @@ FusedSequence fuse_sequence(const Device& device, const std::vector<FrameSource>
 TrackingSummary summarize_tracking(const std::vector<FrameRecord>& frames) {
   TrackingSummary s;
   for (const auto& f : frames) {
-    if (!f.processed) continue;
+    if (!f.processed) {
+      ++s.unreadable;
+      continue;
+    }
+    const FrameResult& r = f.result;
     ++s.processed;
-    s.invalid += f.result.status == FrameStatus::kInvalid;
-    if (f.result.status != FrameStatus::kLost) continue;
+    s.first += r.status == FrameStatus::kFirst;
+    s.tracked += r.status == FrameStatus::kTracked;
+    s.recovered += r.status == FrameStatus::kRecovered;
+    s.invalid += r.status == FrameStatus::kInvalid;
+    s.by_previous_frame += r.frame_fallback;
+    s.color += f.color;
+    s.compute_ms += r.preprocess_ms + r.track_ms + r.integrate_ms + r.raycast_ms;
+    if (r.status != FrameStatus::kLost) continue;
     ++s.lost;
     if (!s.first_lost) s.first_lost = &f;
   }
   return s;
+}
+
+std::pair<std::size_t, std::size_t> trajectory_range(const std::vector<FrameRecord>& frames, std::size_t first,
+                                                     std::size_t last) {
+  std::size_t from = 0, to = 0;  // processed frames before `first`, before `last` (indices ascend)
+  for (const auto& f : frames) {
+    if (!f.processed) continue;
+    from += f.source.index < first;
+    to += f.source.index < last;
+  }
+  return {from, to};
 }
 
 }  // namespace s3d::fusion

@@ -168,4 +168,14 @@ std::vector<std::pair<std::size_t, std::size_t>> associate(const std::vector<dou
   return pairs;
 }
 
+std::vector<std::array<double, 3>> positions(const Trajectory& trajectory) {
+  std::vector<std::array<double, 3>> out;
+  out.reserve(trajectory.size());
+  for (const StampedPose& p : trajectory) {
+    const Eigen::Vector3d t = p.pose.translation();
+    out.push_back({t.x(), t.y(), t.z()});
+  }
+  return out;
+}
+
 }  // namespace s3d::fusion

@@ -94,11 +94,18 @@ struct SequenceCallbacks {
 FusedSequence fuse_sequence(const Device& device, const std::vector<FrameSource>& frames,
                             const SequenceOptions& options, const SequenceCallbacks& callbacks);
 
-/// How tracking went over the processed frames.
+/// How tracking went over the frames: a count per status of the processed ones, and what was not processed.
 struct TrackingSummary {
   std::size_t processed = 0;
+  std::size_t first = 0;
+  std::size_t tracked = 0;
+  std::size_t recovered = 0;
   std::size_t lost = 0;
   std::size_t invalid = 0;                  ///< frames without enough valid depth
+  std::size_t unreadable = 0;               ///< not processed: not read, or another size than the first frame
+  std::size_t by_previous_frame = 0;        ///< frame to model: tracked against the previous frame instead
+  std::size_t color = 0;                    ///< with their colour image integrated
+  double compute_ms = 0.0;                  ///< pre-processing, tracking, integration and ray casting, summed
   const FrameRecord* first_lost = nullptr;  ///< into the records given
   /// Whether the data supports the trajectory: some frame had depth, and at most `max_lost` of the processed
   /// frames were lost.
@@ -108,6 +115,11 @@ struct TrackingSummary {
   }
 };
 TrackingSummary summarize_tracking(const std::vector<FrameRecord>& frames);
+
+/// Where the processed frames whose sequence index lies in [first, last) sit in the trajectory (which holds
+/// the processed frames only, in order): the estimate's [first_index, last_index) of an EvalOptions.
+std::pair<std::size_t, std::size_t> trajectory_range(const std::vector<FrameRecord>& frames, std::size_t first,
+                                                     std::size_t last);
 
 /// The mesh as a cloud with faces, ready for a PLY: vertex x y z nx ny nz [red green blue], face
 /// vertex_indices (uint8 count, int32 indices).

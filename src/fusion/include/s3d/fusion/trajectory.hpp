@@ -8,6 +8,7 @@
 //   Evaluation of RGB-D SLAM Systems", IROS 2012; the definitions used are in docs/ICP-FUSE.md).
 // Every failure throws s3d::IoError (cannot read or write) or s3d::DataError (a line that does not parse,
 // too few poses), whose what() is one line naming `file:line` where a line is at fault.
+#include <array>
 #include <cstddef>
 #include <limits>
 #include <string>
@@ -48,6 +49,9 @@ void write_tum_trajectory(const std::string& path, const Trajectory& trajectory)
 /// camera to world). The last row must be 0 0 0 1 (within 1e-6) and the rotation orthonormal within 1e-3;
 /// the rotation is then re-orthonormalised. @throws IoError, DataError naming `path`.
 Eigen::Isometry3d read_pose_matrix(const std::string& path);
+
+/// The poses' positions (x, y, z), in order.
+std::vector<std::array<double, 3>> positions(const Trajectory& trajectory);
 
 /// Timestamp association of TUM `associate.py`: every pair (i, j) with |a[i] - (b[j] + offset)| <
 /// `max_difference` is a candidate; candidates are taken greedily by increasing |difference| (ties: by

@@ -73,6 +73,19 @@ RgbdSequence list_rgbd_sequence(const std::string& path, double fps = 30.0);
 /// `shown` (`-`), and no folder files are looked for. @throws as list_rgbd_sequence.
 RgbdSequence list_rgbd_sequence_from_copy(const std::string& copy, const std::string& shown, double fps = 30.0);
 
+/// Gives each frame of `listing` its colour image from `folder` (`--images DIR`): the image named as the depth
+/// frame without its extension and without sgm-depth's `_depth` (or 7-Scenes' `.depth`) suffix (000000_depth.pfm
+/// takes 000000.png, as sgm-depth names its maps after the left images); failing that for some frame, with as
+/// many images (.png .jpg .jpeg .ppm .pgm, not hidden) as frames, the images in name order. @throws IoError
+/// (cannot list the folder), DataError (neither rule applies; the message names `name`, the sequence).
+void attach_images(const std::string& folder, RgbdSequence& listing, const std::string& name);
+
+/// The frames whose index lies in [first, last), in order.
+std::vector<RgbdFrame> frames_in_range(const std::vector<RgbdFrame>& frames, std::size_t first, std::size_t last);
+
+/// The frame's colour image, of its depth's size. @throws DataError (none associated, another size), IoError.
+ImageU8 read_frame_color(const RgbdFrame& frame, int width, int height);
+
 /// The default units per metre of a depth file: 1 for `.pfm` (metres), 1000 (mm) for anything else.
 double default_depth_scale(const std::string& path);
 
