@@ -46,6 +46,9 @@ commands=(
   "nms-filter $det/mot15_frcnn_sort/ADL-Rundle-6.det.txt -o OUT/adl.txt"
   "nms-filter $det/coco_val2017_person4/test_coco_det_AP_H_56.json --iou 0.6 -o OUT/coco.json"
   "nms-filter $det/mot15_frcnn_sort/ETH-Bahnhof.det.txt --method soft-gaussian --min-score 0.3 -o OUT/eth_soft.txt"
+  "nms-filter $det/mot15_frcnn_sort/ADL-Rundle-6.det.txt --emit indices -o OUT/adl_rows.txt"
+  "nms-filter $det/voc2007_cartucho/detection-results --per-class --method soft-gaussian -o OUT/voc"
+  "nms-filter $det/coco_val2017_person4/test_coco_det_AP_H_56.json --method soft-linear --emit records,drawn --draw-suppressed --image-dir $work/img -o OUT/coco_soft.json -o OUT/coco_drawn"
   "pc-sample fps -n 512 --seed 3 $pc/stanford_bunny/bun_zipper.ply -o OUT/fps.ply"
   "pc-sample fps -n 300 --drop-faces $pc/stanford_bunny/bun_zipper.ply -o OUT/fps_nofaces.ply"
   "pc-sample fps -n 1000 --emit indices $pc/kitti_velodyne/000000.bin -o OUT/fps.npy"
@@ -74,6 +77,9 @@ commands=(
   "icp-fuse OUT/odo_depth --images $odo/image_l --photometric 0.02 --mode f2f --max-depth 30 --volume-size 40 --volume-resolution 64 --emit trajectory,mesh --color on -o OUT/odo_fuse"
 )
 
+# Pictures for nms-filter --emit drawn: a Middlebury image under each COCO image id the detections name.
+mkdir -p "$work/img"
+for id in 000000000785 000000040083 000000196141 000000197388; do cp "$st/middlebury2003/cones/imL.png" "$work/img/$id.png"; done
 # Three KITTI odometry pairs for the folder outputs (depth maps with camera-intrinsics.txt, depth-scale.txt).
 for f in 000000 000001 000002; do echo "$odo/image_l/$f.png $odo/image_r/$f.png"; done >"$work/pairs.txt"
 

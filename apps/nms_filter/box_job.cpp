@@ -95,29 +95,10 @@ void write_kept(cli::ItemContext& ctx, const KeptBoxes& kept, bool emit_indices)
   const BoxJob& job = kept.job;
   const auto& result = kept.result;
   if (emit_indices) {
-    std::string text;
-    text.reserve(result.keep.size() * 7);
-    for (std::int64_t row : result.keep)
-      text += std::to_string(job.table.positions[static_cast<std::size_t>(row)]) + "\n";
-    write_text(ctx, job.out, text);
+    write_text(ctx, job.out, io::render_positions(job.table, result.keep));
     return;
   }
-  // Records keep their input order (a filter: only deletions, and rewritten scores for soft-NMS).
-  std::vector<std::size_t> order(result.keep.size());
-  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return result.keep[a] < result.keep[b]; });
-  std::vector<std::size_t> rows(order.size());
-  // Soft-NMS rewrites the scores it decayed; an unchanged score keeps its original text (NaN = keep).
-  std::vector<double> new_scores(order.size(), std::numeric_limits<double>::quiet_NaN());
-  bool rescored = false;
-  for (std::size_t k = 0; k < order.size(); ++k) {
-    rows[k] = static_cast<std::size_t>(result.keep[order[k]]);
-    if (result.scores[order[k]] != job.scores[rows[k]]) {
-      new_scores[k] = result.scores[order[k]];
-      rescored = true;
-    }
-  }
-  auto files = io::render_boxes(job.table, rows, rescored ? &new_scores : nullptr);
+  const auto files = io::render_kept(job.table, result.keep, result.scores);
   if (job.folder) {
     // One output: the folder, staged whole and committed with nothing or everything in it.
     ctx.write_folder_atomically(job.out, [&](const std::string& dir) {

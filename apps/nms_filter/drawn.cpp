@@ -1,8 +1,6 @@
 #include "drawn.hpp"
 
-#include <cstdio>
 #include <filesystem>
-#include <map>
 #include <set>
 
 #include "s3d/core/errors.hpp"
@@ -21,12 +19,6 @@ bool is_file(const fs::path& p) {
 
 bool is_number(const std::string& s) {
   return !s.empty() && s.size() <= 12 && s.find_first_not_of("0123456789") == std::string::npos;
-}
-
-std::string score_text(double score) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", score);
-  return buf;
 }
 
 }  // namespace
@@ -50,33 +42,14 @@ std::size_t write_drawn(cli::ItemContext& ctx, const KeptBoxes& kept, const Plan
   const BoxJob& job = kept.job;
   const io::DetectionTable& table = job.table;
   const io::KeyColumn* images = table.key(table.image_field);
-  const io::KeyColumn* classes = table.class_field.empty() ? nullptr : table.key(table.class_field);
   if (images == nullptr) throw DataError(table.source + ": --emit drawn: the records name no image");
   // Images are looked up beside the input unless --image-dir says where (stdin: the working folder).
   const std::string folder = !plan.image_dir.empty() ? plan.image_dir
                              : job.input == "-"      ? "."
                                                      : fs::path(job.input).parent_path().string();
 
-  // The kept boxes' (possibly decayed) scores by row.
-  std::map<std::size_t, double> kept_score;
-  for (std::size_t k = 0; k < kept.result.keep.size(); ++k)
-    kept_score[static_cast<std::size_t>(kept.result.keep[k])] = kept.result.scores[k];
-
-  // Per image (in first-seen order): the suppressed boxes first, so that the kept ones are drawn over them.
-  std::vector<std::vector<io::BoxDrawing>> drawings(images->values.size());
-  for (int pass = 0; pass < 2; ++pass)
-    for (std::size_t row = 0; row < table.size(); ++row) {
-      const auto it = kept_score.find(row);
-      const bool is_kept = it != kept_score.end();
-      if (is_kept != (pass == 1) || (!is_kept && !plan.draw_suppressed)) continue;
-      io::BoxDrawing d;
-      d.rotated = table.rotated;
-      for (int c = 0; c < table.box_dim(); ++c) d.box[c] = table.boxes[row * table.box_dim() + c];
-      d.colour = classes ? classes->codes[row] : 0;
-      d.faint = !is_kept;
-      if (is_kept) d.label = (classes ? classes->values[classes->codes[row]] + " " : "") + score_text(it->second);
-      drawings[images->codes[row]].push_back(std::move(d));
-    }
+  const std::vector<std::vector<io::BoxDrawing>> drawings =
+      io::box_drawings(table, kept.result.keep, kept.result.scores, plan.draw_suppressed);
 
   struct Picture {
     std::string image, name;

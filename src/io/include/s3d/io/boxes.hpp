@@ -170,6 +170,17 @@ struct BoxOutputFile {
 std::vector<BoxOutputFile> render_boxes(const DetectionTable& table, const std::vector<std::size_t>& rows,
                                         const std::vector<double>* new_scores = nullptr);
 
+/// The records a filter kept, as render_boxes writes them in input order: `keep` (rows of `table`, in any
+/// order) with their final scores `kept_scores` (one per entry); a score that differs from the row's own (as
+/// float) is rewritten, an equal one keeps its original text. @throws InvalidArgument (a row out of range,
+/// lengths that differ).
+std::vector<BoxOutputFile> render_kept(const DetectionTable& table, const std::vector<std::int64_t>& keep,
+                                       const std::vector<float>& kept_scores);
+
+/// The input positions (DetectionTable::positions) of `rows`, in the order given, one decimal per line.
+/// @throws InvalidArgument for a row out of range.
+std::string render_positions(const DetectionTable& table, const std::vector<std::int64_t>& rows);
+
 /// Writes render_boxes() of a single-file table to `out`. @throws InvalidArgument for a voc folder.
 void write_boxes(std::ostream& out, const DetectionTable& table, const std::vector<std::size_t>& rows,
                  const std::vector<double>* new_scores = nullptr);

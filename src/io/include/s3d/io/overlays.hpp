@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "s3d/core/views.hpp"
+#include "s3d/io/boxes.hpp"
 #include "s3d/io/image.hpp"
 
 namespace s3d::io {
@@ -20,6 +21,14 @@ struct BoxDrawing {
   std::string label;   ///< text on a tab above the box ("" = none)
   bool faint = false;  ///< drawn thin, 60 % over the image, without its label (a suppressed box)
 };
+
+/// The boxes of `table` to draw on each of its images (one list per value of the table's image field, in
+/// first-seen order): the kept rows `keep` with the label "CLASS SCORE" (score `kept_scores` to 2 decimals; the
+/// class when the table has a class field) and, with `suppressed`, every other row faint, before the kept ones
+/// so that those are drawn over them; the colour is the class's. @throws DataError when the table names no
+/// image, InvalidArgument for a row out of range.
+std::vector<std::vector<BoxDrawing>> box_drawings(const DetectionTable& table, const std::vector<std::int64_t>& keep,
+                                                  const std::vector<float>& kept_scores, bool suppressed);
 
 /// The colour of palette index `index` (RGB; 20 distinct colours, repeating; a negative index counts as 0).
 std::array<std::uint8_t, 3> palette_colour(int index);
