@@ -264,9 +264,10 @@ int main(int argc, char** argv) {
     s3d::cli::StageTimer timer(ctx, "read");
     return s3d::pc_sample::load_job(item, ctx, run, clouds);
   };
-  stages.handle = [&](const s3d::cli::Item& item, Job& job, s3d::cli::ItemContext& ctx, s3d::cli::NextItem<Job> next) {
+  stages.handle_group = [&](const s3d::cli::Item& item, Job& job, s3d::cli::ItemContext& ctx,
+                            s3d::cli::NextItem<Job> next) {
     s3d::cli::StageTimer timer(ctx, "compute");
-    return s3d::pc_sample::compute_grouped(item, run, std::move(job), next);
+    return s3d::pc_sample::compute_group(item, run, std::move(job), next);
   };
   stages.write = [&](const s3d::cli::Item&, Result& result, s3d::cli::ItemContext& ctx) {
     // The input cloud goes back to the pool whether or not its outputs could be written; a read into it

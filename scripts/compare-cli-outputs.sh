@@ -53,6 +53,8 @@ commands=(
   "pc-sample fps -n 300 --drop-faces $pc/stanford_bunny/bun_zipper.ply -o OUT/fps_nofaces.ply"
   "pc-sample fps -n 1000 --emit indices $pc/kitti_velodyne/000000.bin -o OUT/fps.npy"
   "pc-sample fps -n 2048 $pc/pcl_pcd/milk_color.pcd -o OUT/fps_milk.pcd"
+  "pc-sample fps -n 200 --batch 3 --start random --seed 7 $pc/stanford_bunny --emit indices --output-dir OUT/fps_batch"
+  "pc-sample fps -n 40000 --batch 4 $pc/stanford_bunny --emit indices --output-dir OUT/fps_batch_fewer"
   "pc-sample fps -n 4096 $pc/aerial_vol_total/vol_total_498868.ply -o OUT/fps_aerial.ply"
   "pc-sample voxel --voxel-size 0.1 $pc/kitti_velodyne/000000.bin -o OUT/down.bin"
   "pc-sample voxel --voxel-size 0.01 $pc/pcl_pcd/milk_color.pcd -o OUT/down_milk.pcd"

@@ -103,23 +103,16 @@ std::pair<std::int64_t, std::int64_t> fps_call(const cli::Item& item, const Plan
 
 }  // namespace
 
-Result compute_grouped(const cli::Item& item, Run& run, Job job, const cli::NextItem<Job>& next) {
-  if (auto it = run.grouped.find(item.index); it != run.grouped.end()) {
-    Result r;
-    r.selection = std::move(it->second.selection);
-    r.start = it->second.start;
-    r.seconds_compute = it->second.seconds_compute;
-    r.batch = it->second.batch;
-    run.grouped.erase(it);
-    r.job = std::move(job);
-    return r;
-  }
+std::vector<Result> compute_group(const cli::Item& item, Run& run, Job job, const cli::NextItem<Job>& next) {
   const Plan& p = run.plan;
-  if (p.mode != Mode::kFps || p.batch <= 1 || next.ahead.empty()) return compute(item, run, std::move(job));
-
+  std::vector<Result> results;
+  if (p.mode != Mode::kFps || p.batch <= 1 || next.ahead.empty()) {
+    results.push_back(compute(item, run, std::move(job)));
+    return results;
+  }
   const auto t0 = Clock::now();
   // The group: this item, then the loaded items after it while their M and start are valid.
-  std::vector<std::pair<const cli::Item*, const Job*>> group{{&item, &job}};
+  std::vector<Job*> group{&job};
   std::vector<PointsView<const float>> clouds;
   std::vector<std::int64_t> samples, starts;
   auto add = [&](const cli::Item& it, const Job& j) {
@@ -136,20 +129,20 @@ Result compute_grouped(const cli::Item& item, Run& run, Job job, const cli::Next
     } catch (const DataError&) {
       break;  // it fails on its own handle
     }
-    group.emplace_back(it, j);
+    group.push_back(j);
   }
   std::vector<std::vector<std::int32_t>> selections = run.fps->run_each(clouds, samples, starts);
   const double seconds = seconds_since(t0) / static_cast<double>(group.size());
-  const int size = static_cast<int>(group.size());
-  Result r;
-  r.selection = std::move(selections[0]);
-  r.start = starts[0];
-  r.seconds_compute = seconds;
-  r.batch = size;
-  for (std::size_t b = 1; b < group.size(); ++b)
-    run.grouped[group[b].first->index] = GroupedSelection{std::move(selections[b]), starts[b], seconds, size};
-  r.job = std::move(job);
-  return r;
+  results.resize(group.size());
+  for (std::size_t b = 0; b < group.size(); ++b) {
+    Result& r = results[b];
+    r.selection = std::move(selections[b]);
+    r.start = starts[b];
+    r.seconds_compute = seconds;
+    r.batch = static_cast<int>(group.size());
+    r.job = std::move(*group[b]);
+  }
+  return results;
 }
 
 Result compute(const cli::Item& item, Run& run, Job job) {

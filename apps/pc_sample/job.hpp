@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,14 +21,6 @@
 
 namespace s3d::pc_sample {
 
-/// An fps selection computed ahead of its item's handle (--batch).
-struct GroupedSelection {
-  std::vector<std::int32_t> selection;
-  std::int64_t start = 0;
-  double seconds_compute = 0.0;
-  int batch = 1;
-};
-
 /// What every item shares: the plan, the engine (made once per run), and the second cloud (--queries,
 /// --from) read once.
 struct Run {
@@ -40,8 +31,6 @@ struct Run {
   std::unique_ptr<points::RulebookEngine> rulebooks;
   std::optional<InputCloud> other;
   std::vector<std::string> interp_columns;  ///< interp: the sparse columns interpolated (explicit list only)
-  /// fps --batch: selections computed with an earlier item's launch, by item index, until their handle.
-  std::map<std::size_t, GroupedSelection> grouped;
 };
 
 /// One input cloud, ready for the engine.
@@ -74,10 +63,10 @@ void prepare_run(Run& run, const Device& device);
 Job load_job(const cli::Item& item, cli::ItemContext& ctx, const Run& run, CloudPool& clouds);
 /// @throws DataError naming the input for M > N, K > N, a start outside the cloud.
 Result compute(const cli::Item& item, Run& run, Job job);
-/// fps --batch B: this item and up to B - 1 of the loaded items after it in one FpsEngine launch (the
-/// others' selections wait in Run::grouped for their own handle); other modes, B = 1, or a selection
-/// computed earlier: as compute(). Items whose M or start is invalid are left to fail alone.
-Result compute_grouped(const cli::Item& item, Run& run, Job job, const cli::NextItem<Job>& next);
+/// fps --batch B: this item and up to B - 1 of the loaded items after it in one FpsEngine launch, their results
+/// in order (the frame's group handler); other modes and B = 1: compute() of this item alone. Items whose M or
+/// start is invalid end the group and fail alone.
+std::vector<Result> compute_group(const cli::Item& item, Run& run, Job job, const cli::NextItem<Job>& next);
 /// Writes the outputs; returns the record's fields.
 nlohmann::json write_result(cli::ItemContext& ctx, const cli::CommonSettings& settings, const Run& run, Result& r);
 

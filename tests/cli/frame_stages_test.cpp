@@ -228,6 +228,31 @@ class StagedTool : public ::testing::Test {
                      [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
       return Handled{up};
     };
+    if (group_ > 1) {
+      // This item and loaded items after it, up to group_ in all, stopping before one marked ALONE.
+      tool.handle_groups_of(group_);
+      stages.handle_group = [&](const Item& item, Loaded& in, ItemContext&, NextItem<Loaded> next) {
+        EXPECT_EQ(std::this_thread::get_id(), caller);
+        std::vector<Loaded*> taken{&in};
+        for (const auto& [ahead_item, ahead_input] : next.ahead) {
+          if (taken.size() == group_ || ahead_input->text.find("ALONE") != std::string::npos) break;
+          EXPECT_EQ(ahead_input->index, ahead_item->index);
+          taken.push_back(ahead_input);
+        }
+        std::vector<std::size_t> indices;
+        std::vector<Handled> out;
+        for (Loaded* l : taken) {
+          indices.push_back(l->index);
+          std::string up = l->text;
+          std::transform(up.begin(), up.end(), up.begin(),
+                         [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+          out.push_back(Handled{up});
+        }
+        groups_.push_back(indices);
+        if (in.text.find("BADHANDLE") != std::string::npos) throw DataError("cannot match (BADHANDLE)");
+        return out;
+      };
+    }
     stages.write = [&](const Item& item, Handled& h, ItemContext& ctx) {
       struct Leave {
         InFlight& f;
@@ -273,6 +298,8 @@ class StagedTool : public ::testing::Test {
   std::vector<std::size_t> handled_;
   std::string expected_next_;
   int peeks_ = 0;
+  std::size_t group_ = 0;                         ///< > 1: a group handler takes up to this many items
+  std::vector<std::vector<std::size_t>> groups_;  ///< the items each group call took
   int exit_code_ = -1;
 };
 
@@ -308,6 +335,36 @@ TEST_F(StagedTool, RecordsInInputOrderAndFailuresOfEveryStage) {
   EXPECT_EQ(handled_, want);
   EXPECT_LE(flight_.most.load(), 4);
   EXPECT_GT(peeks_, 0);  // loads ran ahead far enough for the handler to see its next item
+  EXPECT_EQ(temps(), std::vector<std::string>{});
+}
+
+TEST_F(StagedTool, AGroupHandlerTakesLaterItemsWhoseOutputsReachTheirOwnRecords) {
+  make_inputs(11, {{5, "ALONE"}, {8, "BADHANDLE"}, {9, "BADLOAD"}});
+  group_ = 3;
+  const auto records = run(11, {"--output-dir", (dir_ / "out").string(), "--prefetch", "8", "--threads", "2"});
+  EXPECT_EQ(exit_code_, kExitItemFailed);
+  ASSERT_EQ(records.size(), 12u);
+  // Every item taken once, in order: a group stops before ALONE, at a failed load, and at three items.
+  std::vector<std::size_t> taken;
+  for (const auto& g : groups_) taken.insert(taken.end(), g.begin(), g.end());
+  EXPECT_EQ(taken, (std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 10}));
+  EXPECT_EQ(groups_[0], (std::vector<std::size_t>{0, 1, 2}));
+  for (const auto& g : groups_) {
+    EXPECT_LE(g.size(), 3u);
+    for (std::size_t i = 1; i < g.size(); ++i) EXPECT_NE(g[i], 5u) << "ALONE joined a group";
+  }
+  for (int k = 0; k < 11; ++k) {
+    const auto& r = records[static_cast<std::size_t>(k)];
+    EXPECT_EQ(r["index"], k);
+    const bool bad = k == 8 || k == 9;
+    EXPECT_EQ(r["status"], bad ? "failed" : "ok") << k;
+    EXPECT_EQ(fs::exists(output(k)), !bad) << k;
+    if (bad) continue;
+    std::ifstream in(output(k));
+    const std::string text(std::istreambuf_iterator<char>(in), {});
+    EXPECT_EQ(text.rfind("ITEM " + std::to_string(k), 0), 0u) << text;  // its own output, not a neighbour's
+  }
+  EXPECT_NE(records[8]["error"].get<std::string>().find("BADHANDLE"), std::string::npos);
   EXPECT_EQ(temps(), std::vector<std::string>{});
 }
 

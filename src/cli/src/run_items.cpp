@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "ordered_stages.hpp"
@@ -203,7 +204,7 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
   cb.handle = [&](std::size_t k, std::size_t loaded_ahead) {
     ItemRun& run = runs[k];
     const Item& item = items[k];
-    if (!settled(run)) {
+    if (!settled(run) && !run.output) {  // an item an earlier group took has its output
       log->debug("item {}: {}", item.index + 1, item.name());
       // The loaded items right after this one, up to the first that is settled (failed or skipped).
       detail::ErasedAhead ahead;
@@ -214,7 +215,12 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
         // A tool without a load stage reads its inputs here.
         std::optional<detail::BlockingWait> wait;
         if (!stages.load && std::any_of(item.inputs.begin(), item.inputs.end(), detail::may_block)) wait.emplace();
-        run.output = stages.handle(item, run.input, *run.ctx, ahead);
+        std::vector<detail::Erased> outputs = stages.handle(item, run.input, *run.ctx, ahead);
+        if (outputs.empty() || outputs.size() > 1 + ahead.size())
+          throw std::logic_error("a group handler returned " + std::to_string(outputs.size()) + " outputs for 1 + " +
+                                 std::to_string(ahead.size()) + " items");
+        run.output = std::move(outputs.front());
+        for (std::size_t j = 1; j < outputs.size(); ++j) runs[k + j].output = std::move(outputs[j]);
       });
       handle_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
     }

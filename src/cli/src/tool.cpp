@@ -637,8 +637,8 @@ void Tool::handle_groups_of(std::size_t n) { impl_->group_size = std::max<std::s
 int Tool::run(int argc, char** argv, ItemHandler handler) {
   detail::ErasedStages stages;
   stages.handle = [handler = std::move(handler)](const Item& item, detail::Erased&, ItemContext& ctx,
-                                                 const detail::ErasedAhead&) -> detail::Erased {
-    return std::make_shared<nlohmann::json>(handler(item, ctx));
+                                                 const detail::ErasedAhead&) -> std::vector<detail::Erased> {
+    return {std::make_shared<nlohmann::json>(handler(item, ctx))};
   };
   return run_stages(argc, argv, std::move(stages));
 }

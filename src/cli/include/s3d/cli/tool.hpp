@@ -130,7 +130,8 @@ using ItemHandler = std::function<nlohmann::json(const Item&, ItemContext&)>;
 /// `input` are the next item and its loaded input, null when there is none or its load is not finished
 /// (or failed); `ahead` lists it and the loaded items after it, consecutively, up to the first that failed
 /// or was skipped. The frame's next handle calls are for exactly these items and inputs, in order, unless
-/// the batch stops first (--fail-fast, a transient error, a signal): early work must then be discardable.
+/// the batch stops first (--fail-fast, a transient error, a signal): early work must then be discardable; a
+/// group handler (Stages::handle_group) takes the first of them into its own call instead.
 template <typename Input>
 struct NextItem {
   const Item* item = nullptr;
@@ -146,10 +147,16 @@ struct NextItem {
 /// Records are emitted, and `-o -` data copied to stdout, in input order. A stage's exception fails the item
 /// exactly as an ItemHandler's would (the later stages do not run); a skipped item (--skip-existing, via
 /// outputs_of) is never loaded. Input and Output must be movable; each is freed as soon as its stage is done.
+/// A handler that takes several items per call (one GPU launch for many small inputs) sets `handle_group`
+/// instead of `handle`, with Tool::handle_groups_of(n): it handles this item and the first m - 1 items of
+/// `next.ahead` (0 <= m - 1 <= next.ahead.size(), in order; it may move their inputs) and returns their m
+/// outputs, this item's first. The frame calls no handler for the items a group took: each output goes to its
+/// own item's write stage and record. An exception fails this item only; the others are then handled alone.
 template <typename Input, typename Output>
 struct Stages {
   std::function<Input(const Item&, ItemContext&)> load;
   std::function<Output(const Item&, Input&, ItemContext&, NextItem<Input> next)> handle;
+  std::function<std::vector<Output>(const Item&, Input&, ItemContext&, NextItem<Input> next)> handle_group;
   std::function<nlohmann::json(const Item&, Output&, ItemContext&)> write;
 };
 
@@ -159,7 +166,8 @@ using Erased = std::shared_ptr<void>;
 using ErasedAhead = std::vector<std::pair<const Item*, Erased*>>;
 struct ErasedStages {
   std::function<Erased(const Item&, ItemContext&)> load;  ///< empty: nothing to load
-  std::function<Erased(const Item&, Erased& input, ItemContext&, const ErasedAhead& ahead)> handle;
+  /// The outputs of this item and of the first items of `ahead` its call took (at least this item's).
+  std::function<std::vector<Erased>(const Item&, Erased& input, ItemContext&, const ErasedAhead& ahead)> handle;
   std::function<nlohmann::json(const Item&, Erased& output, ItemContext&)> write;  ///< empty: output is the json
 };
 }  // namespace detail
@@ -254,16 +262,31 @@ class Tool {
     erased.load = [load = std::move(stages.load)](const Item& item, ItemContext& ctx) -> detail::Erased {
       return std::make_shared<Input>(load(item, ctx));
     };
-    erased.handle = [handle = std::move(stages.handle)](const Item& item, detail::Erased& input, ItemContext& ctx,
-                                                        const detail::ErasedAhead& ahead) -> detail::Erased {
+    auto next_of = [](const detail::ErasedAhead& ahead) {
       NextItem<Input> next;
       for (const auto& [ahead_item, ahead_input] : ahead) {
         if (!*ahead_input) break;
         next.ahead.emplace_back(ahead_item, static_cast<Input*>(ahead_input->get()));
       }
       if (!next.ahead.empty()) std::tie(next.item, next.input) = next.ahead.front();
-      return std::make_shared<Output>(handle(item, *static_cast<Input*>(input.get()), ctx, std::move(next)));
+      return next;
     };
+    if (stages.handle_group) {
+      erased.handle = [group = std::move(stages.handle_group), next_of](
+                          const Item& item, detail::Erased& input, ItemContext& ctx,
+                          const detail::ErasedAhead& ahead) -> std::vector<detail::Erased> {
+        std::vector<Output> outputs = group(item, *static_cast<Input*>(input.get()), ctx, next_of(ahead));
+        std::vector<detail::Erased> erased_outputs;
+        for (Output& o : outputs) erased_outputs.push_back(std::make_shared<Output>(std::move(o)));
+        return erased_outputs;
+      };
+    } else {
+      erased.handle = [handle = std::move(stages.handle), next_of](
+                          const Item& item, detail::Erased& input, ItemContext& ctx,
+                          const detail::ErasedAhead& ahead) -> std::vector<detail::Erased> {
+        return {std::make_shared<Output>(handle(item, *static_cast<Input*>(input.get()), ctx, next_of(ahead)))};
+      };
+    }
     erased.write = [write = std::move(stages.write)](const Item& item, detail::Erased& output, ItemContext& ctx) {
       return write(item, *static_cast<Output*>(output.get()), ctx);
     };
