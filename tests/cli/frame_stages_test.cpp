@@ -17,10 +17,10 @@
 #include <thread>
 #include <vector>
 
-#include "ordered_stages.hpp"
 #include "s3d/cli/tool.hpp"
 #include "s3d/core/errors.hpp"
-#include "worker_pool.hpp"
+#include "s3d/core/ordered_stages.hpp"
+#include "s3d/core/worker_pool.hpp"
 
 namespace fs = std::filesystem;
 
@@ -46,13 +46,13 @@ struct InFlight {
 
 TEST(OrderedStages, HandlesAndEmitsInOrderWithABoundedWindow) {
   const std::size_t n = 60, window = 5;
-  detail::WorkerPool pool(4);
+  WorkerPool pool(4);
   const auto caller = std::this_thread::get_id();
   InFlight flight;
   std::mutex mutex;
   std::vector<std::size_t> handled, emitted;
   std::atomic<int> off_thread_loads{0}, loads{0}, finishes{0};
-  detail::OrderedStageCallbacks cb;
+  OrderedStageCallbacks cb;
   cb.load = [&](std::size_t) {
     flight.enter();
     ++loads;
@@ -76,7 +76,7 @@ TEST(OrderedStages, HandlesAndEmitsInOrderWithABoundedWindow) {
     flight.leave();
   };
   cb.stop_requested = [] { return false; };
-  EXPECT_EQ(detail::run_ordered_stages(n, window, pool, cb), n);
+  EXPECT_EQ(run_ordered_stages(n, window, pool, cb), n);
   std::vector<std::size_t> expected(n);
   for (std::size_t k = 0; k < n; ++k) expected[k] = k;
   EXPECT_EQ(handled, expected);
@@ -89,10 +89,10 @@ TEST(OrderedStages, HandlesAndEmitsInOrderWithABoundedWindow) {
 }
 
 TEST(OrderedStages, AStopEmitsExactlyTheHandledItems) {
-  detail::WorkerPool pool(3);
+  WorkerPool pool(3);
   std::vector<std::size_t> emitted;
   std::atomic<int> running{0};
-  detail::OrderedStageCallbacks cb;
+  OrderedStageCallbacks cb;
   cb.load = [&](std::size_t) {
     ++running;
     sleep_random_us(500);
@@ -102,15 +102,15 @@ TEST(OrderedStages, AStopEmitsExactlyTheHandledItems) {
   cb.finish = [&](std::size_t) { sleep_random_us(500); };
   cb.emit = [&](std::size_t k) { emitted.push_back(k); };
   cb.stop_requested = [] { return false; };
-  EXPECT_EQ(detail::run_ordered_stages(30, 8, pool, cb), 7u);
+  EXPECT_EQ(run_ordered_stages(30, 8, pool, cb), 7u);
   EXPECT_EQ(emitted, (std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(running.load(), 0);  // loads started ahead were waited for
 }
 
 TEST(OrderedStages, AnEmitThatThrowsEndsTheRunAfterEveryTask) {
-  detail::WorkerPool pool(4);
+  WorkerPool pool(4);
   std::atomic<int> running{0};
-  detail::OrderedStageCallbacks cb;
+  OrderedStageCallbacks cb;
   auto busy = [&](std::size_t) {
     ++running;
     sleep_random_us(1000);
@@ -123,7 +123,7 @@ TEST(OrderedStages, AnEmitThatThrowsEndsTheRunAfterEveryTask) {
     if (k == 3) throw std::runtime_error("reader went away");
   };
   cb.stop_requested = [] { return false; };
-  EXPECT_THROW(detail::run_ordered_stages(50, 6, pool, cb), std::runtime_error);
+  EXPECT_THROW(run_ordered_stages(50, 6, pool, cb), std::runtime_error);
   EXPECT_EQ(running.load(), 0);
 }
 
@@ -132,10 +132,10 @@ TEST(OrderedStages, AnEmitThatThrowsEndsTheRunAfterEveryTask) {
 // beyond that.
 TEST(OrderedStages, WaitAheadHandsTheHandlerTheNextLoadedItems) {
   const std::size_t n = 23, ahead = 3;
-  detail::WorkerPool pool(2);
+  WorkerPool pool(2);
   std::vector<std::atomic<bool>> loaded(n);
   std::vector<std::size_t> seen;
-  detail::OrderedStageCallbacks cb;
+  OrderedStageCallbacks cb;
   cb.load = [&](std::size_t k) {
     sleep_random_us(1500);
     loaded[k] = true;
@@ -148,7 +148,7 @@ TEST(OrderedStages, WaitAheadHandsTheHandlerTheNextLoadedItems) {
   cb.finish = [](std::size_t) {};
   cb.emit = [](std::size_t) {};
   cb.stop_requested = [] { return false; };
-  EXPECT_EQ(detail::run_ordered_stages(n, 1, pool, cb, ahead), n);
+  EXPECT_EQ(run_ordered_stages(n, 1, pool, cb, ahead), n);
   ASSERT_EQ(seen.size(), n);
   for (std::size_t k = 0; k < n; ++k) EXPECT_GE(seen[k], std::min(ahead, n - 1 - k)) << "item " << k;
 }

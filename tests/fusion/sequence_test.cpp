@@ -5,10 +5,10 @@
 
 #include <gtest/gtest.h>
 
-#include <limits>
-
 #include <atomic>
+#include <limits>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -193,6 +193,33 @@ TEST(FuseSequence, NoReadableFrameInterruptAndFailedCheck) {
   prepare(failed, 3);
   failed.callbacks.on_frames_done = [](const FusedSequence&) { throw DataError("boxes: not supported"); };
   EXPECT_THROW(fuse_sequence(Device::parse("cpu"), failed.sources, failed.options, failed.callbacks), DataError);
+}
+
+TEST(FuseSequence, AReaderOrTrackerThatThrowsFailsTheSequenceAfterTheReadsInFlight) {
+  SequenceRun throwing;
+  prepare(throwing, 8);
+  throwing.options.read_ahead = 3;
+  std::atomic<int> reads_running{0};
+  const FusionParams p = throwing.options.params;
+  throwing.callbacks.read = [p, &reads_running](std::size_t k) {
+    ++reads_running;
+    LoadedFrame f;
+    f.depth = frame_depth(static_cast<int>(k), p);
+    --reads_running;
+    if (k == 4) throw std::runtime_error("frame4.png: out of memory while decoding");
+    return f;
+  };
+  std::vector<std::size_t> tracked;
+  throwing.callbacks.on_frame = [&tracked](const FrameRecord& r) { tracked.push_back(r.source.index); };
+  EXPECT_THROW(fuse_sequence(Device::parse("cpu"), throwing.sources, throwing.options, throwing.callbacks),
+               std::runtime_error);
+  EXPECT_EQ(tracked, (std::vector<std::size_t>{0, 1, 2, 3}));  // in order, up to the frame that failed
+  EXPECT_EQ(reads_running.load(), 0);                          // no read outlives the call
+
+  SequenceRun camera;
+  prepare(camera, 4);
+  camera.callbacks.camera = [](int, int) -> CameraIntrinsics { throw DataError("K.txt: not a 3x3 matrix"); };
+  EXPECT_THROW(fuse_sequence(Device::parse("cpu"), camera.sources, camera.options, camera.callbacks), DataError);
 }
 
 TEST(TrackingSummary, CountsEachStatusLostAndInvalidFrames) {

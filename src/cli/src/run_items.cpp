@@ -11,17 +11,17 @@
 #include <stdexcept>
 #include <thread>
 
-#include "ordered_stages.hpp"
 #include "report.hpp"
 #include "s3d/cli/atomic_file.hpp"
 #include "s3d/cli/inputs.hpp"
 #include "s3d/cli/shard.hpp"
 #include "s3d/core/config.hpp"
 #include "s3d/core/errors.hpp"
+#include "s3d/core/ordered_stages.hpp"
 #include "s3d/core/parallel.hpp"
+#include "s3d/core/worker_pool.hpp"
 #include "signals.hpp"
 #include "tool_impl.hpp"
-#include "worker_pool.hpp"
 
 namespace fs = std::filesystem;
 
@@ -180,7 +180,7 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
   };
   auto settled = [](const ItemRun& run) { return run.skipped || run.failure.has_value(); };
 
-  detail::OrderedStageCallbacks cb;
+  OrderedStageCallbacks cb;
   cb.load = [&](std::size_t k) {
     ItemRun& run = runs[k];
     const Item& item = items[k];
@@ -305,8 +305,8 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
   const std::size_t window =
       s.prefetch > 0 ? static_cast<std::size_t>(s.prefetch) : kPrefetchPerWorker * static_cast<std::size_t>(workers);
   {
-    detail::WorkerPool pool(workers);
-    detail::run_ordered_stages(items.size(), window, pool, cb, group_size - 1);
+    WorkerPool pool(workers);
+    run_ordered_stages(items.size(), window, pool, cb, group_size - 1);
   }
   runs.clear();  // drops the `-` outputs of items never emitted
   progress->finish();

@@ -1,12 +1,15 @@
-// The sequence loop of sequence.hpp: a bounded read-ahead of futures, the engine at the first readable frame.
+// The sequence loop of sequence.hpp: frames read ahead on worker threads through the ordered stages, tracked in
+// order, the engine made at the first readable frame.
 #include "s3d/fusion/sequence.hpp"
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
-#include <future>
+#include <exception>
+#include <optional>
 
 #include "s3d/core/errors.hpp"
+#include "s3d/core/ordered_stages.hpp"
+#include "s3d/core/worker_pool.hpp"
 
 namespace s3d::fusion {
 namespace {
@@ -26,73 +29,85 @@ FusedSequence fuse_sequence(const Device& device, const std::vector<FrameSource>
   FusedSequence out;
   std::optional<FusionEngine> engine;
   FusionParams params = options.params;
-  const auto t_track = Clock::now();
-  // Read-ahead: the next frames are read and decoded, each on its own thread, while frame k is tracked; one
-  // reader alone (a 16-bit PNG and a JPEG, 6-9 ms) is slower than a GPU frame (~1.7 ms).
-  std::deque<std::future<LoadedFrame>> ahead;
-  std::size_t requested = 0;
-  auto request_more = [&] {
-    for (; requested < frames.size() && ahead.size() < options.read_ahead; ++requested)
-      ahead.push_back(std::async(std::launch::async, callbacks.read, requested));
-  };
-  // Every read in flight ends before the reader's captures go out of scope, on every path out.
-  struct Drain {
-    std::deque<std::future<LoadedFrame>>& ahead;
-    ~Drain() {
-      for (auto& f : ahead)
-        if (f.valid()) f.wait();
-    }
-  } drain{ahead};
-  request_more();
   std::string first_error;
   std::optional<LoadedFrame> last_good;  // kept only for callbacks.motion
   std::size_t last_good_k = 0;
-  for (std::size_t k = 0; k < frames.size(); ++k) {
-    if (callbacks.interrupted && callbacks.interrupted()) {
-      out.interrupted = true;
-      break;
+  std::exception_ptr failure;  // what tracking threw: the sequence fails with it once the reads are done
+
+  // Frame k is tracked on this thread while the next frames are read and decoded on `read_ahead` threads (one
+  // reader alone, a 16-bit PNG and a JPEG in 6-9 ms, is slower than a GPU frame of ~1.7 ms), through the
+  // ordered stages the tools' frame uses (s3d/core/ordered_stages.hpp).
+  std::vector<std::optional<LoadedFrame>> loaded(frames.size());
+  std::vector<std::exception_ptr> read_failures(frames.size());  // a reader that threw: the sequence fails
+  WorkerPool readers(static_cast<int>(options.read_ahead));
+  OrderedStageCallbacks stages;
+  stages.load = [&](std::size_t k) {
+    try {
+      loaded[k] = callbacks.read(k);
+    } catch (...) {
+      read_failures[k] = std::current_exception();
     }
-    const auto t_wait = Clock::now();
-    LoadedFrame cur = ahead.front().get();
-    ahead.pop_front();
-    request_more();
+  };
+  const auto t_track = Clock::now();
+  auto t_ready = t_track;  // when this thread was last ready for the next frame
+  stages.handle = [&](std::size_t k, std::size_t) {
+    if (read_failures[k]) {
+      failure = read_failures[k];
+      return false;
+    }
+    LoadedFrame cur = std::move(*loaded[k]);
+    loaded[k].reset();
     FrameRecord rec;
     rec.source = frames[k];
     rec.read_ms = cur.read_ms;
-    rec.wait_ms = ms_since(t_wait);
-    if (cur.error.empty() && engine && (cur.depth.width != out.width || cur.depth.height != out.height))
-      cur.error = frames[k].file + ": " + size_text(cur.depth.width, cur.depth.height) +
-                  " but the sequence's first frame is " + size_text(out.width, out.height);
-    if (cur.error.empty() && !engine) {
-      out.width = cur.depth.width;
-      out.height = cur.depth.height;
-      out.camera = callbacks.camera(out.width, out.height);
-      params.camera = out.camera;
-      engine.emplace(device, params, out.width, out.height);
-    }
-    if (!cur.error.empty()) {
-      rec.error = cur.error;
-      if (first_error.empty()) first_error = cur.error;
-    } else {
-      rec.color_error = cur.color_error;
-      rec.color = !cur.rgb.empty();
-      std::optional<Eigen::Isometry3d> motion;
-      if (callbacks.motion && last_good && !engine->knows_motion())
-        motion = callbacks.motion(last_good_k, *last_good, k, cur, out.camera);
-      rec.result = engine->process(cur.depth.cview(), rec.color ? cur.rgb.data.data() : nullptr, motion);
-      rec.processed = true;
-      out.trajectory.push_back({rec.source.timestamp, rec.result.pose});
-      const FrameStatus status = rec.result.status;
-      if (callbacks.motion &&
-          (status == FrameStatus::kFirst || status == FrameStatus::kTracked || status == FrameStatus::kRecovered)) {
-        last_good = std::move(cur);
-        last_good_k = k;
+    rec.wait_ms = ms_since(t_ready);
+    try {
+      if (cur.error.empty() && engine && (cur.depth.width != out.width || cur.depth.height != out.height))
+        cur.error = frames[k].file + ": " + size_text(cur.depth.width, cur.depth.height) +
+                    " but the sequence's first frame is " + size_text(out.width, out.height);
+      if (cur.error.empty() && !engine) {
+        out.width = cur.depth.width;
+        out.height = cur.depth.height;
+        out.camera = callbacks.camera(out.width, out.height);
+        params.camera = out.camera;
+        engine.emplace(device, params, out.width, out.height);
       }
+      if (!cur.error.empty()) {
+        rec.error = cur.error;
+        if (first_error.empty()) first_error = cur.error;
+      } else {
+        rec.color_error = cur.color_error;
+        rec.color = !cur.rgb.empty();
+        std::optional<Eigen::Isometry3d> motion;
+        if (callbacks.motion && last_good && !engine->knows_motion())
+          motion = callbacks.motion(last_good_k, *last_good, k, cur, out.camera);
+        rec.result = engine->process(cur.depth.cview(), rec.color ? cur.rgb.data.data() : nullptr, motion);
+        rec.processed = true;
+        out.trajectory.push_back({rec.source.timestamp, rec.result.pose});
+        const FrameStatus status = rec.result.status;
+        if (callbacks.motion &&
+            (status == FrameStatus::kFirst || status == FrameStatus::kTracked || status == FrameStatus::kRecovered)) {
+          last_good = std::move(cur);
+          last_good_k = k;
+        }
+      }
+      if (callbacks.on_frame) callbacks.on_frame(rec);
+    } catch (...) {
+      failure = std::current_exception();
+      return false;
     }
-    if (callbacks.on_frame) callbacks.on_frame(rec);
     out.frames.push_back(std::move(rec));
-  }
-  for (auto& f : ahead) f.wait();  // an interrupt leaves reads in flight
+    t_ready = Clock::now();
+    return true;
+  };
+  stages.finish = [](std::size_t) {};
+  stages.emit = [](std::size_t) {};
+  stages.stop_requested = [&] {
+    if (!failure && callbacks.interrupted && callbacks.interrupted()) out.interrupted = true;
+    return out.interrupted;
+  };
+  run_ordered_stages(frames.size(), options.read_ahead + 1, readers, stages);
+  if (failure) std::rethrow_exception(failure);
   out.track_seconds = ms_since(t_track) / 1000.0;
   if (!engine)
     throw DataError(options.name + ": no frame could be read (" + (first_error.empty() ? "none" : first_error) + ")");

@@ -1,8 +1,8 @@
-#include "worker_pool.hpp"
+#include "s3d/core/worker_pool.hpp"
 
 #include <algorithm>
 
-namespace s3d::cli::detail {
+namespace s3d {
 
 WorkerPool::WorkerPool(int threads) {
   for (int i = 0; i < std::max(threads, 1); ++i) threads_.emplace_back([this] { work(); });
@@ -42,4 +42,4 @@ void WorkerPool::work() {
   }
 }
 
-}  // namespace s3d::cli::detail
+}  // namespace s3d

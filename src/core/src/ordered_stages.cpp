@@ -1,11 +1,11 @@
-#include "ordered_stages.hpp"
+#include "s3d/core/ordered_stages.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <future>
 #include <vector>
 
-namespace s3d::cli::detail {
+namespace s3d {
 namespace {
 
 bool ready(const std::future<void>& f) { return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }
@@ -72,4 +72,4 @@ std::size_t run_ordered_stages(std::size_t count, std::size_t window, WorkerPool
   return handled;
 }
 
-}  // namespace s3d::cli::detail
+}  // namespace s3d

@@ -1,5 +1,6 @@
 #pragma once
-// The frame's item scheduler: items go through load (workers) -> handle (the calling thread, in input
+// The one way work overlaps across items (the tools' frame over a batch, fusion::fuse_sequence over a
+// sequence's frames): items go through load (workers) -> handle (the calling thread, in input
 // order) -> finish (workers) -> emit (the calling thread, in input order), with at most `window` items
 // between the start of their load and their emit, so memory stays bounded however long the batch is.
 //
@@ -13,9 +14,9 @@
 #include <cstddef>
 #include <functional>
 
-#include "worker_pool.hpp"
+#include "s3d/core/worker_pool.hpp"
 
-namespace s3d::cli::detail {
+namespace s3d {
 
 struct OrderedStageCallbacks {
   std::function<void(std::size_t k)> load;
@@ -37,4 +38,4 @@ struct OrderedStageCallbacks {
 std::size_t run_ordered_stages(std::size_t count, std::size_t window, WorkerPool& pool,
                                const OrderedStageCallbacks& callbacks, std::size_t wait_ahead = 0);
 
-}  // namespace s3d::cli::detail
+}  // namespace s3d

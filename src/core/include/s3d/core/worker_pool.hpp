@@ -1,5 +1,6 @@
 #pragma once
-// A fixed set of threads running queued tasks first in, first out: the frame's decode/encode workers.
+// A fixed set of threads running queued tasks first in, first out: the tools' decode/encode workers, and a
+// sequence's frame readers.
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -8,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-namespace s3d::cli::detail {
+namespace s3d {
 
 class WorkerPool {
  public:
@@ -33,4 +34,4 @@ class WorkerPool {
   std::vector<std::thread> threads_;
 };
 
-}  // namespace s3d::cli::detail
+}  // namespace s3d
