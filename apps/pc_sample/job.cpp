@@ -5,6 +5,7 @@
 #include <climits>
 #include <cmath>
 
+#include "command.hpp"
 #include "s3d/core/errors.hpp"
 #include "s3d/points/cloud_layer.hpp"
 
@@ -23,15 +24,8 @@ bool interpolable(const AttributeColumn& c) { return !c.is_list && c.name != "x"
 
 void prepare_run(Run& run, const Device& device) {
   const Plan& p = run.plan;
-  if (p.mode == Mode::kFps)
-    run.fps = std::make_unique<points::FpsEngine>(device);
-  else if (p.mode == Mode::kVoxel)
-    run.voxels = std::make_unique<points::VoxelEngine>(device);
-  else if (p.mode == Mode::kRulebook) {
-    run.rulebooks = std::make_unique<points::RulebookEngine>(device);
-    if (p.rulebook_from_cloud) run.voxels = std::make_unique<points::VoxelEngine>(device);
-  } else
-    run.neighbors = std::make_unique<points::NeighborEngine>(device);
+  run.command = &command_of(p.mode);
+  run.command->make_engine(run, device);
   const std::string& other = p.mode == Mode::kInterp ? p.from : p.queries;
   if (other.empty()) return;
   S3D_EXPECTS(other != "-", "--queries / --from: a file, not stdin");
@@ -67,41 +61,12 @@ Job load_job(const cli::Item& item, cli::ItemContext& ctx, const Run& run, Cloud
   // The local origin is the input's bounding-box centre; the second cloud uses the same one, so both share
   // one frame.
   // Voxel grids are anchored in the file's frame (world, range) and would move with a local origin.
-  if (run.plan.mode != Mode::kVoxel && run.plan.mode != Mode::kRulebook) job.origin = points::bbox_centre(job.in.cloud);
+  if (run.plan.local_origin) job.origin = points::bbox_centre(job.in.cloud);
   job.local = points::local_positions(job.in.cloud, job.origin);
   if (run.other) job.other_local = points::local_positions(run.other->cloud, job.origin);
   job.seconds_read = seconds_since(t0);
   return job;
 }
-
-namespace {
-
-/// fps: M and the start of one item. @throws DataError naming the input.
-std::pair<std::int64_t, std::int64_t> fps_call(const cli::Item& item, const Plan& p, const Job& job) {
-  const std::string& name = job.in.name;
-  const std::int64_t n = static_cast<std::int64_t>(job.in.cloud.size());
-  std::int64_t m = p.samples > 0 ? p.samples : points::samples_for_ratio(p.ratio, n);
-  if (m > n) {
-    if (!p.allow_fewer)
-      throw DataError(name + ": -n " + std::to_string(m) + " exceeds the cloud's " + std::to_string(n) +
-                      " points (--allow-fewer samples all of them)");
-    m = n;
-  }
-  if (p.random_start) return {m, points::seeded_start(p.seed, item.index, n)};
-  if (p.start < 0) return {m, 0};  // no --start: the first point kept
-  // --start names a row of the file, as every index pc-sample writes does, also under --drop-invalid.
-  const std::int64_t file_rows = n + static_cast<std::int64_t>(job.in.dropped_invalid);
-  if (p.start >= file_rows)
-    throw DataError(name + ": --start " + std::to_string(p.start) + " is not a point of the cloud (" +
-                    std::to_string(file_rows) + " points)");
-  const std::optional<std::int64_t> start = points::computed_row(p.start, job.in.rows);
-  if (!start)
-    throw DataError(name + ": --start " + std::to_string(p.start) +
-                    " is a point that --drop-invalid dropped (a non-finite coordinate)");
-  return {m, *start};
-}
-
-}  // namespace
 
 std::vector<Result> compute_group(const cli::Item& item, Run& run, Job job, const cli::NextItem<Job>& next) {
   const Plan& p = run.plan;
@@ -116,7 +81,7 @@ std::vector<Result> compute_group(const cli::Item& item, Run& run, Job job, cons
   std::vector<PointsView<const float>> clouds;
   std::vector<std::int64_t> samples, starts;
   auto add = [&](const cli::Item& it, const Job& j) {
-    const auto [m, start] = fps_call(it, p, j);
+    const auto [m, start] = fps_samples_and_start(it, p, j);
     clouds.push_back(view_of(j.local));
     samples.push_back(m);
     starts.push_back(start);
@@ -147,51 +112,8 @@ std::vector<Result> compute_group(const cli::Item& item, Run& run, Job job, cons
 
 Result compute(const cli::Item& item, Run& run, Job job) {
   const auto t0 = Clock::now();
-  const Plan& p = run.plan;
-  const std::string& name = job.in.name;
-  const std::int64_t n = static_cast<std::int64_t>(job.in.cloud.size());
   Result r;
-  switch (p.mode) {
-    case Mode::kFps: {
-      const auto [m, start] = fps_call(item, p, job);
-      r.start = start;
-      r.selection = run.fps->run(view_of(job.local), m, r.start);
-      break;
-    }
-    case Mode::kKnn: {
-      const bool self = job.other_local.empty();
-      const std::int64_t available = n - (p.knn.exclude_self ? 1 : 0);
-      if (p.knn.k > available && !p.knn.allow_fewer)
-        throw DataError(name + ": -k " + std::to_string(p.knn.k) + " exceeds the " + std::to_string(available) +
-                        " points available (--pad -1|first fills the missing neighbours)");
-      r.neighbors =
-          run.neighbors->knn(view_of(job.local), self ? PointsView<const float>{} : view_of(job.other_local), p.knn);
-      break;
-    }
-    case Mode::kBall: {
-      const bool self = job.other_local.empty();
-      r.neighbors = run.neighbors->ball_query(view_of(job.local),
-                                              self ? PointsView<const float>{} : view_of(job.other_local), p.ball);
-      break;
-    }
-    case Mode::kInterp:
-      r.weights = run.neighbors->three_nn(view_of(job.other_local), view_of(job.local));
-      break;
-    case Mode::kVoxel:
-      r.voxels = run.voxels->voxelize(view_of(job.local), nullptr, p.voxel);
-      break;
-    case Mode::kRulebook:
-      if (p.rulebook_from_cloud) {
-        r.voxels = run.voxels->voxelize(view_of(job.local), nullptr, p.voxel);
-        try {
-          job.coords = points::coords_of(r.voxels);
-        } catch (const DataError& e) {
-          throw DataError(name + ": " + e.what());
-        }
-      }
-      r.layers = run_layers(*run.rulebooks, p, job.coords, name);
-      break;
-  }
+  run.command->compute(item, run, job, r);
   r.seconds_compute = seconds_since(t0);
   r.job = std::move(job);
   return r;

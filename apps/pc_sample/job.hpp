@@ -12,7 +12,6 @@
 
 #include "cloud_input.hpp"
 #include "plan.hpp"
-#include "rulebooks.hpp"
 #include "s3d/cli/tool.hpp"
 #include "s3d/points/fps.hpp"
 #include "s3d/points/neighbors.hpp"
@@ -21,10 +20,13 @@
 
 namespace s3d::pc_sample {
 
-/// What every item shares: the plan, the engine (made once per run), and the second cloud (--queries,
-/// --from) read once.
+struct Command;
+
+/// What every item shares: the plan, its subcommand, the engine (made once per run), and the second cloud
+/// (--queries, --from) read once.
 struct Run {
   Plan plan;
+  const Command* command = nullptr;  ///< the plan's subcommand (command.hpp)
   std::unique_ptr<points::FpsEngine> fps;
   std::unique_ptr<points::NeighborEngine> neighbors;
   std::unique_ptr<points::VoxelEngine> voxels;
@@ -57,11 +59,17 @@ struct Result {
   int batch = 1;  ///< fps: clouds in the launch that computed this one
 };
 
+/// fps: M and the start of one item (--start names a row of the file). @throws DataError naming the input.
+std::pair<std::int64_t, std::int64_t> fps_samples_and_start(const cli::Item& item, const Plan& p, const Job& job);
+/// rulebook: reads `path`, an int32 .npy of shape [M, 4] (batch, z, y, x); points::coords_from_rows checks the
+/// values. @throws DataError naming `name` (not an .npy, another dtype or shape, truncated).
+std::vector<std::int32_t> read_coords_npy(const std::string& path, const std::string& name);
+
 /// Reads --queries / --from and checks the interp attribute list (on_start: an error is a usage error).
 void prepare_run(Run& run, const Device& device);
 /// Reads the item's input into a cloud from `clouds` (reusing its storage; the write stage gives it back).
 Job load_job(const cli::Item& item, cli::ItemContext& ctx, const Run& run, CloudPool& clouds);
-/// @throws DataError naming the input for M > N, K > N, a start outside the cloud.
+/// The subcommand's compute. @throws DataError naming the input for M > N, K > N, a start outside the cloud.
 Result compute(const cli::Item& item, Run& run, Job job);
 /// fps --batch B: this item and up to B - 1 of the loaded items after it in one FpsEngine launch, their results
 /// in order (the frame's group handler); other modes and B = 1: compute() of this item alone. Items whose M or

@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "../common/tool_files.hpp"
 #include "s3d/cli/tool.hpp"
+#include "s3d/core/errors.hpp"
 #include "s3d/io/point_cloud_io.hpp"
 #include "s3d/points/neighbors.hpp"
 #include "s3d/points/rulebook.hpp"
@@ -96,6 +98,7 @@ struct Plan {
   bool emit_samples = true;   // fps / voxel: the samples are written (false: --emit preview alone)
   bool emit_preview = false;  // fps / voxel: a top-down picture of the cloud with the samples marked
   int batch = 1;              // fps: clouds per launch
+  bool local_origin = false;  // positions relative to the cloud's bounding-box centre (voxel grids: the file's)
   // ball / knn
   points::BallQueryParams ball;
   points::KnnParams knn;
@@ -117,7 +120,8 @@ struct Plan {
   int rulebook_batch_size = 0;          // 0 = max batch id + 1
 };
 
-/// @throws InvalidArgument naming the flag (exit 2).
+/// The flags common to every subcommand, then the subcommand's own (command.hpp). @throws InvalidArgument naming
+/// the flag (exit 2).
 Plan make_plan(Mode mode, const Flags& f);
 
 /// The output paths of one item, the main one first (the one `-o` names); derived names follow the
@@ -125,6 +129,42 @@ Plan make_plan(Mode mode, const Flags& f);
 /// `OUT.features.npy`, `OUT.point_voxel.npy` (voxel --emit voxels). rulebook: one `.npz` (or `.npy`).
 /// Only the arrays asked for are listed (indices at the main path).
 std::vector<std::string> planned_outputs(const cli::Item& item, cli::ItemContext& ctx, const Plan& plan);
+
+// ---- The flags' parsers the subcommands share. Each @throws InvalidArgument naming the flag.
+
+/// A library message with its field names replaced by the flags' (KnnParams.k -> -k).
+std::string with_flag_names(std::string message);
+/// `params.validate()`, its message naming the flags instead of the library's fields.
+template <class Params>
+void validate_flags(const Params& params) {
+  try {
+    params.validate();
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(with_flag_names(e.what()));
+  }
+}
+/// --pad: -1 or first.
+points::NeighborPad parse_pad(const std::string& flag, const std::string& text);
+/// --emit of ball / knn: a list of indices, distances, counts.
+ArrayEmit parse_arrays(const std::string& text);
+/// `count` finite numbers (or one, for `count` 3, for every axis).
+std::vector<float> parse_floats(const std::string& flag, const std::string& text, std::size_t count);
+/// --voxel-size V or X,Y,Z, each > 0.
+std::array<float, 3> parse_voxel_size(const std::string& flag, const std::string& text);
+/// --kernel 3 or 3,3,3 (z, y, x): one int for all axes or three.
+std::array<int, 3> parse_axes(const std::string& flag, const std::string& text);
+/// The spec checked; subm's padding made explicit ((k / 2) * d).
+void finish_spec(points::ConvSpec& spec);
+/// --layers FILE.json: [{"kernel", "stride", "padding", "dilation", "subm", "inverse", "name"}, ...].
+std::vector<RulebookLayer> read_layers(const std::string& path);
+/// fps / voxel --emit: `first` or `second` (the samples), `preview`, or one of them with preview. Sets
+/// plan.emit_samples and plan.emit_preview; returns the samples' name ("" for preview alone).
+std::string parse_sample_emit(const std::string& given, const std::string& first, const std::string& second,
+                              Plan& plan);
+/// The extension an input's cloud output gets when only --output-dir names it.
+std::string cloud_extension(const std::string& input, const Plan& plan);
+/// --emit preview alone: the picture is the output (-o NAME.png).
+std::string preview_alone(cli::ItemContext& ctx);
 
 /// fps / voxel --emit preview beside the samples: `OUT.EXT` -> `OUT.preview.png`. @throws InvalidArgument for `-`.
 std::string preview_beside(const std::string& main);
