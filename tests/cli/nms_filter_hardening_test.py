@@ -2,7 +2,7 @@
 """nms-filter against hostile but fair inputs: numeric flags, line endings and byte-order marks,
 duplicate columns, and a VOC folder with one bad file.
 
-Run with S3D_NMS_FILTER set to the built executable (CTest does: tests/cli/nms_filter.cmake), as
+Run with S3D_NMS_FILTER set to the built executable (CTest does: tests/cli/CMakeLists.txt), as
 nms_filter_hardening_test.py [-k PATTERN | NmsFilterHardeningTest.test_name ...]
 """
 import os

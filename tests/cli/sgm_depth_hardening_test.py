@@ -2,7 +2,7 @@
 """sgm-depth against hostile but fair inputs: numeric flags, unpaired dataset files, bad
 calibration files, images that print decoder noise, pairs that can never fit in memory, and the records.
 
-Run with S3D_SGM_DEPTH set to the built executable (CTest does: tests/cli/sgm_depth.cmake), as
+Run with S3D_SGM_DEPTH set to the built executable (CTest does: tests/cli/CMakeLists.txt), as
 sgm_depth_hardening_test.py [-k PATTERN | SgmDepthHardeningTest.test_name ...]
 """
 import os
