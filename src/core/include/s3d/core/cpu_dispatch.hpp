@@ -18,7 +18,7 @@
 #endif
 
 // (GCC's jump threading can split an AVX2 variant's loop body on its selects, which then stays scalar while
-// the baseline one vectorises: such files are compiled with -fno-thread-jumps; see src/fusion/tracking.cmake.)
+// the baseline one vectorises: such files are compiled with -fno-thread-jumps; see src/fusion/CMakeLists.txt.)
 #if defined(__GNUC__) && defined(__x86_64__)
 #define S3D_CPU_DISPATCH 1
 #define S3D_TARGET_AVX2 __attribute__((target("avx2")))
