@@ -15,16 +15,11 @@
 using s3d::icp_fuse::Fused;
 using s3d::icp_fuse::Sequence;
 
-int main(int argc, char** argv) {
-  s3d::cli::Tool tool("icp-fuse",
-                      "KinectFusion-style tracking (projective point-to-plane ICP) and TSDF fusion of depth "
-                      "sequences: TUM trajectory, mesh and cloud PLY, ATE/RPE evaluation, on GPU or CPU",
-                      s3d::cli::ItemSpec{1, {"input"}});
-  s3d::icp_fuse::Flags f;
-  CLI::App& app = tool.app();
+namespace {
+
+/// How the sequences are read: depth units, camera, frames, timestamps.
+void add_input_flags(CLI::App& app, s3d::icp_fuse::Flags& f) {
   const char* in_group = "Input";
-  const char* track_group = "Tracking and fusion";
-  const char* out_group = "Output and evaluation";
   app.add_option("--depth-scale", f.depth_scale,
                  "depth units per metre: mm (1000), tum (5000; TUM RGB-D, ICL-NUIM) or a number "
                  "(default: 5000 for a TUM RGB-D depth.txt with its `# depth maps` header, else 1000 for PNG, "
@@ -41,6 +36,11 @@ int main(int argc, char** argv) {
   app.add_option("--fps", f.fps, "frame rate for the timestamps of sequences without any (index / fps)")
       ->capture_default_str()
       ->group(in_group);
+}
+
+/// The tracking mode, the depth range and the TSDF volume.
+void add_volume_flags(CLI::App& app, s3d::icp_fuse::Flags& f) {
+  const char* track_group = "Tracking and fusion";
   app.add_option("--mode", f.mode, "f2m: frame to model (KinFu, ray cast of the TSDF); f2f: frame to frame")
       ->capture_default_str()
       ->check(CLI::IsMember({"f2m", "f2f"}))
@@ -80,6 +80,12 @@ int main(int argc, char** argv) {
                  "truncated at --truncation + GROWTH * d, at most 4 x --truncation (0 = constant)")
       ->capture_default_str()
       ->group(track_group);
+}
+
+/// ICP: iterations, robust and photometric terms, noise, motion, the loss tests.
+void add_tracking_flags(CLI::App& app, s3d::icp_fuse::Flags& f) {
+  const char* in_group = "Input";
+  const char* track_group = "Tracking and fusion";
   app.add_option("--icp-iterations", f.icp_iterations, "ICP iterations per pyramid level, finest first (1-5 levels)")
       ->capture_default_str()
       ->type_name("N,N,N")
@@ -144,6 +150,11 @@ int main(int argc, char** argv) {
                  "a sequence with more than this fraction of its frames lost fails (exit 1, no outputs); 1 = never")
       ->capture_default_str()
       ->group(track_group);
+}
+
+/// What is written and how it is evaluated.
+void add_output_flags(CLI::App& app, s3d::icp_fuse::Flags& f) {
+  const char* out_group = "Output and evaluation";
   app.add_option("--emit", f.emit,
                  "outputs in each sequence's folder: trajectory (trajectory.txt, always written), mesh "
                  "(mesh.ply), cloud (cloud.ply), plot (trajectory.png; with --eval also ape.png: the APE over time); "
@@ -199,7 +210,21 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"tum", "kitti"}))
       ->type_name("tum|kitti")
       ->group(out_group);
+}
 
+}  // namespace
+
+int main(int argc, char** argv) {
+  s3d::cli::Tool tool("icp-fuse",
+                      "KinectFusion-style tracking (projective point-to-plane ICP) and TSDF fusion of depth "
+                      "sequences: TUM trajectory, mesh and cloud PLY, ATE/RPE evaluation, on GPU or CPU",
+                      s3d::cli::ItemSpec{1, {"input"}});
+  s3d::icp_fuse::Flags f;
+  CLI::App& app = tool.app();
+  add_input_flags(app, f);
+  add_volume_flags(app, f);
+  add_tracking_flags(app, f);
+  add_output_flags(app, f);
   tool.add_example("icp-fuse --device cpu 7scenes/redkitchen -o out --eval auto",
                    "one sequence into out/ (trajectory.txt, mesh.ply, frames.jsonl), scored against its poses");
   tool.add_example(

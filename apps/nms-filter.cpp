@@ -17,13 +17,10 @@ using s3d::nms_filter::Clock;
 using s3d::nms_filter::KeptBoxes;
 using s3d::nms_filter::seconds_since;
 
-int main(int argc, char** argv) {
-  s3d::cli::Tool tool("nms-filter",
-                      "Non-maximum suppression of detection boxes (COCO JSON, CSV, JSON Lines, MOT, VOC text), "
-                      "exact torchvision semantics, on GPU or CPU",
-                      s3d::cli::ItemSpec{1, {"input"}});
-  s3d::nms_filter::Flags f;
-  CLI::App& app = tool.app();
+namespace {
+
+/// The NMS flags; returns --min-score's option (whether it was given).
+CLI::Option* add_nms_flags(CLI::App& app, s3d::nms_filter::Flags& f) {
   const char* g = "NMS";
   app.add_option("--iou", f.iou, "IoU threshold: a box is suppressed iff its IoU with a kept box is > this")
       ->capture_default_str()
@@ -43,7 +40,7 @@ int main(int argc, char** argv) {
                  "one group per file. Default: per image (image_id, frame, voc file) when the input has one")
       ->type_name("FIELDS")
       ->group(g);
-  CLI::Option* min_score_opt =
+  CLI::Option* min_score =
       app.add_option("--min-score", f.min_score, "drop boxes scored below this before NMS (and, soft-NMS, after decay)")
           ->type_name("S")
           ->group(g);
@@ -66,6 +63,11 @@ int main(int argc, char** argv) {
                "rotated boxes cx,cy,w,h,angle (angle in radians, from +x towards +y: clockwise on an image), "
                "exact polygon IoU")
       ->group(g);
+  return min_score;
+}
+
+/// Reading, writing and drawing.
+void add_io_flags(s3d::cli::Tool& tool, CLI::App& app, s3d::nms_filter::Flags& f) {
   const char* io_group = "Input and output";
   tool.format_help(
       "box format of the input, and so of the output: coco, csv, jsonl, mot, voc (default: from the "
@@ -93,7 +95,9 @@ int main(int argc, char** argv) {
                  ".jpg, .jpeg and zero-padded to 6 (MOT img1/) or 12 digits (COCO 2017)")
       ->type_name("DIR")
       ->group(io_group);
+}
 
+void add_examples(s3d::cli::Tool& tool) {
   tool.add_example("nms-filter --iou 0.5 --per-class dets.json -o kept.json",
                    "COCO results: per image and class NMS at IoU 0.5 (torchvision batched_nms)");
   tool.add_example("nms-filter --iou 0.7 --group-by level --emit indices proposals.csv -o -",
@@ -104,6 +108,20 @@ int main(int argc, char** argv) {
                    "the kept records, and each image with its kept boxes drawn (class colour, score)");
   tool.add_example("nms-filter --method soft-gaussian --sigma 0.5 --max-dets 100 detection-results/ -o nms/",
                    "a folder of VOC text files: soft-NMS per image, scores rewritten, at most 100 per image");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  s3d::cli::Tool tool("nms-filter",
+                      "Non-maximum suppression of detection boxes (COCO JSON, CSV, JSON Lines, MOT, VOC text), "
+                      "exact torchvision semantics, on GPU or CPU",
+                      s3d::cli::ItemSpec{1, {"input"}});
+  s3d::nms_filter::Flags f;
+  CLI::App& app = tool.app();
+  const CLI::Option* min_score_opt = add_nms_flags(app, f);
+  add_io_flags(tool, app, f);
+  add_examples(tool);
 
   s3d::nms_filter::Plan plan;
   std::unique_ptr<s3d::detection::NmsEngine> engine;
@@ -142,34 +160,7 @@ int main(int argc, char** argv) {
   };
   // Write (worker threads): the kept records or indices, then the record's fields.
   stages.write = [&](const s3d::cli::Item&, KeptBoxes& kept, s3d::cli::ItemContext& ctx) {
-    const auto t_write = Clock::now();
-    {
-      s3d::cli::StageTimer timer(ctx, "write");
-      if (plan.emit_kept) s3d::nms_filter::write_kept(ctx, kept, plan.emit_indices);
-    }
-    std::size_t pictures = 0;
-    if (plan.emit_drawn) {
-      s3d::cli::StageTimer timer(ctx, "draw");
-      pictures = s3d::nms_filter::write_drawn(ctx, kept, plan);
-    }
-    const BoxJob& job = kept.job;
-    nlohmann::json record;
-    record["format"] = s3d::io::to_string(job.table.format);
-    record["boxes_in"] = job.table.records_in;
-    record["boxes_kept"] = kept.result.keep.size();
-    record["dropped_invalid"] = job.table.dropped_invalid;
-    record["groups"] = job.group_count;
-    record["group_by"] = job.groups;
-    record["device"] = engine->device().to_string();
-    if (plan.emit_kept) record["output"] = job.out;
-    if (plan.emit_drawn) {
-      record["drawn"] = job.drawn;
-      record["pictures"] = pictures;
-    }
-    record["seconds_read"] = job.seconds_read;
-    record["seconds_nms"] = kept.seconds_nms;
-    record["seconds_write"] = seconds_since(t_write);
-    return record;
+    return s3d::nms_filter::write_job(ctx, kept, plan, engine->device());
   };
   return tool.run(argc, argv, std::move(stages));
 }

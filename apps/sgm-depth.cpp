@@ -22,9 +22,8 @@ namespace fs = std::filesystem;
 using namespace s3d;
 using namespace s3d::sgm_depth;
 
-/// The flags, bound to `f`; returns --gt-scale's option (whether it was given).
-CLI::Option* add_flags(cli::Tool& tool, Flags& f) {
-  CLI::App& app = tool.app();
+/// The matcher's flags.
+void add_matching_flags(CLI::App& app, Flags& f) {
   stereo::SgmParams& p = f.params;
   const char* g = "Matching";
   app.add_option("-D,--disparities", p.disparities, "number of disparities searched (16..1024)")
@@ -76,7 +75,10 @@ CLI::Option* add_flags(cli::Tool& tool, Flags& f) {
   app.add_flag("--no-fill", f.fill_off, std::string("leave every invalid pixel invalid") + (p.fill ? "" : " (default)"))
       ->excludes(fill)
       ->group(g);
+}
 
+/// What is written, and how.
+void add_output_flags(CLI::App& app, Flags& f) {
   const char* o = "Outputs";
   app.add_option(
          "--emit", f.emit_names,
@@ -111,7 +113,13 @@ CLI::Option* add_flags(cli::Tool& tool, Flags& f) {
       ->check(CLI::IsMember({"binary", "ascii"}))
       ->capture_default_str()
       ->group(o);
+}
 
+/// The flags, bound to `f`; returns --gt-scale's option (whether it was given).
+CLI::Option* add_flags(cli::Tool& tool, Flags& f) {
+  CLI::App& app = tool.app();
+  add_matching_flags(app, f);
+  add_output_flags(app, f);
   const char* e = "Evaluation";
   app.add_option("--eval", f.eval,
                  "ground-truth disparity (PFM, KITTI 16-bit PNG, or 8-bit Middlebury PNG): adds bad-1/bad-2/avg "
@@ -122,7 +130,6 @@ CLI::Option* add_flags(cli::Tool& tool, Flags& f) {
       app.add_option("--gt-scale", f.gt_scale,
                      "d = value / SCALE for integer ground truth (default: 256 for 16-bit, info.txt beside 8-bit)")
           ->group(e);
-
   tool.add_example("sgm-depth left.png right.png -o disp.pfm", "one pair, float disparity (PFM)");
   tool.add_example(
       "sgm-depth L.png R.png --calib calib.txt --emit disparity --emit depth --emit cloud -o d.png -o z.png -o c.ply",

@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "../common/tool_files.hpp"
+#include "evaluation.hpp"
 #include "s3d/core/errors.hpp"
 #include "s3d/fusion/feature_motion.hpp"
 #include "s3d/io/calib.hpp"
@@ -81,19 +82,9 @@ std::optional<std::string> string_field(const cli::Item& item, const char* key) 
   return std::nullopt;
 }
 
-nlohmann::json stats_json(const fusion::ErrorStats& s, double factor) {
-  return {{"rmse", s.rmse * factor},
-          {"mean", s.mean * factor},
-          {"median", s.median * factor},
-          {"max", s.max * factor},
-          {"pairs", s.count}};
-}
-
 void write_ply_atomically(cli::ItemContext& ctx, const std::string& path, const PointCloud& cloud) {
   ctx.write_atomically(path, [&](const std::string& tmp) { io::write_ply(tmp, cloud); });
 }
-
-std::mutex stdout_mutex;
 
 std::string fraction_text(double v) {
   char buf[32];
@@ -290,87 +281,8 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
   rec["ms_per_frame"] = processed ? summary.compute_ms / static_cast<double>(processed) : 0.0;
 
   std::optional<fusion::evo::Result> ape_for_plots;
-  if (seq.ground_truth && !fused.trajectory.empty()) {
-    nlohmann::json ev;
-    ev["groundtruth"] = seq.ground_truth_source;
-    std::string line = item.name() + ":";
-    const std::string where = item.name() + " vs " + seq.ground_truth_source;
-    try {
-      const auto ate = fusion::evaluate_ate(*seq.ground_truth, fused.trajectory, {}, where);
-      ev["ate_m"] = stats_json(ate.error, 1.0);
-      char buf[160];
-      std::snprintf(buf, sizeof buf, " ATE RMSE %.4f m (%zu poses)", ate.error.rmse, ate.error.count);
-      line += buf;
-    } catch (const DataError& e) {
-      ev["ate_m"] = nullptr;
-      ev["ate_error"] = e.what();
-      line += " ATE: not computed (" + std::string(e.what()) + ")";
-    }
-    // --eval-ranges: sequence frame indices -> positions in the trajectory (unreadable frames have none).
-    if (!plan.eval_ranges.empty()) {
-      nlohmann::json ranges = nlohmann::json::array();
-      for (const auto& [a, b] : plan.eval_ranges) {
-        fusion::EvalOptions o;
-        std::tie(o.first_index, o.last_index) = fusion::trajectory_range(fused.frames, a, b);
-        const std::string label =
-            std::to_string(a) + ":" + (b == std::numeric_limits<std::size_t>::max() ? "" : std::to_string(b));
-        nlohmann::json r = {{"frames", label}};
-        try {
-          const auto ate = fusion::evaluate_ate(*seq.ground_truth, fused.trajectory, o, where);
-          r["ate_m"] = stats_json(ate.error, 1.0);
-          char buf[96];
-          std::snprintf(buf, sizeof buf, "; frames %s ATE RMSE %.4f m", label.c_str(), ate.error.rmse);
-          line += buf;
-        } catch (const DataError& e) {
-          r["ate_m"] = nullptr;
-          r["ate_error"] = e.what();
-        }
-        ranges.push_back(r);
-      }
-      ev["ate_ranges"] = ranges;
-    }
-    const std::pair<double, fusion::DeltaUnit> deltas[2] = {{1.0, fusion::DeltaUnit::kFrames},
-                                                            {1.0, fusion::DeltaUnit::kSeconds}};
-    for (const auto& [delta, unit] : deltas) {
-      const char* key = unit == fusion::DeltaUnit::kFrames ? "rpe_frame" : "rpe_second";
-      const char* label = unit == fusion::DeltaUnit::kFrames ? "per frame" : "per second";
-      try {
-        const auto r = fusion::evaluate_rpe(*seq.ground_truth, fused.trajectory, delta, unit, {}, where);
-        ev[key] = {{"delta", delta},
-                   {"unit", unit == fusion::DeltaUnit::kFrames ? "frames" : "s"},
-                   {"translation_m", stats_json(r.translation, 1.0)},
-                   {"rotation_deg", stats_json(r.rotation, 1.0)}};
-        char buf[160];
-        std::snprintf(buf, sizeof buf, "; RPE %s %.2f mm / %.3f deg RMSE", label, r.translation.rmse * 1000.0,
-                      r.rotation.rmse);
-        line += buf;
-      } catch (const DataError&) {
-        ev[key] = nullptr;
-      }
-    }
-    // evo's blocks (and its results archive), computed as evo_ape / evo_rpe would from these two files.
-    // On the trajectory as its TUM text holds it (9 decimals), which is what evo reads.
-    const fusion::Trajectory as_written =
-        fusion::parse_tum_trajectory(fusion::format_tum_trajectory(fused.trajectory), "trajectory");
-    const EvoReport evo = evo_report(*seq.ground_truth, as_written, plan.evo, where);
-    ev["evo"] = evo.json;
-    if (!plan.save_results.empty()) {
-      if (evo.ape) {
-        const std::string ref_name = std::filesystem::path(seq.ground_truth_source).stem().string();
-        apps::write_file_atomically(ctx, (std::filesystem::path(fused.folder) / plan.save_results).string(),
-                                    evo_results_zip(*evo.ape, ref_name.empty() ? "reference" : ref_name, item.name()));
-      } else {
-        spdlog::warn("{}: --save-results: no APE to save ({})", item.name(), evo.json["ape"].value("error", ""));
-      }
-    }
-    ape_for_plots = evo.ape;
-    rec["eval"] = ev;
-    if (!settings.json && settings.report_path != "-") {
-      std::lock_guard<std::mutex> lock(stdout_mutex);
-      std::fprintf(stdout, "%s\n\n%s", line.c_str(), evo.text.c_str());
-      std::fflush(stdout);
-    }
-  }
+  if (seq.ground_truth && !fused.trajectory.empty())
+    ape_for_plots = record_evaluation(item, fused, ctx, plan, settings, rec);
   if (plan.emit_plot) write_plots(ctx, fused.folder, fused.trajectory, ape_for_plots ? &*ape_for_plots : nullptr);
   return rec;
 }

@@ -96,8 +96,10 @@ fusion::DepthNoise parse_depth_noise(const std::string& spec) {
   return noise;
 }
 
-Plan make_plan(const Flags& f) {
-  Plan plan;
+namespace {
+
+/// The tracking mode, the depth range and scale, the volume (dense cube or sparse blocks).
+void plan_sequence_and_volume(const Flags& f, Plan& plan) {
   fusion::FusionParams& p = plan.params;
   if (f.mode == "f2m")
     p.mode = fusion::TrackingMode::kFrameToModel;
@@ -149,6 +151,11 @@ Plan make_plan(const Flags& f) {
   if (p.volume.truncation < p.volume.min_truncation())
     throw InvalidArgument(
         "--truncation: must be at least 3e-6 x --volume-size (the ray cast's step would not advance)");
+}
+
+/// ICP: the robust and photometric terms, the motion prior and feature start, the loss tests, the pyramid.
+void plan_tracking(const Flags& f, Plan& plan) {
+  fusion::FusionParams& p = plan.params;
   p.icp.huber_delta = static_cast<float>(f.huber);
   try {  // the library's one check, told in the flag's name
     fusion::FusionParams probe;
@@ -201,7 +208,11 @@ Plan make_plan(const Flags& f) {
   p.depth.levels = static_cast<int>(its.size());
   p.initial_pose = fusion::FusionParams::kinfu_initial_pose(p.volume);
   p.validate();  // the rest (a dummy camera is valid)
+}
 
+/// What is written (the trajectory always), colour, the frame range, the camera and images.
+void plan_outputs(const Flags& f, Plan& plan) {
+  fusion::FusionParams& p = plan.params;
   plan.emit_trajectory = plan.emit_mesh = plan.emit_cloud = plan.emit_plot = false;
   const auto emit = apps::split_list(f.emit);
   if (emit.empty()) throw InvalidArgument("--emit: name at least one of trajectory, mesh, cloud, plot");
@@ -244,6 +255,10 @@ Plan make_plan(const Flags& f) {
       throw InvalidArgument("--intrinsics: `" + f.intrinsics +
                             "` is neither fx,fy,cx,cy nor an existing file (a K matrix, TUM or KITTI/Q calibration)");
   }
+}
+
+/// The evaluation against ground truth (ATE ranges, evo's alignment and relation), the trajectory format.
+void plan_evaluation(const Flags& f, Plan& plan) {
   plan.eval = f.eval;
   for (const auto& r : apps::split_list(f.eval_ranges)) {
     std::size_t a = 0, b = 0;
@@ -276,6 +291,16 @@ Plan make_plan(const Flags& f) {
     throw InvalidArgument("--trajectory-format: `" + f.trajectory_format + "` is not tum or kitti");
   plan.kitti_trajectory = f.trajectory_format == "kitti";
   plan.fps = f.fps;
+}
+
+}  // namespace
+
+Plan make_plan(const Flags& f) {
+  Plan plan;
+  plan_sequence_and_volume(f, plan);
+  plan_tracking(f, plan);
+  plan_outputs(f, plan);
+  plan_evaluation(f, plan);
   return plan;
 }
 

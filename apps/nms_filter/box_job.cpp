@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "../common/tool_files.hpp"
+#include "drawn.hpp"
 #include "s3d/core/errors.hpp"
 
 namespace fs = std::filesystem;
@@ -115,6 +116,37 @@ void write_kept(cli::ItemContext& ctx, const KeptBoxes& kept, bool emit_indices)
   } else {
     write_text(ctx, job.out, files.front().content);
   }
+}
+
+nlohmann::json write_job(cli::ItemContext& ctx, const KeptBoxes& kept, const Plan& plan, const Device& device) {
+  const auto t_write = Clock::now();
+  {
+    cli::StageTimer timer(ctx, "write");
+    if (plan.emit_kept) write_kept(ctx, kept, plan.emit_indices);
+  }
+  std::size_t pictures = 0;
+  if (plan.emit_drawn) {
+    cli::StageTimer timer(ctx, "draw");
+    pictures = write_drawn(ctx, kept, plan);
+  }
+  const BoxJob& job = kept.job;
+  nlohmann::json record;
+  record["format"] = io::to_string(job.table.format);
+  record["boxes_in"] = job.table.records_in;
+  record["boxes_kept"] = kept.result.keep.size();
+  record["dropped_invalid"] = job.table.dropped_invalid;
+  record["groups"] = job.group_count;
+  record["group_by"] = job.groups;
+  record["device"] = device.to_string();
+  if (plan.emit_kept) record["output"] = job.out;
+  if (plan.emit_drawn) {
+    record["drawn"] = job.drawn;
+    record["pictures"] = pictures;
+  }
+  record["seconds_read"] = job.seconds_read;
+  record["seconds_nms"] = kept.seconds_nms;
+  record["seconds_write"] = seconds_since(t_write);
+  return record;
 }
 
 }  // namespace s3d::nms_filter

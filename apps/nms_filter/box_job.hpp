@@ -46,5 +46,8 @@ BoxJob load_job(const cli::Item& item, cli::ItemContext& ctx, const Plan& plan, 
 KeptBoxes run_nms(detection::NmsEngine& engine, BoxJob job, const detection::NmsParams& params);
 /// Writes the kept records (in input order, in the input's format) or their input positions, atomically.
 void write_kept(cli::ItemContext& ctx, const KeptBoxes& kept, bool emit_indices);
+/// The write stage: the kept records or indices (--emit records|indices), the pictures (--emit drawn), and the
+/// record's fields.
+nlohmann::json write_job(cli::ItemContext& ctx, const KeptBoxes& kept, const Plan& plan, const Device& device);
 
 }  // namespace s3d::nms_filter
