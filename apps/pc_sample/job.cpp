@@ -47,9 +47,9 @@ Job load_job(const cli::Item& item, cli::ItemContext& ctx, const Run& run, Cloud
   const std::string path = ctx.readable_path(input);
   if (run.plan.mode == Mode::kRulebook && !run.plan.rulebook_from_cloud) {
     job.in.name = input == "-" ? "<stdin>" : input;
+    std::vector<std::int32_t> rows = read_coords_npy(path, job.in.name);  // its errors name the input
     try {
-      job.coords =
-          points::coords_from_rows(read_coords_npy(path, job.in.name), run.plan.shape, run.plan.rulebook_batch_size);
+      job.coords = points::coords_from_rows(std::move(rows), run.plan.shape, run.plan.rulebook_batch_size);
     } catch (const DataError& e) {
       throw DataError(job.in.name + ": " + e.what());
     }
@@ -105,6 +105,7 @@ std::vector<Result> compute_group(const cli::Item& item, Run& run, Job job, cons
     r.start = starts[b];
     r.seconds_compute = seconds;
     r.batch = static_cast<int>(group.size());
+    r.taken = b > 0;
     r.job = std::move(*group[b]);
   }
   return results;

@@ -56,7 +56,8 @@ struct Result {
   points::Voxels voxels;
   std::vector<points::LayerRulebook> layers;  ///< rulebook
   double seconds_compute = 0.0;
-  int batch = 1;  ///< fps: clouds in the launch that computed this one
+  int batch = 1;       ///< fps: clouds in the launch that computed this one
+  bool taken = false;  ///< fps --batch: computed in an earlier item's launch (its handle never ran)
 };
 
 /// fps: M and the start of one item (--start names a row of the file). @throws DataError naming the input.

@@ -17,141 +17,17 @@
 #include <thread>
 #include <vector>
 
+#include "concurrency_support.hpp"
 #include "s3d/cli/tool.hpp"
 #include "s3d/core/errors.hpp"
-#include "s3d/core/ordered_stages.hpp"
-#include "s3d/core/worker_pool.hpp"
 
 namespace fs = std::filesystem;
 
 namespace s3d::cli {
 namespace {
 
-void sleep_random_us(int max_us) {
-  thread_local std::mt19937 rng(std::hash<std::thread::id>{}(std::this_thread::get_id()));
-  std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, max_us)(rng)));
-}
-
-// Items in flight: from the start of their load to their emit.
-struct InFlight {
-  std::atomic<int> now{0}, most{0};
-  void enter() {
-    const int n = ++now;
-    int m = most.load();
-    while (n > m && !most.compare_exchange_weak(m, n)) {
-    }
-  }
-  void leave() { --now; }
-};
-
-TEST(OrderedStages, HandlesAndEmitsInOrderWithABoundedWindow) {
-  const std::size_t n = 60, window = 5;
-  WorkerPool pool(4);
-  const auto caller = std::this_thread::get_id();
-  InFlight flight;
-  std::mutex mutex;
-  std::vector<std::size_t> handled, emitted;
-  std::atomic<int> off_thread_loads{0}, loads{0}, finishes{0};
-  OrderedStageCallbacks cb;
-  cb.load = [&](std::size_t) {
-    flight.enter();
-    ++loads;
-    off_thread_loads += std::this_thread::get_id() != caller;
-    sleep_random_us(2000);
-  };
-  cb.handle = [&](std::size_t k, std::size_t) {
-    EXPECT_EQ(std::this_thread::get_id(), caller);
-    handled.push_back(k);
-    sleep_random_us(300);
-    return true;
-  };
-  cb.finish = [&](std::size_t) {
-    ++finishes;
-    sleep_random_us(3000);
-  };
-  cb.emit = [&](std::size_t k) {
-    EXPECT_EQ(std::this_thread::get_id(), caller);
-    std::lock_guard<std::mutex> lock(mutex);
-    emitted.push_back(k);
-    flight.leave();
-  };
-  cb.stop_requested = [] { return false; };
-  EXPECT_EQ(run_ordered_stages(n, window, pool, cb), n);
-  std::vector<std::size_t> expected(n);
-  for (std::size_t k = 0; k < n; ++k) expected[k] = k;
-  EXPECT_EQ(handled, expected);
-  EXPECT_EQ(emitted, expected);
-  EXPECT_EQ(loads.load(), static_cast<int>(n));
-  EXPECT_EQ(finishes.load(), static_cast<int>(n));
-  EXPECT_EQ(off_thread_loads.load(), static_cast<int>(n));
-  EXPECT_LE(flight.most.load(), static_cast<int>(window));
-  EXPECT_GT(flight.most.load(), 1);  // the window is used: loads run ahead of the handler
-}
-
-TEST(OrderedStages, AStopEmitsExactlyTheHandledItems) {
-  WorkerPool pool(3);
-  std::vector<std::size_t> emitted;
-  std::atomic<int> running{0};
-  OrderedStageCallbacks cb;
-  cb.load = [&](std::size_t) {
-    ++running;
-    sleep_random_us(500);
-    --running;
-  };
-  cb.handle = [&](std::size_t k, std::size_t) { return k != 6; };
-  cb.finish = [&](std::size_t) { sleep_random_us(500); };
-  cb.emit = [&](std::size_t k) { emitted.push_back(k); };
-  cb.stop_requested = [] { return false; };
-  EXPECT_EQ(run_ordered_stages(30, 8, pool, cb), 7u);
-  EXPECT_EQ(emitted, (std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 6}));
-  EXPECT_EQ(running.load(), 0);  // loads started ahead were waited for
-}
-
-TEST(OrderedStages, AnEmitThatThrowsEndsTheRunAfterEveryTask) {
-  WorkerPool pool(4);
-  std::atomic<int> running{0};
-  OrderedStageCallbacks cb;
-  auto busy = [&](std::size_t) {
-    ++running;
-    sleep_random_us(1000);
-    --running;
-  };
-  cb.load = busy;
-  cb.finish = busy;
-  cb.handle = [](std::size_t, std::size_t) { return true; };
-  cb.emit = [](std::size_t k) {
-    if (k == 3) throw std::runtime_error("reader went away");
-  };
-  cb.stop_requested = [] { return false; };
-  EXPECT_THROW(run_ordered_stages(50, 6, pool, cb), std::runtime_error);
-  EXPECT_EQ(running.load(), 0);
-}
-
-// A handler that groups items (pc-sample --batch) sees the loads of the next `wait_ahead` items done,
-// however slowly they load, except where the batch ends; loads of items after k are never waited for
-// beyond that.
-TEST(OrderedStages, WaitAheadHandsTheHandlerTheNextLoadedItems) {
-  const std::size_t n = 23, ahead = 3;
-  WorkerPool pool(2);
-  std::vector<std::atomic<bool>> loaded(n);
-  std::vector<std::size_t> seen;
-  OrderedStageCallbacks cb;
-  cb.load = [&](std::size_t k) {
-    sleep_random_us(1500);
-    loaded[k] = true;
-  };
-  cb.handle = [&](std::size_t k, std::size_t loaded_ahead) {
-    for (std::size_t j = k + 1; j <= k + loaded_ahead; ++j) EXPECT_TRUE(loaded[j].load()) << k << " " << j;
-    seen.push_back(loaded_ahead);
-    return true;
-  };
-  cb.finish = [](std::size_t) {};
-  cb.emit = [](std::size_t) {};
-  cb.stop_requested = [] { return false; };
-  EXPECT_EQ(run_ordered_stages(n, 1, pool, cb, ahead), n);
-  ASSERT_EQ(seen.size(), n);
-  for (std::size_t k = 0; k < n; ++k) EXPECT_GE(seen[k], std::min(ahead, n - 1 - k)) << "item " << k;
-}
+using test::InFlight;
+using test::sleep_random_us;
 
 // Tool::run with Stages over text files: load reads, handle upper-cases, write writes `OUT/<name>.up`.
 // Markers in a file fail the stage they name: BADLOAD, BADHANDLE, BADWRITE.
@@ -366,6 +242,20 @@ TEST_F(StagedTool, AGroupHandlerTakesLaterItemsWhoseOutputsReachTheirOwnRecords)
   }
   EXPECT_NE(records[8]["error"].get<std::string>().find("BADHANDLE"), std::string::npos);
   EXPECT_EQ(temps(), std::vector<std::string>{});
+}
+
+TEST_F(StagedTool, AGroupThatFailsFailsItsFirstItemOnlyAndTheOthersAreHandledAgain) {
+  make_inputs(7, {{3, "BADHANDLE"}, {5, "ALONE"}});
+  group_ = 3;
+  const auto records = run(7, {"--output-dir", (dir_ / "out").string(), "--prefetch", "8", "--threads", "2"});
+  EXPECT_EQ(exit_code_, kExitItemFailed);
+  // The group at 3 (3, 4) throws: 3 fails, 4 gets its own call (ALONE ends both groups before 5).
+  EXPECT_EQ(groups_, (std::vector<std::vector<std::size_t>>{{0, 1, 2}, {3, 4}, {4}, {5, 6}}));
+  ASSERT_EQ(records.size(), 8u);
+  for (int k = 0; k < 7; ++k) {
+    EXPECT_EQ(records[static_cast<std::size_t>(k)]["status"], k == 3 ? "failed" : "ok") << k;
+    EXPECT_EQ(fs::exists(output(k)), k != 3) << k;
+  }
 }
 
 TEST_F(StagedTool, SkippedItemsAreNeverLoaded) {

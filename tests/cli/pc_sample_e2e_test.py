@@ -500,6 +500,10 @@ class PcSampleTest(unittest.TestCase):
         self.assertEqual(self.records(again)[0]["start"], start)  # the seed decides it (points::seeded_start)
         with open(self.path("r2.txt")) as f:
             self.assertEqual([int(v) for v in f], first)
+        # another seed, another start (SplitMix64's values are tested in C++: tests/points/file_rows_test.cpp)
+        other = self.run_tool("fps", BUNNY_SMALL, "-n", "5", "--start", "random", "--seed", "4", "--emit", "indices",
+                              "-o", "r3.txt", "--json")
+        self.assertNotEqual(self.records(other)[0]["start"], start)
         # -o - takes one array; --format npy names it
         proc = self.run_tool("knn", BUNNY_SMALL, "-k", "2", "--emit", "counts", "-o", "-", "--format", "npy")
         with open(self.path("c.npy"), "wb") as f:

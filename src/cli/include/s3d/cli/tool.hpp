@@ -149,9 +149,10 @@ struct NextItem {
 /// outputs_of) is never loaded. Input and Output must be movable; each is freed as soon as its stage is done.
 /// A handler that takes several items per call (one GPU launch for many small inputs) sets `handle_group`
 /// instead of `handle`, with Tool::handle_groups_of(n): it handles this item and the first m - 1 items of
-/// `next.ahead` (0 <= m - 1 <= next.ahead.size(), in order; it may move their inputs) and returns their m
-/// outputs, this item's first. The frame calls no handler for the items a group took: each output goes to its
-/// own item's write stage and record. An exception fails this item only; the others are then handled alone.
+/// `next.ahead` (0 <= m - 1 <= next.ahead.size(), in order) and returns their m outputs, this item's first. It
+/// may move the taken items' inputs only once it can no longer throw. The frame calls no handler for the items a
+/// group took: each output goes to its own item's write stage and record. An exception fails this item only;
+/// the items after it are then handled by their own calls.
 template <typename Input, typename Output>
 struct Stages {
   std::function<Input(const Item&, ItemContext&)> load;
