@@ -131,5 +131,32 @@ TEST(OrderedStages, WaitAheadHandsTheHandlerTheNextLoadedItems) {
   for (std::size_t k = 0; k < n; ++k) EXPECT_GE(seen[k], std::min(ahead, n - 1 - k)) << "item " << k;
 }
 
+TEST(OrderedStages, WithoutAFinishAnItemLeavesTheWindowWhenHandled) {
+  // Window 4, no finish: while item k is handled, the loads of k+1..k+3 have started (each handle waits for them,
+  // in vain if a handled item still held its place).
+  const std::size_t n = 20, window = 4;
+  WorkerPool pool(3);
+  std::atomic<std::size_t> started{0};
+  std::vector<std::size_t> emitted, alone;
+  OrderedStageCallbacks cb;
+  cb.load = [&](std::size_t) { ++started; };
+  cb.handle = [&](std::size_t k, std::size_t) {
+    const std::size_t want = std::min(n, k + window);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (started.load() < want && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (started.load() < want) alone.push_back(k);
+    EXPECT_LE(started.load(), k + window) << "more than the window in flight at item " << k;
+    return true;
+  };
+  cb.emit = [&](std::size_t k) { emitted.push_back(k); };
+  cb.stop_requested = [] { return false; };
+  EXPECT_EQ(run_ordered_stages(n, window, pool, cb), n);
+  EXPECT_TRUE(alone.empty()) << "item " << alone.front() << " was handled without the next loads";
+  std::vector<std::size_t> in_order(n);
+  for (std::size_t k = 0; k < n; ++k) in_order[k] = k;
+  EXPECT_EQ(emitted, in_order);
+}
+
 }  // namespace
 }  // namespace s3d

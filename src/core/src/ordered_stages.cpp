@@ -52,7 +52,12 @@ std::size_t run_ordered_stages(std::size_t count, std::size_t window, WorkerPool
         std::size_t loaded_ahead = 0;
         while (k + 1 + loaded_ahead < launched && ready(loaded[k + 1 + loaded_ahead])) ++loaded_ahead;
         if (!cb.handle(k, loaded_ahead)) stopped = true;
-        finished[k] = pool.submit([&cb, k] { cb.finish(k); });
+        if (cb.finish) {
+          finished[k] = pool.submit([&cb, k] { cb.finish(k); });
+        } else {  // nothing after the handle: emitted now (k - 1 was, in order), its place in the window freed
+          if (cb.emit) cb.emit(k);
+          emitted = handled;
+        }
       } else if (emitted < handled) {
         finished[emitted].get();  // nothing to handle now: the oldest item's output is what we wait for
         cb.emit(emitted++);

@@ -100,17 +100,15 @@ FusedSequence fuse_sequence(const Device& device, const std::vector<FrameSource>
     t_ready = Clock::now();
     return true;
   };
-  stages.finish = [](std::size_t) {};
-  stages.emit = [](std::size_t) {};
   // Polled before each frame (and once more after the last, which is no interruption).
   stages.stop_requested = [&] {
     if (!failure && out.frames.size() < frames.size() && callbacks.interrupted && callbacks.interrupted())
       out.interrupted = true;
     return out.interrupted;
   };
-  // The window holds the frame being tracked, the one before it until its (empty) finish is collected, and the
-  // read_ahead frames being read: the reads of frames k+1..k+read_ahead overlap the tracking of frame k.
-  run_ordered_stages(frames.size(), options.read_ahead + 2, readers, stages);
+  // No finish stage: a frame leaves the window once tracked, so the window holds the frame being tracked and the
+  // read_ahead frames being read (k+1..k+read_ahead overlap the tracking of frame k).
+  run_ordered_stages(frames.size(), options.read_ahead + 1, readers, stages);
   if (failure) std::rethrow_exception(failure);
   out.track_seconds = ms_since(t_track) / 1000.0;
   if (!engine)

@@ -24,8 +24,10 @@ struct OrderedStageCallbacks {
   /// may start on them early). Returns false to handle no item after k (k itself is still finished and
   /// emitted).
   std::function<bool(std::size_t k, std::size_t loaded_ahead)> handle;
+  /// Optional. Without it an item has nothing after its handle: it is emitted (when `emit` is set) and leaves
+  /// the window as soon as it is handled, so the loads of the next window - 1 items overlap the next handle.
   std::function<void(std::size_t k)> finish;
-  std::function<void(std::size_t k)> emit;
+  std::function<void(std::size_t k)> emit;  ///< optional without `finish`
   /// Polled on this thread before each handle: true = handle no more items (a signal).
   std::function<bool()> stop_requested;
 };
