@@ -26,7 +26,7 @@ void describe_depth_folders(const cli::Item& item, cli::ItemContext& ctx, const 
     if (plan.emits[slot] != Emit::kDepth) continue;
     const std::string path = output_for(plan, settings, item, ctx, slot);
     if (path.empty() || path == "-" || cli::is_write_through(path)) continue;
-    const std::string format = output_format(path, settings);
+    const std::string format = cli::format_of(path, settings);
     if (format != "pfm" && format != "png") continue;  // the write fails the item with its own message
     const io::PinholeIntrinsics k =
         geometry::left_intrinsics(*out.calib, out.match.disparity.width, out.match.disparity.height);
@@ -104,7 +104,7 @@ json write_pair(const cli::Item& item, PairOutput& out, cli::ItemContext& ctx, c
   for (std::size_t slot = 0; slot < plan.emits.size(); ++slot) {
     const std::string path = output_for(plan, settings, item, ctx, slot);
     if (path.empty()) continue;
-    write_output(ctx, path, output_format(path, settings), plan.emits[slot], source, plan.encode);
+    write_output(ctx, path, cli::format_of(path, settings), plan.emits[slot], source, plan.encode);
     outs.push_back({{"emit", plan.emit_names[slot]}, {"path", path}});
   }
   json rec = std::move(out.record);

@@ -26,7 +26,7 @@ double depth_png_scale(const Flags& f, const std::vector<Emit>& emits, const cli
   double scale = f.depth_scale.empty() ? io::kDepthScaleMm : io::parse_depth_scale(f.depth_scale);
   bool depth_png = false;
   for (std::size_t i = 0; i < emits.size() && i < s.outputs.size(); ++i)
-    depth_png = depth_png || (emits[i] == Emit::kDepth && output_format(s.outputs[i], s) == "png");
+    depth_png = depth_png || (emits[i] == Emit::kDepth && cli::format_of(s.outputs[i], s) == "png");
   if (f.png_encoding == "mm") {
     if (!f.depth_scale.empty() && scale != io::kDepthScaleMm)
       throw InvalidArgument("--png-encoding mm means --depth-scale 1000, not " + f.depth_scale);
@@ -47,12 +47,6 @@ std::string suffix(Emit e, const cli::CommonSettings& s) {
 }
 
 }  // namespace
-
-std::string output_format(const std::string& path, const cli::CommonSettings& settings) {
-  if (!settings.format.empty()) return lower(settings.format);
-  std::string e = lower(fs::path(path).extension().string());
-  return e.empty() ? "" : e.substr(1);
-}
 
 Plan make_plan(const Flags& f, const cli::CommonSettings& s) {
   Plan plan;
@@ -97,7 +91,7 @@ Plan make_plan(const Flags& f, const cli::CommonSettings& s) {
   if (f.png_encoding == "mm" && emits(Emit::kDisparity)) {
     // mm is a depth encoding; a disparity PNG with it would be meaningless, unless no disparity PNG is written.
     for (std::size_t i = 0; i < plan.emits.size() && i < s.outputs.size(); ++i)
-      if (plan.emits[i] == Emit::kDisparity && output_format(s.outputs[i], s) == "png")
+      if (plan.emits[i] == Emit::kDisparity && cli::format_of(s.outputs[i], s) == "png")
         throw InvalidArgument("--png-encoding mm is for depth; disparity PNGs use kitti or x16");
   }
   plan.sources.needs_calib = needs_calib;

@@ -47,9 +47,6 @@ struct Plan {
 /// @throws InvalidArgument naming the flag (exit 2); IoError / DataError naming --calib's file.
 Plan make_plan(const Flags& f, const cli::CommonSettings& settings);
 
-/// The format of an output path: --format wins, else the extension (lower case, no dot).
-std::string output_format(const std::string& path, const cli::CommonSettings& settings);
-
 /// The path of the item's output `slot` (-o, a template, or --output-dir with the emit's suffix; a dataset
 /// record's `name` names it under --output-dir).
 std::string output_for(const Plan& plan, const cli::CommonSettings& settings, const cli::Item& item,
