@@ -242,6 +242,10 @@ void fill_zero_async(void* dst, std::size_t bytes, StreamHandle stream) {
   S3D_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, stream));
 }
 
+void fill_bytes_async(void* dst, std::uint8_t value, std::size_t bytes, StreamHandle stream) {
+  S3D_CUDA_CHECK(cudaMemsetAsync(dst, value, bytes, stream));
+}
+
 // Without a visible GPU (a CUDA build on a CPU-only machine) there is nothing to page-lock for: staging code
 // runs unchanged on ordinary heap memory. The device count is fixed for the life of the process.
 bool pinning_available() {

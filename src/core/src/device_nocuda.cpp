@@ -48,6 +48,7 @@ void* device_allocate(std::size_t, StreamHandle) { no_cuda(); }
 void device_release(void*, std::size_t, StreamHandle) noexcept {}
 void copy_bytes_async(void*, const void*, std::size_t, int, StreamHandle) { no_cuda(); }
 void fill_zero_async(void*, std::size_t, StreamHandle) { no_cuda(); }
+void fill_bytes_async(void*, std::uint8_t, std::size_t, StreamHandle) { no_cuda(); }
 void* pinned_allocate(std::size_t bytes) {
   void* ptr = std::malloc(bytes == 0 ? 1 : bytes);
   if (!ptr) throw OutOfMemory("out of host memory allocating " + std::to_string(bytes) + " bytes");

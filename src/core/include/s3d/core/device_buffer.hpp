@@ -19,6 +19,8 @@ void device_release(void* ptr, std::size_t bytes, StreamHandle stream) noexcept;
 /// Byte copies; `kind` follows cudaMemcpyKind (1 = H2D, 2 = D2H, 3 = D2D). Async on `stream`.
 void copy_bytes_async(void* dst, const void* src, std::size_t bytes, int kind, StreamHandle stream);
 void fill_zero_async(void* dst, std::size_t bytes, StreamHandle stream);
+/// Sets every byte to `value` (0xFF makes every int32 -1). Async on `stream`.
+void fill_bytes_async(void* dst, std::uint8_t value, std::size_t bytes, StreamHandle stream);
 }  // namespace detail
 
 /// Device allocations alive now (made by DeviceBuffer through the pool), for leak checks: the test main

@@ -1,0 +1,343 @@
+#include "arrays.hpp"
+
+#include <cstring>
+#include <sstream>
+
+#include "s3d/core/device_buffer.hpp"
+#include "s3d/core/errors.hpp"
+#include "s3d/core/scoped_device.hpp"
+
+namespace s3d::python {
+namespace {
+
+nb::dlpack::dtype dlpack_of(DType dtype) {
+  using nb::dlpack::dtype_code;
+  switch (dtype) {
+    case DType::kFloat32: return {static_cast<std::uint8_t>(dtype_code::Float), 32, 1};
+    case DType::kFloat64: return {static_cast<std::uint8_t>(dtype_code::Float), 64, 1};
+    case DType::kInt32: return {static_cast<std::uint8_t>(dtype_code::Int), 32, 1};
+    case DType::kInt64: return {static_cast<std::uint8_t>(dtype_code::Int), 64, 1};
+    case DType::kUint8: return {static_cast<std::uint8_t>(dtype_code::UInt), 8, 1};
+    case DType::kUint16: return {static_cast<std::uint8_t>(dtype_code::UInt), 16, 1};
+  }
+  return {};
+}
+
+std::size_t bytes_of(DType dtype) { return dlpack_of(dtype).bits / 8; }
+
+bool same(nb::dlpack::dtype a, nb::dlpack::dtype b) { return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes; }
+
+std::string describe_dtype(nb::dlpack::dtype d) {
+  for (DType t : {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64, DType::kUint8, DType::kUint16}) {
+    if (same(d, dlpack_of(t))) return dtype_name(t);
+  }
+  const char* kind = d.code == static_cast<std::uint8_t>(nb::dlpack::dtype_code::Int)     ? "int"
+                     : d.code == static_cast<std::uint8_t>(nb::dlpack::dtype_code::UInt)  ? "uint"
+                     : d.code == static_cast<std::uint8_t>(nb::dlpack::dtype_code::Float) ? "float"
+                     : d.code == static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bool)  ? "bool"
+                                                                                          : "dtype";
+  return std::string(kind) + std::to_string(d.bits);
+}
+
+std::string describe_shape(const std::vector<std::int64_t>& shape) {
+  std::ostringstream s;
+  s << '[';
+  for (std::size_t i = 0; i < shape.size(); ++i) s << (i ? ", " : "") << shape[i];
+  s << ']';
+  return s.str();
+}
+
+std::string describe_pattern(std::initializer_list<std::int64_t> shape) {
+  static const char* names[] = {"N", "M", "K", "L"};
+  std::ostringstream s;
+  s << '[';
+  int free_axis = 0;
+  int i = 0;
+  for (std::int64_t e : shape) {
+    s << (i++ ? ", " : "");
+    if (e == kAny) {
+      s << names[free_axis++ % 4];
+    } else {
+      s << e;
+    }
+  }
+  s << ']';
+  return s.str();
+}
+
+std::string expected_dtypes(std::initializer_list<DType> dtypes) {
+  std::string text;
+  std::size_t i = 0;
+  for (DType d : dtypes) {
+    text += (i == 0 ? "" : (i + 1 == dtypes.size() ? " or " : ", "));
+    text += dtype_name(d);
+    ++i;
+  }
+  return text;
+}
+
+[[noreturn]] void reject(const char* name, const std::string& what) {
+  throw nb::value_error((std::string(name) + ": " + what).c_str());
+}
+
+Input import(nb::handle object, const char* name, std::initializer_list<DType> dtypes) {
+  Input in;
+  if (!nb::try_cast<nb::ndarray<nb::ro>>(object, in.array, /*convert=*/false)) {
+    reject(name, std::string("expected an array (NumPy, PyTorch, CuPy, JAX or any DLPack producer), got ") +
+                     nb::type_name(object.type()).c_str());
+  }
+  in.object = object;
+  const int ndim = static_cast<int>(in.array.ndim());
+  in.shape.assign(in.array.shape_ptr(), in.array.shape_ptr() + ndim);
+  bool dtype_ok = false;
+  for (DType d : dtypes) dtype_ok = dtype_ok || same(in.array.dtype(), dlpack_of(d));
+  if (!dtype_ok) {
+    reject(name, "expected " + expected_dtypes(dtypes) + ", got " + describe_dtype(in.array.dtype()) +
+                     " (convert it first: s3d never copies an input silently)");
+  }
+  const int device_type = in.array.device_type();
+  if (device_type == nb::device::cpu::value || device_type == nb::device::cuda_host::value) {
+    in.device = Device(Device::Kind::kCpu);
+  } else if (device_type == nb::device::cuda::value || device_type == nb::device::cuda_managed::value) {
+    in.device = Device(Device::Kind::kCuda, in.array.device_id());
+  } else {
+    reject(name, "expected an array on the CPU or a CUDA device, got DLPack device type " +
+                     std::to_string(device_type));
+  }
+  // C order: the last axis contiguous and each stride the product of the extents after it (axes of extent 1
+  // may have any stride, as NumPy and PyTorch give them).
+  const std::int64_t* strides = in.array.stride_ptr();
+  if (strides != nullptr) {
+    std::int64_t expected = 1;
+    for (int axis = ndim - 1; axis >= 0; --axis) {
+      if (in.shape[axis] != 1 && strides[axis] != expected) {
+        reject(name, "expected a C-contiguous array, got strides that are not (call .contiguous() or "
+                     "numpy.ascontiguousarray first)");
+      }
+      expected *= in.shape[axis];
+    }
+  }
+  in.data = static_cast<const std::uint8_t*>(in.array.data_handle()) + in.array.byte_offset();
+  return in;
+}
+
+struct HostAllocation {
+  void* data;
+};
+
+struct DeviceAllocation {
+  void* data;
+  std::size_t bytes;
+  StreamHandle stream;
+  int device;
+};
+
+Output make_output(void* data, nb::handle owner, DType dtype, const std::vector<std::int64_t>& shape,
+                   const Device& device) {
+  std::vector<std::size_t> extents(shape.begin(), shape.end());
+  Output out;
+  out.data = data;
+  out.dtype = dtype;
+  out.array = nb::ndarray<>(data, extents.size(), extents.data(), owner, nullptr, dlpack_of(dtype),
+                            device.is_cuda() ? nb::device::cuda::value : nb::device::cpu::value,
+                            device.is_cuda() ? device.index() : 0);
+  return out;
+}
+
+}  // namespace
+
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return "float32";
+    case DType::kFloat64: return "float64";
+    case DType::kInt32: return "int32";
+    case DType::kInt64: return "int64";
+    case DType::kUint8: return "uint8";
+    case DType::kUint16: return "uint16";
+  }
+  return "?";
+}
+
+std::int64_t Input::size() const {
+  std::int64_t n = 1;
+  for (std::int64_t e : shape) n *= e;
+  return n;
+}
+
+Input input(nb::handle object, const char* name, std::initializer_list<DType> dtypes,
+            std::initializer_list<std::int64_t> shape) {
+  Input in = import(object, name, dtypes);
+  bool ok = in.shape.size() == shape.size();
+  std::size_t axis = 0;
+  for (std::int64_t e : shape) {
+    ok = ok && (e == kAny || in.shape[axis] == e);
+    ++axis;
+  }
+  if (!ok) reject(name, "expected shape " + describe_pattern(shape) + ", got " + describe_shape(in.shape));
+  return in;
+}
+
+Input input_any_shape(nb::handle object, const char* name, std::initializer_list<DType> dtypes, int min_ndim,
+                      int max_ndim) {
+  Input in = import(object, name, dtypes);
+  const int ndim = static_cast<int>(in.shape.size());
+  if (ndim < min_ndim || ndim > max_ndim) {
+    reject(name, "expected " + std::to_string(min_ndim) + (min_ndim == max_ndim ? "" : "-" + std::to_string(max_ndim)) +
+                     " dimensions, got shape " + describe_shape(in.shape));
+  }
+  return in;
+}
+
+DType dtype_of(const Input& input) {
+  for (DType d : {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64, DType::kUint8, DType::kUint16}) {
+    if (same(input.array.dtype(), dlpack_of(d))) return d;
+  }
+  return DType::kFloat32;  // unreachable: import() admits only the types above
+}
+
+void require_same_device(const Input& first, std::initializer_list<const Input*> others) {
+  for (const Input* other : others) {
+    if (other->device != first.device) {
+      throw nb::value_error(("expected every array on one device, got " + first.device.to_string() + " and " +
+                             other->device.to_string())
+                                .c_str());
+    }
+  }
+}
+
+Framework framework_of(nb::handle object) {
+  nb::handle type = object.type();
+  nb::object module = nb::getattr(type, "__module__", nb::none());
+  if (!nb::isinstance<nb::str>(module)) return Framework::kOther;
+  const char* name = nb::borrow<nb::str>(module).c_str();
+  if (std::strncmp(name, "numpy", 5) == 0) return Framework::kNumpy;
+  if (std::strncmp(name, "torch", 5) == 0) return Framework::kTorch;
+  if (std::strncmp(name, "cupy", 4) == 0) return Framework::kCupy;
+  if (std::strncmp(name, "jax", 3) == 0) return Framework::kJax;
+  return Framework::kOther;
+}
+
+StreamHandle resolve_stream(nb::handle stream, const Input& like) {
+  if (!like.device.is_cuda()) return nullptr;
+  auto handle_of = [](std::intptr_t value) { return reinterpret_cast<StreamHandle>(value); };
+  if (stream.is_none()) {
+    switch (framework_of(like.object)) {
+      case Framework::kTorch: {
+        static nb::object* current = new nb::object(nb::module_::import_("torch.cuda").attr("current_stream"));
+        return handle_of(nb::cast<std::intptr_t>((*current)(like.device.index()).attr("cuda_stream")));
+      }
+      case Framework::kCupy: {
+        static nb::object* current = new nb::object(nb::module_::import_("cupy.cuda").attr("get_current_stream"));
+        return handle_of(nb::cast<std::intptr_t>((*current)().attr("ptr")));
+      }
+      default: return nullptr;
+    }
+  }
+  if (nb::isinstance<nb::int_>(stream)) return handle_of(nb::cast<std::intptr_t>(stream));
+  if (nb::hasattr(stream, "__cuda_stream__")) {
+    nb::object pair = stream.attr("__cuda_stream__")();
+    return handle_of(nb::cast<std::intptr_t>(pair[1]));
+  }
+  if (nb::hasattr(stream, "cuda_stream")) return handle_of(nb::cast<std::intptr_t>(stream.attr("cuda_stream")));
+  if (nb::hasattr(stream, "ptr")) return handle_of(nb::cast<std::intptr_t>(stream.attr("ptr")));
+  throw nb::value_error(("stream: expected None, an int handle, or a stream object (torch.cuda.Stream, "
+                         "cupy.cuda.Stream, anything with __cuda_stream__), got " +
+                         std::string(nb::type_name(stream.type()).c_str()))
+                            .c_str());
+}
+
+Output allocate(DType dtype, const std::vector<std::int64_t>& shape, const Device& device, StreamHandle stream) {
+  std::size_t count = 1;
+  for (std::int64_t e : shape) count *= static_cast<std::size_t>(e);
+  const std::size_t bytes = count * bytes_of(dtype);
+  if (device.is_cuda()) {
+    ScopedDevice scoped(device.index());
+    void* data = bytes ? detail::device_allocate(bytes, stream) : nullptr;
+    auto* allocation = new DeviceAllocation{data, bytes, stream, device.index()};
+    nb::capsule owner(allocation, [](void* p) noexcept {
+      auto* a = static_cast<DeviceAllocation*>(p);
+      if (a->data) {
+        try {
+          ScopedDevice scoped(a->device);
+          detail::device_release(a->data, a->bytes, a->stream);
+        } catch (...) {
+        }
+      }
+      delete a;
+    });
+    return make_output(data, owner, dtype, shape, device);
+  }
+  void* data = ::operator new(bytes ? bytes : 1);
+  nb::capsule owner(data, [](void* p) noexcept { ::operator delete(p); });
+  return make_output(data, owner, dtype, shape, device);
+}
+
+
+namespace {
+template <typename T>
+constexpr DType dtype_for();
+template <>
+constexpr DType dtype_for<float>() {
+  return DType::kFloat32;
+}
+template <>
+constexpr DType dtype_for<double>() {
+  return DType::kFloat64;
+}
+template <>
+constexpr DType dtype_for<std::int32_t>() {
+  return DType::kInt32;
+}
+template <>
+constexpr DType dtype_for<std::int64_t>() {
+  return DType::kInt64;
+}
+template <>
+constexpr DType dtype_for<std::uint8_t>() {
+  return DType::kUint8;
+}
+}  // namespace
+
+template <typename T>
+Output adopt(std::vector<T>&& values, const std::vector<std::int64_t>& shape) {
+  auto* held = new std::vector<T>(std::move(values));
+  nb::capsule owner(held, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return make_output(held->data(), owner, dtype_for<T>(), shape, Device());
+}
+template Output adopt(std::vector<float>&&, const std::vector<std::int64_t>&);
+template Output adopt(std::vector<double>&&, const std::vector<std::int64_t>&);
+template Output adopt(std::vector<std::int32_t>&&, const std::vector<std::int64_t>&);
+template Output adopt(std::vector<std::int64_t>&&, const std::vector<std::int64_t>&);
+template Output adopt(std::vector<std::uint8_t>&&, const std::vector<std::int64_t>&);
+
+nb::object export_array(const Output& out, Framework framework) {
+  switch (framework) {
+    case Framework::kNumpy: return nb::ndarray<nb::numpy>(out.array).cast();
+    case Framework::kTorch: return nb::ndarray<nb::pytorch>(out.array).cast();
+    case Framework::kCupy: return nb::ndarray<nb::cupy>(out.array).cast();
+    case Framework::kJax: return nb::ndarray<nb::jax>(out.array).cast();
+    case Framework::kOther: break;
+  }
+  // Another DLPack producer: NumPy for host memory, nanobind's own DLPack-capable array for device memory.
+  if (out.array.device_type() == nb::device::cpu::value) return nb::ndarray<nb::numpy>(out.array).cast();
+  return nb::ndarray<>(out.array).cast();
+}
+
+Output output_into(nb::handle object, const char* name, DType dtype, std::initializer_list<std::int64_t> shape,
+                   const Device& device) {
+  nb::ndarray<> writable;
+  if (!nb::try_cast<nb::ndarray<>>(object, writable, /*convert=*/false)) {
+    reject(name, "expected a writable array");
+  }
+  Input in = input(object, name, {dtype}, shape);
+  if (in.device != device) {
+    reject(name, "expected an array on " + device.to_string() + ", got one on " + in.device.to_string());
+  }
+  Output out;
+  out.array = writable;
+  out.data = const_cast<void*>(in.data);
+  out.dtype = dtype;
+  return out;
+}
+
+}  // namespace s3d::python
