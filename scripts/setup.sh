@@ -10,7 +10,7 @@ PACKAGES=(
   libpng-dev libjpeg-dev    # the fusion tests read the real depth and colour frames with libpng / libjpeg
   libcli11-dev libspdlog-dev libfmt-dev libeigen3-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libomp-dev help2man python3 python3-venv clang-format
+  libomp-dev help2man python3 python3-venv python3-dev clang-format
   clang libclang-rt-14-dev  # the `fuzz` preset: clang++ 14 and its libFuzzer runtime (libclang_rt.fuzzer-x86_64.a)
   python3-open3d            # tests/points/open3d_fps_test.py: the FPS set equals Open3D's
   slurm-wlm munge parallel  # tests/cluster: a real single-node Slurm (scripts/slurm-local.sh) and GNU parallel
@@ -35,3 +35,18 @@ if [ ! -x "$EVO_VENV/bin/evo_ape" ]; then
   "$EVO_VENV/bin/pip" install --quiet --disable-pip-version-check evo==1.38.1
 fi
 echo "setup.sh: evo $("$EVO_VENV/bin/pip" show evo 2>/dev/null | sed -n 's/^Version: //p') in $EVO_VENV"
+
+# The Python package's environment: the checkout's .venv (git-ignored), with what builds the package (nanobind,
+# scikit-build-core: the README's first command installs it there) and what its tests use (numpy, pytest). torch
+# (2.6 GB with its CUDA libraries) only for the s3d.torch tests: with S3D_PYTHON_TORCH=1, and in CI.
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PY_VENV="$ROOT/.venv"
+if [ ! -x "$PY_VENV/bin/python" ]; then
+  python3 -m venv "$PY_VENV"
+fi
+"$PY_VENV/bin/pip" install --quiet --disable-pip-version-check nanobind==3.1.0 scikit-build-core==1.1.2 \
+  numpy==2.4.6 pytest==9.2.0
+if [ "${S3D_PYTHON_TORCH:-0}" = 1 ] || [ "${CI:-}" = true ]; then
+  "$PY_VENV/bin/pip" install --quiet --disable-pip-version-check torch==2.11.0
+fi
+echo "setup.sh: the Python package's environment is $PY_VENV ($("$PY_VENV/bin/python" --version))"

@@ -13,19 +13,27 @@ namespace {
 nb::dlpack::dtype dlpack_of(DType dtype) {
   using nb::dlpack::dtype_code;
   switch (dtype) {
-    case DType::kFloat32: return {static_cast<std::uint8_t>(dtype_code::Float), 32, 1};
-    case DType::kFloat64: return {static_cast<std::uint8_t>(dtype_code::Float), 64, 1};
-    case DType::kInt32: return {static_cast<std::uint8_t>(dtype_code::Int), 32, 1};
-    case DType::kInt64: return {static_cast<std::uint8_t>(dtype_code::Int), 64, 1};
-    case DType::kUint8: return {static_cast<std::uint8_t>(dtype_code::UInt), 8, 1};
-    case DType::kUint16: return {static_cast<std::uint8_t>(dtype_code::UInt), 16, 1};
+    case DType::kFloat32:
+      return {static_cast<std::uint8_t>(dtype_code::Float), 32, 1};
+    case DType::kFloat64:
+      return {static_cast<std::uint8_t>(dtype_code::Float), 64, 1};
+    case DType::kInt32:
+      return {static_cast<std::uint8_t>(dtype_code::Int), 32, 1};
+    case DType::kInt64:
+      return {static_cast<std::uint8_t>(dtype_code::Int), 64, 1};
+    case DType::kUint8:
+      return {static_cast<std::uint8_t>(dtype_code::UInt), 8, 1};
+    case DType::kUint16:
+      return {static_cast<std::uint8_t>(dtype_code::UInt), 16, 1};
   }
   return {};
 }
 
 std::size_t bytes_of(DType dtype) { return dlpack_of(dtype).bits / 8; }
 
-bool same(nb::dlpack::dtype a, nb::dlpack::dtype b) { return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes; }
+bool same(nb::dlpack::dtype a, nb::dlpack::dtype b) {
+  return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
+}
 
 std::string describe_dtype(nb::dlpack::dtype d) {
   for (DType t : {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64, DType::kUint8, DType::kUint16}) {
@@ -101,8 +109,8 @@ Input import(nb::handle object, const char* name, std::initializer_list<DType> d
   } else if (device_type == nb::device::cuda::value || device_type == nb::device::cuda_managed::value) {
     in.device = Device(Device::Kind::kCuda, in.array.device_id());
   } else {
-    reject(name, "expected an array on the CPU or a CUDA device, got DLPack device type " +
-                     std::to_string(device_type));
+    reject(name,
+           "expected an array on the CPU or a CUDA device, got DLPack device type " + std::to_string(device_type));
   }
   // C order: the last axis contiguous and each stride the product of the extents after it (axes of extent 1
   // may have any stride, as NumPy and PyTorch give them).
@@ -111,8 +119,9 @@ Input import(nb::handle object, const char* name, std::initializer_list<DType> d
     std::int64_t expected = 1;
     for (int axis = ndim - 1; axis >= 0; --axis) {
       if (in.shape[axis] != 1 && strides[axis] != expected) {
-        reject(name, "expected a C-contiguous array, got strides that are not (call .contiguous() or "
-                     "numpy.ascontiguousarray first)");
+        reject(name,
+               "expected a C-contiguous array, got strides that are not (call .contiguous() or "
+               "numpy.ascontiguousarray first)");
       }
       expected *= in.shape[axis];
     }
@@ -148,12 +157,18 @@ Output make_output(void* data, nb::handle owner, DType dtype, const std::vector<
 
 const char* dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: return "float32";
-    case DType::kFloat64: return "float64";
-    case DType::kInt32: return "int32";
-    case DType::kInt64: return "int64";
-    case DType::kUint8: return "uint8";
-    case DType::kUint16: return "uint16";
+    case DType::kFloat32:
+      return "float32";
+    case DType::kFloat64:
+      return "float64";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt64:
+      return "int64";
+    case DType::kUint8:
+      return "uint8";
+    case DType::kUint16:
+      return "uint16";
   }
   return "?";
 }
@@ -198,9 +213,9 @@ DType dtype_of(const Input& input) {
 void require_same_device(const Input& first, std::initializer_list<const Input*> others) {
   for (const Input* other : others) {
     if (other->device != first.device) {
-      throw nb::value_error(("expected every array on one device, got " + first.device.to_string() + " and " +
-                             other->device.to_string())
-                                .c_str());
+      throw nb::value_error(
+          ("expected every array on one device, got " + first.device.to_string() + " and " + other->device.to_string())
+              .c_str());
     }
   }
 }
@@ -230,7 +245,8 @@ StreamHandle resolve_stream(nb::handle stream, const Input& like) {
         static nb::object* current = new nb::object(nb::module_::import_("cupy.cuda").attr("get_current_stream"));
         return handle_of(nb::cast<std::intptr_t>((*current)().attr("ptr")));
       }
-      default: return nullptr;
+      default:
+        return nullptr;
     }
   }
   if (nb::isinstance<nb::int_>(stream)) return handle_of(nb::cast<std::intptr_t>(stream));
@@ -272,7 +288,6 @@ Output allocate(DType dtype, const std::vector<std::int64_t>& shape, const Devic
   return make_output(data, owner, dtype, shape, device);
 }
 
-
 namespace {
 template <typename T>
 constexpr DType dtype_for();
@@ -312,11 +327,16 @@ template Output adopt(std::vector<std::uint8_t>&&, const std::vector<std::int64_
 
 nb::object export_array(const Output& out, Framework framework) {
   switch (framework) {
-    case Framework::kNumpy: return nb::ndarray<nb::numpy>(out.array).cast();
-    case Framework::kTorch: return nb::ndarray<nb::pytorch>(out.array).cast();
-    case Framework::kCupy: return nb::ndarray<nb::cupy>(out.array).cast();
-    case Framework::kJax: return nb::ndarray<nb::jax>(out.array).cast();
-    case Framework::kOther: break;
+    case Framework::kNumpy:
+      return nb::ndarray<nb::numpy>(out.array).cast();
+    case Framework::kTorch:
+      return nb::ndarray<nb::pytorch>(out.array).cast();
+    case Framework::kCupy:
+      return nb::ndarray<nb::cupy>(out.array).cast();
+    case Framework::kJax:
+      return nb::ndarray<nb::jax>(out.array).cast();
+    case Framework::kOther:
+      break;
   }
   // Another DLPack producer: NumPy for host memory, nanobind's own DLPack-capable array for device memory.
   if (out.array.device_type() == nb::device::cpu::value) return nb::ndarray<nb::numpy>(out.array).cast();

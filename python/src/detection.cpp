@@ -109,33 +109,52 @@ const char* kRotatedDoc =
 
 void bind_detection(nb::module_& m) {
   nb::class_<detection::NmsEngine>(m, "NmsEngine", "NMS on one device; keeps its buffers across calls.")
-      .def("__init__", [](detection::NmsEngine* self, const std::string& device) {
-        new (self) detection::NmsEngine(parse_device(device));
-      }, "device"_a = "cpu")
+      .def(
+          "__init__",
+          [](detection::NmsEngine* self, const std::string& device) {
+            new (self) detection::NmsEngine(parse_device(device));
+          },
+          "device"_a = "cpu")
       .def_prop_ro("device", [](const detection::NmsEngine& e) { return e.device().to_string(); })
-      .def("nms", [](detection::NmsEngine& e, nb::handle boxes, nb::handle scores, float iou, nb::handle stream) {
-        return run_nms(e, boxes, scores, nb::none(), hard(iou, false), false, stream);
-      }, "boxes"_a, "scores"_a, "iou_threshold"_a, nb::kw_only(), "stream"_a = nb::none(), kNmsDoc)
-      .def("batched_nms", [](detection::NmsEngine& e, nb::handle boxes, nb::handle scores, nb::handle idxs, float iou,
-                             nb::handle stream) {
-        return run_nms(e, boxes, scores, idxs, hard(iou, false), false, stream);
-      }, "boxes"_a, "scores"_a, "idxs"_a, "iou_threshold"_a, nb::kw_only(), "stream"_a = nb::none(), kBatchedDoc);
+      .def(
+          "nms",
+          [](detection::NmsEngine& e, nb::handle boxes, nb::handle scores, float iou, nb::handle stream) {
+            return run_nms(e, boxes, scores, nb::none(), hard(iou, false), false, stream);
+          },
+          "boxes"_a, "scores"_a, "iou_threshold"_a, nb::kw_only(), "stream"_a = nb::none(), kNmsDoc)
+      .def(
+          "batched_nms",
+          [](detection::NmsEngine& e, nb::handle boxes, nb::handle scores, nb::handle idxs, float iou,
+             nb::handle stream) { return run_nms(e, boxes, scores, idxs, hard(iou, false), false, stream); },
+          "boxes"_a, "scores"_a, "idxs"_a, "iou_threshold"_a, nb::kw_only(), "stream"_a = nb::none(), kBatchedDoc);
 
-  m.def("nms", [](nb::handle boxes, nb::handle scores, float iou, nb::handle stream) {
-    return run_nms(engine_for(boxes), boxes, scores, nb::none(), hard(iou, false), false, stream);
-  }, "boxes"_a, "scores"_a, "iou_threshold"_a, nb::kw_only(), "stream"_a = nb::none(), kNmsDoc);
-  m.def("batched_nms", [](nb::handle boxes, nb::handle scores, nb::handle idxs, float iou, nb::handle stream) {
-    return run_nms(engine_for(boxes), boxes, scores, idxs, hard(iou, false), false, stream);
-  }, "boxes"_a, "scores"_a, "idxs"_a, "iou_threshold"_a, nb::kw_only(), "stream"_a = nb::none(), kBatchedDoc);
-  m.def("soft_nms", [](nb::handle boxes, nb::handle scores, float iou, float sigma, float min_score,
-                       const std::string& method, nb::handle idxs, nb::handle stream) {
-    return run_nms(engine_for(boxes), boxes, scores, idxs, soft(iou, sigma, min_score, method), true, stream);
-  }, "boxes"_a, "scores"_a, "iou_threshold"_a = 0.3f, nb::kw_only(), "sigma"_a = 0.5f, "min_score"_a = 1e-3f,
-        "method"_a = "gaussian", "idxs"_a = nb::none(), "stream"_a = nb::none(), kSoftDoc);
-  m.def("rotated_nms", [](nb::handle boxes, nb::handle scores, float iou, nb::handle idxs, nb::handle stream) {
-    return run_nms(engine_for(boxes), boxes, scores, idxs, hard(iou, true), false, stream);
-  }, "boxes"_a, "scores"_a, "iou_threshold"_a, nb::kw_only(), "idxs"_a = nb::none(), "stream"_a = nb::none(),
-        kRotatedDoc);
+  m.def(
+      "nms",
+      [](nb::handle boxes, nb::handle scores, float iou, nb::handle stream) {
+        return run_nms(engine_for(boxes), boxes, scores, nb::none(), hard(iou, false), false, stream);
+      },
+      "boxes"_a, "scores"_a, "iou_threshold"_a, nb::kw_only(), "stream"_a = nb::none(), kNmsDoc);
+  m.def(
+      "batched_nms",
+      [](nb::handle boxes, nb::handle scores, nb::handle idxs, float iou, nb::handle stream) {
+        return run_nms(engine_for(boxes), boxes, scores, idxs, hard(iou, false), false, stream);
+      },
+      "boxes"_a, "scores"_a, "idxs"_a, "iou_threshold"_a, nb::kw_only(), "stream"_a = nb::none(), kBatchedDoc);
+  m.def(
+      "soft_nms",
+      [](nb::handle boxes, nb::handle scores, float iou, float sigma, float min_score, const std::string& method,
+         nb::handle idxs, nb::handle stream) {
+        return run_nms(engine_for(boxes), boxes, scores, idxs, soft(iou, sigma, min_score, method), true, stream);
+      },
+      "boxes"_a, "scores"_a, "iou_threshold"_a = 0.3f, nb::kw_only(), "sigma"_a = 0.5f, "min_score"_a = 1e-3f,
+      "method"_a = "gaussian", "idxs"_a = nb::none(), "stream"_a = nb::none(), kSoftDoc);
+  m.def(
+      "rotated_nms",
+      [](nb::handle boxes, nb::handle scores, float iou, nb::handle idxs, nb::handle stream) {
+        return run_nms(engine_for(boxes), boxes, scores, idxs, hard(iou, true), false, stream);
+      },
+      "boxes"_a, "scores"_a, "iou_threshold"_a, nb::kw_only(), "idxs"_a = nb::none(), "stream"_a = nb::none(),
+      kRotatedDoc);
 }
 
 }  // namespace s3d::python

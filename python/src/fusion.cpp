@@ -41,13 +41,16 @@ nb::dict frame_dict(const fusion::FrameResult& r) {
 class PyFusionEngine {
  public:
   PyFusionEngine(int width, int height, const std::array<float, 4>& intrinsics, const std::string& device,
-                 const std::string& mode, const std::string& volume, const std::variant<int, std::array<int, 3>>& resolution,
+                 const std::string& mode, const std::string& volume,
+                 const std::variant<int, std::array<int, 3>>& resolution,
                  const std::variant<float, std::array<float, 3>>& size, std::optional<std::array<float, 3>> origin,
                  float truncation, float min_depth, float max_depth, bool color, std::optional<Matrix4> initial_pose)
-      : width_(width), height_(height), engine_(parse_device(device), params(intrinsics, mode, volume, resolution, size,
-                                                                            origin, truncation, min_depth, max_depth,
-                                                                            color, initial_pose),
-                                                width, height) {}
+      : width_(width),
+        height_(height),
+        engine_(parse_device(device),
+                params(intrinsics, mode, volume, resolution, size, origin, truncation, min_depth, max_depth, color,
+                       initial_pose),
+                width, height) {}
 
   nb::dict process(nb::handle depth_obj, nb::handle rgb_obj) {
     const Input depth = input(depth_obj, "depth", {DType::kFloat32}, {height_, width_});
@@ -170,9 +173,8 @@ void bind_fusion(nb::module_& m) {
                     const std::variant<int, std::array<int, 3>>&, const std::variant<float, std::array<float, 3>>&,
                     std::optional<std::array<float, 3>>, float, float, float, bool, std::optional<Matrix4>>(),
            "width"_a, "height"_a, "intrinsics"_a, "device"_a = "cpu", nb::kw_only(), "mode"_a = "f2m",
-           "volume"_a = "dense", "resolution"_a = 512, "size"_a = 3.0f, "origin"_a = nb::none(),
-           "truncation"_a = 0.03f, "min_depth"_a = 0.0f, "max_depth"_a = 0.0f, "color"_a = false,
-           "initial_pose"_a = nb::none(),
+           "volume"_a = "dense", "resolution"_a = 512, "size"_a = 3.0f, "origin"_a = nb::none(), "truncation"_a = 0.03f,
+           "min_depth"_a = 0.0f, "max_depth"_a = 0.0f, "color"_a = false, "initial_pose"_a = nb::none(),
            "intrinsics: (fx, fy, cx, cy) in pixels; resolution, size (metres), origin: the TSDF volume; "
            "initial_pose: 4x4 camera to world (default: KinFu's, behind the volume's centre).")
       .def("process", &PyFusionEngine::process, "depth"_a, "rgb"_a = nb::none(),

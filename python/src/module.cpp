@@ -42,7 +42,7 @@ NB_MODULE(_s3d, m) {
   m.def("cuda_built", &s3d::cuda_built, "True when this build has the CUDA backends.");
   m.def("cuda_device_count", &s3d::cuda_device_count, "CUDA devices visible to this process.");
   m.def("cuda_build_info", &s3d::cuda_build_info, "The CUDA runtime and the architectures compiled in.");
-  m.def("describe_device", [](const std::string& device) {
-    return s3d::describe_device(parse_device(device));
-  }, nb::arg("device"), "One line naming the device (GPU model, SMs, memory; or the CPU's threads).");
+  m.def(
+      "describe_device", [](const std::string& device) { return s3d::describe_device(parse_device(device)); },
+      nb::arg("device"), "One line naming the device (GPU model, SMs, memory; or the CPU's threads).");
 }

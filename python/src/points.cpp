@@ -25,8 +25,8 @@ std::vector<std::int64_t> per_cloud(const Counts& value, std::size_t clouds, con
   if (const auto* one = std::get_if<std::int64_t>(&value)) return std::vector<std::int64_t>(clouds, *one);
   const auto& list = std::get<std::vector<std::int64_t>>(value);
   if (list.size() != clouds) {
-    throw nb::value_error((std::string(name) + ": expected one value per cloud (" + std::to_string(clouds) +
-                           "), got " + std::to_string(list.size()))
+    throw nb::value_error((std::string(name) + ": expected one value per cloud (" + std::to_string(clouds) + "), got " +
+                           std::to_string(list.size()))
                               .c_str());
   }
   return list;
@@ -40,7 +40,8 @@ nb::object fps(points::FpsEngine& engine, nb::handle points_obj, std::optional<C
   require_engine_device(engine.device(), pts.device, "points");
   if (n.has_value() == ratio.has_value()) throw nb::value_error("fps: give exactly one of n and ratio");
   const bool stacked = pts.shape.size() == 3;
-  if (stacked && lengths) throw nb::value_error("lengths: only for [N, 3] points (a [B, N, 3] batch has B clouds of N)");
+  if (stacked && lengths)
+    throw nb::value_error("lengths: only for [N, 3] points (a [B, N, 3] batch has B clouds of N)");
   points::FpsBatch batch;
   batch.xyz = pts.as<float>();
   if (stacked) {
@@ -50,8 +51,8 @@ nb::object fps(points::FpsEngine& engine, nb::handle points_obj, std::optional<C
     std::int64_t total = 0;
     for (std::int64_t l : batch.lengths) total += l;
     if (total != pts.dim(0)) {
-      throw nb::value_error(("lengths: expected them to sum to the " + std::to_string(pts.dim(0)) +
-                             " points, got " + std::to_string(total))
+      throw nb::value_error(("lengths: expected them to sum to the " + std::to_string(pts.dim(0)) + " points, got " +
+                             std::to_string(total))
                                 .c_str());
     }
   } else {
@@ -204,8 +205,9 @@ nb::tuple three_nn(points::NeighborEngine& engine, nb::handle sparse_obj, nb::ha
   }
   const Framework framework = framework_of(sparse_obj);
   const std::int64_t q = dense.dim(0);
-  return nb::make_tuple(export_array(to_device(adopt(std::move(result.indices), {q, 3}), sparse.device, stream), framework),
-                        export_array(to_device(adopt(std::move(result.weights), {q, 3}), sparse.device, stream), framework));
+  return nb::make_tuple(
+      export_array(to_device(adopt(std::move(result.indices), {q, 3}), sparse.device, stream), framework),
+      export_array(to_device(adopt(std::move(result.weights), {q, 3}), sparse.device, stream), framework));
 }
 
 nb::object three_interpolate(nb::handle values_obj, nb::handle indices_obj, nb::handle weights_obj,
@@ -224,9 +226,8 @@ nb::object three_interpolate(nb::handle values_obj, nb::handle indices_obj, nb::
   interp.weights.assign(w.data(), w.data() + 3 * q);
   for (std::int32_t i : interp.indices) {
     if (i < -1 || i >= sparse) {
-      throw nb::value_error(("indices: expected values in [-1, " + std::to_string(sparse) + "), got " +
-                             std::to_string(i))
-                                .c_str());
+      throw nb::value_error(
+          ("indices: expected values in [-1, " + std::to_string(sparse) + "), got " + std::to_string(i)).c_str());
     }
   }
   const int channels = static_cast<int>(values.dim(1));
@@ -274,24 +275,33 @@ const char* kInterpDoc =
 
 void bind_points(nb::module_& m) {
   nb::class_<points::FpsEngine>(m, "FpsEngine", "An FPS engine bound to one device; keeps its buffers across calls.")
-      .def("__init__", [](points::FpsEngine* self, const std::string& device) {
-        new (self) points::FpsEngine(parse_device(device));
-      }, "device"_a = "cpu")
+      .def(
+          "__init__",
+          [](points::FpsEngine* self, const std::string& device) {
+            new (self) points::FpsEngine(parse_device(device));
+          },
+          "device"_a = "cpu")
       .def_prop_ro("device", [](const points::FpsEngine& e) { return e.device().to_string(); })
       .def("fps", &fps, "points"_a, "n"_a = nb::none(), nb::kw_only(), "ratio"_a = nb::none(), "start"_a = 0,
            "lengths"_a = nb::none(), "stream"_a = nb::none(), kFpsDoc);
-  m.def("fps", [](nb::handle points, std::optional<Counts> n, std::optional<double> ratio, const Counts& start,
-                  std::optional<std::vector<std::int64_t>> lengths, nb::handle stream) {
-    const Input pts = input_any_shape(points, "points", {DType::kFloat32}, 2, 3);
-    return fps(cached_engine<points::FpsEngine>(pts.device), points, n, ratio, start, lengths, stream);
-  }, "points"_a, "n"_a = nb::none(), nb::kw_only(), "ratio"_a = nb::none(), "start"_a = 0, "lengths"_a = nb::none(),
-        "stream"_a = nb::none(), kFpsDoc);
+  m.def(
+      "fps",
+      [](nb::handle points, std::optional<Counts> n, std::optional<double> ratio, const Counts& start,
+         std::optional<std::vector<std::int64_t>> lengths, nb::handle stream) {
+        const Input pts = input_any_shape(points, "points", {DType::kFloat32}, 2, 3);
+        return fps(cached_engine<points::FpsEngine>(pts.device), points, n, ratio, start, lengths, stream);
+      },
+      "points"_a, "n"_a = nb::none(), nb::kw_only(), "ratio"_a = nb::none(), "start"_a = 0, "lengths"_a = nb::none(),
+      "stream"_a = nb::none(), kFpsDoc);
 
-  nb::class_<points::NeighborEngine>(m, "NeighborEngine",
-                                     "kNN, ball query and three-NN on one device; keeps its grid and buffers across calls.")
-      .def("__init__", [](points::NeighborEngine* self, const std::string& device) {
-        new (self) points::NeighborEngine(parse_device(device));
-      }, "device"_a = "cpu")
+  nb::class_<points::NeighborEngine>(
+      m, "NeighborEngine", "kNN, ball query and three-NN on one device; keeps its grid and buffers across calls.")
+      .def(
+          "__init__",
+          [](points::NeighborEngine* self, const std::string& device) {
+            new (self) points::NeighborEngine(parse_device(device));
+          },
+          "device"_a = "cpu")
       .def_prop_ro("device", [](const points::NeighborEngine& e) { return e.device().to_string(); })
       .def("knn", &knn, "points"_a, "queries"_a = nb::none(), "k"_a = 16, nb::kw_only(), "exclude_self"_a = false,
            "allow_fewer"_a = false, "pad"_a = -1, "stream"_a = nb::none(), kKnnDoc)
@@ -304,20 +314,30 @@ void bind_points(nb::module_& m) {
   auto engine_for = [](nb::handle points) -> points::NeighborEngine& {
     return cached_engine<points::NeighborEngine>(input_any_shape(points, "points", {DType::kFloat32}, 2, 2).device);
   };
-  m.def("knn", [engine_for](nb::handle points, nb::handle queries, int k, bool exclude_self, bool allow_fewer,
-                            const std::variant<int, std::string>& pad, nb::handle stream) {
-    return knn(engine_for(points), points, queries, k, exclude_self, allow_fewer, pad, stream);
-  }, "points"_a, "queries"_a = nb::none(), "k"_a = 16, nb::kw_only(), "exclude_self"_a = false,
-        "allow_fewer"_a = false, "pad"_a = -1, "stream"_a = nb::none(), kKnnDoc);
-  m.def("ball_query", [engine_for](nb::handle points, nb::handle queries, float radius, int k, float min_radius,
-                                   const std::string& order, const std::variant<int, std::string>& pad,
-                                   bool return_distances, nb::handle stream) {
-    return ball_query(engine_for(points), points, queries, radius, k, min_radius, order, pad, return_distances, stream);
-  }, "points"_a, "queries"_a = nb::none(), "radius"_a = 0.1f, "k"_a = 32, nb::kw_only(), "min_radius"_a = 0.0f,
-        "order"_a = "index", "pad"_a = -1, "return_distances"_a = false, "stream"_a = nb::none(), kBallDoc);
-  m.def("three_nn", [engine_for](nb::handle sparse, nb::handle dense, nb::handle stream) {
-    return three_nn(engine_for(sparse), sparse, dense, stream);
-  }, "sparse"_a, "dense"_a, nb::kw_only(), "stream"_a = nb::none(), kThreeNnDoc);
+  m.def(
+      "knn",
+      [engine_for](nb::handle points, nb::handle queries, int k, bool exclude_self, bool allow_fewer,
+                   const std::variant<int, std::string>& pad, nb::handle stream) {
+        return knn(engine_for(points), points, queries, k, exclude_self, allow_fewer, pad, stream);
+      },
+      "points"_a, "queries"_a = nb::none(), "k"_a = 16, nb::kw_only(), "exclude_self"_a = false,
+      "allow_fewer"_a = false, "pad"_a = -1, "stream"_a = nb::none(), kKnnDoc);
+  m.def(
+      "ball_query",
+      [engine_for](nb::handle points, nb::handle queries, float radius, int k, float min_radius,
+                   const std::string& order, const std::variant<int, std::string>& pad, bool return_distances,
+                   nb::handle stream) {
+        return ball_query(engine_for(points), points, queries, radius, k, min_radius, order, pad, return_distances,
+                          stream);
+      },
+      "points"_a, "queries"_a = nb::none(), "radius"_a = 0.1f, "k"_a = 32, nb::kw_only(), "min_radius"_a = 0.0f,
+      "order"_a = "index", "pad"_a = -1, "return_distances"_a = false, "stream"_a = nb::none(), kBallDoc);
+  m.def(
+      "three_nn",
+      [engine_for](nb::handle sparse, nb::handle dense, nb::handle stream) {
+        return three_nn(engine_for(sparse), sparse, dense, stream);
+      },
+      "sparse"_a, "dense"_a, nb::kw_only(), "stream"_a = nb::none(), kThreeNnDoc);
   m.def("three_interpolate", &three_interpolate, "values"_a, "indices"_a, "weights"_a, nb::kw_only(),
         "stream"_a = nb::none(), kInterpDoc);
 }

@@ -23,8 +23,8 @@ Output to_device(const Output& host, const Device& device, StreamHandle stream) 
   return out;
 }
 
-Output copy_device_output(const void* source, DType dtype, const std::vector<std::int64_t>& shape,
-                          const Device& device, StreamHandle stream) {
+Output copy_device_output(const void* source, DType dtype, const std::vector<std::int64_t>& shape, const Device& device,
+                          StreamHandle stream) {
   Output out = allocate(dtype, shape, device, stream);
   if (out.array.nbytes() > 0) {
     ScopedDevice scoped(device.index());

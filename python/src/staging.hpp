@@ -39,7 +39,7 @@ Output to_device(const Output& host, const Device& device, StreamHandle stream);
 
 /// `bytes` of device memory at `source` copied into a new device output of `dtype` and `shape` (the library's
 /// engine buffers are reused by its next call: what the caller keeps must be its own).
-Output copy_device_output(const void* source, DType dtype, const std::vector<std::int64_t>& shape,
-                          const Device& device, StreamHandle stream);
+Output copy_device_output(const void* source, DType dtype, const std::vector<std::int64_t>& shape, const Device& device,
+                          StreamHandle stream);
 
 }  // namespace s3d::python

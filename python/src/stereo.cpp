@@ -19,22 +19,38 @@ stereo::SgmParams sgm_params(const nb::kwargs& kwargs) {
   stereo::SgmParams p;
   for (auto [key, value] : kwargs) {
     const std::string name = nb::cast<std::string>(key);
-    if (name == "disparities") p.disparities = nb::cast<int>(value);
-    else if (name == "min_disparity") p.min_disparity = nb::cast<int>(value);
-    else if (name == "paths") p.paths = nb::cast<int>(value);
-    else if (name == "p1") p.p1 = nb::cast<int>(value);
-    else if (name == "p2") p.p2 = nb::cast<int>(value);
-    else if (name == "census") stereo::parse_census(nb::cast<std::string>(value), p.census, p.census_width, p.census_height);
-    else if (name == "uniqueness") p.uniqueness = nb::cast<int>(value);
-    else if (name == "subpixel") p.subpixel = nb::cast<bool>(value);
-    else if (name == "lr_check") p.lr_check = nb::cast<bool>(value);
-    else if (name == "lr_max_diff") p.lr_max_diff = nb::cast<float>(value);
-    else if (name == "median") p.median = nb::cast<bool>(value);
-    else if (name == "speckle_size") p.speckle_size = nb::cast<int>(value);
-    else if (name == "speckle_range") p.speckle_range = nb::cast<float>(value);
-    else if (name == "fill") p.fill = nb::cast<bool>(value);
-    else if (name == "confidence") p.confidence = nb::cast<bool>(value);
-    else throw nb::type_error(("sgm: unexpected keyword argument '" + name + "'").c_str());
+    if (name == "disparities")
+      p.disparities = nb::cast<int>(value);
+    else if (name == "min_disparity")
+      p.min_disparity = nb::cast<int>(value);
+    else if (name == "paths")
+      p.paths = nb::cast<int>(value);
+    else if (name == "p1")
+      p.p1 = nb::cast<int>(value);
+    else if (name == "p2")
+      p.p2 = nb::cast<int>(value);
+    else if (name == "census")
+      stereo::parse_census(nb::cast<std::string>(value), p.census, p.census_width, p.census_height);
+    else if (name == "uniqueness")
+      p.uniqueness = nb::cast<int>(value);
+    else if (name == "subpixel")
+      p.subpixel = nb::cast<bool>(value);
+    else if (name == "lr_check")
+      p.lr_check = nb::cast<bool>(value);
+    else if (name == "lr_max_diff")
+      p.lr_max_diff = nb::cast<float>(value);
+    else if (name == "median")
+      p.median = nb::cast<bool>(value);
+    else if (name == "speckle_size")
+      p.speckle_size = nb::cast<int>(value);
+    else if (name == "speckle_range")
+      p.speckle_range = nb::cast<float>(value);
+    else if (name == "fill")
+      p.fill = nb::cast<bool>(value);
+    else if (name == "confidence")
+      p.confidence = nb::cast<bool>(value);
+    else
+      throw nb::type_error(("sgm: unexpected keyword argument '" + name + "'").c_str());
   }
   return p;
 }
@@ -42,10 +58,10 @@ stereo::SgmParams sgm_params(const nb::kwargs& kwargs) {
 bool same_params(const stereo::SgmParams& a, const stereo::SgmParams& b) {
   return std::tie(a.disparities, a.min_disparity, a.paths, a.p1, a.p2, a.census, a.census_width, a.census_height,
                   a.uniqueness, a.subpixel, a.lr_check, a.lr_max_diff, a.median, a.speckle_size, a.speckle_range,
-                  a.fill, a.confidence) ==
-         std::tie(b.disparities, b.min_disparity, b.paths, b.p1, b.p2, b.census, b.census_width, b.census_height,
-                  b.uniqueness, b.subpixel, b.lr_check, b.lr_max_diff, b.median, b.speckle_size, b.speckle_range,
-                  b.fill, b.confidence);
+                  a.fill, a.confidence) == std::tie(b.disparities, b.min_disparity, b.paths, b.p1, b.p2, b.census,
+                                                    b.census_width, b.census_height, b.uniqueness, b.subpixel,
+                                                    b.lr_check, b.lr_max_diff, b.median, b.speckle_size,
+                                                    b.speckle_range, b.fill, b.confidence);
 }
 
 /// One pair through `engine`: disparity float32 [H, W] (+inf invalid), and the confidence when the engine's
@@ -129,19 +145,22 @@ void bind_stereo(nb::module_& m) {
       .def_prop_ro("device", [](const PySgmEngine& e) { return e.engine().device().to_string(); })
       .def_prop_ro("width", [](const PySgmEngine& e) { return e.engine().width(); })
       .def_prop_ro("height", [](const PySgmEngine& e) { return e.engine().height(); });
-  m.def("sgm", [](nb::handle left_obj, nb::handle right_obj, nb::handle stream, const nb::kwargs& kwargs) {
-    auto [left, right] = pair_of(left_obj, right_obj);
-    const stereo::SgmParams params = sgm_params(kwargs);
-    const int w = static_cast<int>(left.dim(1)), h = static_cast<int>(left.dim(0));
-    // One engine per thread and device, rebuilt when the size or the parameters change.
-    thread_local std::map<std::string, std::unique_ptr<stereo::SgmEngine>> engines;
-    std::unique_ptr<stereo::SgmEngine>& slot = engines[left.device.to_string()];
-    if (!slot || slot->width() != w || slot->height() != h || !same_params(slot->params(), params)) {
-      slot.reset();
-      slot = std::make_unique<stereo::SgmEngine>(left.device, params, w, h);
-    }
-    return match(*slot, left, right, stream);
-  }, "left"_a, "right"_a, nb::kw_only(), "stream"_a = nb::none(), "kwargs"_a, kSgmDoc);
+  m.def(
+      "sgm",
+      [](nb::handle left_obj, nb::handle right_obj, nb::handle stream, const nb::kwargs& kwargs) {
+        auto [left, right] = pair_of(left_obj, right_obj);
+        const stereo::SgmParams params = sgm_params(kwargs);
+        const int w = static_cast<int>(left.dim(1)), h = static_cast<int>(left.dim(0));
+        // One engine per thread and device, rebuilt when the size or the parameters change.
+        thread_local std::map<std::string, std::unique_ptr<stereo::SgmEngine>> engines;
+        std::unique_ptr<stereo::SgmEngine>& slot = engines[left.device.to_string()];
+        if (!slot || slot->width() != w || slot->height() != h || !same_params(slot->params(), params)) {
+          slot.reset();
+          slot = std::make_unique<stereo::SgmEngine>(left.device, params, w, h);
+        }
+        return match(*slot, left, right, stream);
+      },
+      "left"_a, "right"_a, nb::kw_only(), "stream"_a = nb::none(), "kwargs"_a, kSgmDoc);
 }
 
 }  // namespace s3d::python

@@ -29,8 +29,8 @@ std::array<int, 3> triple(const Triple& v) {
 }
 
 points::VoxelizeParams voxel_params(const Size3& voxel_size, const std::string& origin,
-                                    std::optional<std::array<float, 6>> range, int max_points,
-                                    std::int64_t max_voxels, int min_points, const std::string& reduce) {
+                                    std::optional<std::array<float, 6>> range, int max_points, std::int64_t max_voxels,
+                                    int min_points, const std::string& reduce) {
   points::VoxelizeParams p;
   if (const auto* one = std::get_if<float>(&voxel_size)) {
     p.voxel_size = {*one, *one, *one};
@@ -142,7 +142,8 @@ Output spconv_pairs_on_device(const std::int32_t* in_index, const std::int32_t* 
   ScopedDevice scoped(device.index());
   detail::fill_bytes_async(pairs.data, 0xFF, pairs.array.nbytes(), stream);
   for (std::int64_t o = 0; o < k; ++o) {
-    const std::int64_t begin = offsets[static_cast<std::size_t>(o)], count = offsets[static_cast<std::size_t>(o) + 1] - begin;
+    const std::int64_t begin = offsets[static_cast<std::size_t>(o)],
+                       count = offsets[static_cast<std::size_t>(o) + 1] - begin;
     if (count == 0) continue;
     detail::copy_bytes_async(pairs.as<std::int32_t>() + o * n_max, in_index + begin, count * sizeof(std::int32_t), 3,
                              stream);
@@ -186,8 +187,10 @@ nb::dict rulebook(points::RulebookEngine& engine, nb::handle coords_obj, const s
     d["out_coords"] = export_array(
         copy_device_output(rb.out_coords, DType::kInt32, {rb.outputs, 4}, coords.device, stream), framework);
     d["out_shape"] = nb::make_tuple(rb.out_shape[0], rb.out_shape[1], rb.out_shape[2]);
-    d["in_index"] = export_array(copy_device_output(rb.in_index, DType::kInt32, {pairs}, coords.device, stream), framework);
-    d["out_index"] = export_array(copy_device_output(rb.out_index, DType::kInt32, {pairs}, coords.device, stream), framework);
+    d["in_index"] =
+        export_array(copy_device_output(rb.in_index, DType::kInt32, {pairs}, coords.device, stream), framework);
+    d["out_index"] =
+        export_array(copy_device_output(rb.out_index, DType::kInt32, {pairs}, coords.device, stream), framework);
     std::vector<std::int64_t> offsets = rb.offsets;
     std::vector<std::int32_t> counts(static_cast<std::size_t>(k));
     for (std::int64_t o = 0; o < k; ++o) counts[o] = static_cast<std::int32_t>(offsets[o + 1] - offsets[o]);
@@ -213,11 +216,13 @@ nb::dict rulebook(points::RulebookEngine& engine, nb::handle coords_obj, const s
   // spconv sizes indice_pairs by the layer's input count.
   std::vector<std::int32_t> spconv = rb.spconv_pairs(std::max<std::int64_t>(rb.inputs, 1));
   const std::int64_t n_max = std::max<std::int64_t>(rb.inputs, 1);
-  d["out_coords"] = export_array(to_device(adopt(std::move(rb.out.coords), {outputs, 4}), coords.device, stream), framework);
+  d["out_coords"] =
+      export_array(to_device(adopt(std::move(rb.out.coords), {outputs, 4}), coords.device, stream), framework);
   d["out_shape"] = nb::make_tuple(rb.out.shape[0], rb.out.shape[1], rb.out.shape[2]);
   d["in_index"] = export_array(to_device(adopt(std::move(rb.in_index), {pairs}), coords.device, stream), framework);
   d["out_index"] = export_array(to_device(adopt(std::move(rb.out_index), {pairs}), coords.device, stream), framework);
-  d["indice_pairs"] = export_array(to_device(adopt(std::move(spconv), {2, k, n_max}), coords.device, stream), framework);
+  d["indice_pairs"] =
+      export_array(to_device(adopt(std::move(spconv), {2, k, n_max}), coords.device, stream), framework);
   d["indice_num"] = export_array(to_device(adopt(std::move(rb.counts), {k}), coords.device, stream), framework);
   d["offsets"] = export_array(to_device(adopt(std::move(rb.offsets), {k + 1}), coords.device, stream), framework);
   return d;
@@ -241,39 +246,50 @@ const char* kRulebookDoc =
 
 void bind_voxels(nb::module_& m) {
   nb::class_<points::VoxelEngine>(m, "VoxelEngine", "Voxelisation on one device; keeps its buffers across calls.")
-      .def("__init__", [](points::VoxelEngine* self, const std::string& device) {
-        new (self) points::VoxelEngine(parse_device(device));
-      }, "device"_a = "cpu")
+      .def(
+          "__init__",
+          [](points::VoxelEngine* self, const std::string& device) {
+            new (self) points::VoxelEngine(parse_device(device));
+          },
+          "device"_a = "cpu")
       .def_prop_ro("device", [](const points::VoxelEngine& e) { return e.device().to_string(); })
       .def("voxelize", &voxelize, "points"_a, "voxel_size"_a, nb::kw_only(), "origin"_a = "world",
            "range"_a = nb::none(), "max_points"_a = 0, "max_voxels"_a = 0, "min_points"_a = 1, "reduce"_a = "mean",
            "batch"_a = nb::none(), "stream"_a = nb::none(), kVoxelDoc);
-  m.def("voxelize", [](nb::handle points, const Size3& voxel_size, const std::string& origin,
-                       std::optional<std::array<float, 6>> range, int max_points, std::int64_t max_voxels,
-                       int min_points, const std::string& reduce, nb::handle batch, nb::handle stream) {
-    const Input pts = input(points, "points", {DType::kFloat32}, {kAny, 3});
-    return voxelize(cached_engine<points::VoxelEngine>(pts.device), points, voxel_size, origin, range, max_points,
-                    max_voxels, min_points, reduce, batch, stream);
-  }, "points"_a, "voxel_size"_a, nb::kw_only(), "origin"_a = "world", "range"_a = nb::none(), "max_points"_a = 0,
-        "max_voxels"_a = 0, "min_points"_a = 1, "reduce"_a = "mean", "batch"_a = nb::none(), "stream"_a = nb::none(),
-        kVoxelDoc);
+  m.def(
+      "voxelize",
+      [](nb::handle points, const Size3& voxel_size, const std::string& origin,
+         std::optional<std::array<float, 6>> range, int max_points, std::int64_t max_voxels, int min_points,
+         const std::string& reduce, nb::handle batch, nb::handle stream) {
+        const Input pts = input(points, "points", {DType::kFloat32}, {kAny, 3});
+        return voxelize(cached_engine<points::VoxelEngine>(pts.device), points, voxel_size, origin, range, max_points,
+                        max_voxels, min_points, reduce, batch, stream);
+      },
+      "points"_a, "voxel_size"_a, nb::kw_only(), "origin"_a = "world", "range"_a = nb::none(), "max_points"_a = 0,
+      "max_voxels"_a = 0, "min_points"_a = 1, "reduce"_a = "mean", "batch"_a = nb::none(), "stream"_a = nb::none(),
+      kVoxelDoc);
 
   nb::class_<points::RulebookEngine>(m, "RulebookEngine", "Rulebooks on one device; keeps its hash table across calls.")
-      .def("__init__", [](points::RulebookEngine* self, const std::string& device) {
-        new (self) points::RulebookEngine(parse_device(device));
-      }, "device"_a = "cpu")
+      .def(
+          "__init__",
+          [](points::RulebookEngine* self, const std::string& device) {
+            new (self) points::RulebookEngine(parse_device(device));
+          },
+          "device"_a = "cpu")
       .def_prop_ro("device", [](const points::RulebookEngine& e) { return e.device().to_string(); })
       .def("rulebook", &rulebook, "coords"_a, "shape"_a, "kernel"_a = 3, "stride"_a = 1, "padding"_a = 0,
            "dilation"_a = 1, nb::kw_only(), "subm"_a = false, "inverse"_a = false, "batch_size"_a = 0,
            "stream"_a = nb::none(), kRulebookDoc);
-  m.def("rulebook", [](nb::handle coords, const std::array<std::int32_t, 3>& shape, const Triple& kernel,
-                       const Triple& stride, const Triple& padding, const Triple& dilation, bool subm, bool inverse,
-                       int batch_size, nb::handle stream) {
-    const Input c = input(coords, "coords", {DType::kInt32}, {kAny, 4});
-    return rulebook(cached_engine<points::RulebookEngine>(c.device), coords, shape, kernel, stride, padding, dilation,
-                    subm, inverse, batch_size, stream);
-  }, "coords"_a, "shape"_a, "kernel"_a = 3, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1, nb::kw_only(),
-        "subm"_a = false, "inverse"_a = false, "batch_size"_a = 0, "stream"_a = nb::none(), kRulebookDoc);
+  m.def(
+      "rulebook",
+      [](nb::handle coords, const std::array<std::int32_t, 3>& shape, const Triple& kernel, const Triple& stride,
+         const Triple& padding, const Triple& dilation, bool subm, bool inverse, int batch_size, nb::handle stream) {
+        const Input c = input(coords, "coords", {DType::kInt32}, {kAny, 4});
+        return rulebook(cached_engine<points::RulebookEngine>(c.device), coords, shape, kernel, stride, padding,
+                        dilation, subm, inverse, batch_size, stream);
+      },
+      "coords"_a, "shape"_a, "kernel"_a = 3, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1, nb::kw_only(),
+      "subm"_a = false, "inverse"_a = false, "batch_size"_a = 0, "stream"_a = nb::none(), kRulebookDoc);
 }
 
 }  // namespace s3d::python
