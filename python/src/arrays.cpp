@@ -1,5 +1,6 @@
 #include "arrays.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -85,40 +86,109 @@ std::string expected_dtypes(std::initializer_list<DType> dtypes) {
 }
 
 [[noreturn]] void reject(const char* name, const std::string& what) {
-  throw nb::value_error((std::string(name) + ": " + what).c_str());
+  throw InvalidArgument(std::string(name) + ": " + what);
+}
+
+/// What an array says about itself, from DLPack or from a torch tensor's attributes.
+struct Described {
+  nb::dlpack::dtype dtype{};
+  std::string dtype_text;  ///< for a dtype s3d does not take
+  int device_type = 0;
+  int device_id = 0;
+  std::vector<std::int64_t> strides;  ///< elements; empty = C-contiguous
+  const void* data = nullptr;
+};
+
+/// torch.Tensor without DLPack: its attributes cost well under a microsecond, where Tensor.__dlpack__ synchronises
+/// streams in Python (10-20 us on a GPU) and refuses a tensor of another GPU than the current one. False for
+/// anything that is not a torch tensor.
+bool describe_torch(nb::handle object, Input& in, Described& d) {
+  static PyTypeObject* tensor_type = nullptr;
+  static nb::object* dtypes = nullptr;  // [float32, float64, int32, int64, uint8, uint16, strided]
+  PyTypeObject* type = Py_TYPE(object.ptr());
+  if (tensor_type == nullptr) {
+    if (framework_of(object) != Framework::kTorch) return false;
+    nb::module_ torch = nb::module_::import_("torch");
+    if (!PyType_IsSubtype(type, reinterpret_cast<PyTypeObject*>(torch.attr("Tensor").ptr()))) return false;
+    tensor_type = reinterpret_cast<PyTypeObject*>(torch.attr("Tensor").ptr());
+    dtypes = new nb::object(nb::make_tuple(torch.attr("float32"), torch.attr("float64"), torch.attr("int32"),
+                                           torch.attr("int64"), torch.attr("uint8"),
+                                           nb::getattr(torch, "uint16", nb::none()), torch.attr("strided")));
+  }
+  if (!PyType_IsSubtype(type, tensor_type)) return false;
+  nb::handle dtype = object.attr("dtype");
+  const DType ours[] = {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64, DType::kUint8, DType::kUint16};
+  bool known = false;
+  for (int i = 0; i < 6; ++i) {
+    if (dtype.is((*dtypes)[i])) {
+      d.dtype = dlpack_of(ours[i]);
+      known = true;
+    }
+  }
+  if (!known) d.dtype_text = nb::str(dtype).c_str();
+  if (!object.attr("layout").is((*dtypes)[6])) {
+    throw InvalidArgument("expected a strided (dense) tensor, got a sparse one");
+  }
+  for (nb::handle e : object.attr("shape")) in.shape.push_back(nb::cast<std::int64_t>(e));
+  for (nb::handle e : object.attr("stride")()) d.strides.push_back(nb::cast<std::int64_t>(e));
+  if (nb::cast<bool>(object.attr("is_cuda"))) {
+    d.device_type = nb::device::cuda::value;
+    d.device_id = nb::cast<int>(object.attr("get_device")());
+  } else if (nb::cast<bool>(object.attr("is_cpu"))) {
+    d.device_type = nb::device::cpu::value;
+  } else {
+    d.device_type = -1;
+  }
+  d.data = reinterpret_cast<const void*>(nb::cast<std::uintptr_t>(object.attr("data_ptr")()));
+  return true;
 }
 
 Input import(nb::handle object, const char* name, std::initializer_list<DType> dtypes) {
   Input in;
-  if (!nb::try_cast<nb::ndarray<nb::ro>>(object, in.array, /*convert=*/false)) {
-    reject(name, std::string("expected an array (NumPy, PyTorch, CuPy, JAX or any DLPack producer), got ") +
-                     nb::type_name(object.type()).c_str());
-  }
   in.object = object;
-  const int ndim = static_cast<int>(in.array.ndim());
-  in.shape.assign(in.array.shape_ptr(), in.array.shape_ptr() + ndim);
+  Described d;
+  bool torch_tensor = false;
+  try {
+    torch_tensor = describe_torch(object, in, d);
+  } catch (const InvalidArgument& e) {
+    reject(name, e.what());
+  }
+  if (!torch_tensor) {
+    if (!nb::try_cast<nb::ndarray<nb::ro>>(object, in.array, /*convert=*/false)) {
+      reject(name, std::string("expected an array (NumPy, PyTorch, CuPy, JAX or any DLPack producer), got ") +
+                       nb::type_name(object.type()).c_str());
+    }
+    const int ndim = static_cast<int>(in.array.ndim());
+    in.shape.assign(in.array.shape_ptr(), in.array.shape_ptr() + ndim);
+    if (in.array.stride_ptr() != nullptr) d.strides.assign(in.array.stride_ptr(), in.array.stride_ptr() + ndim);
+    d.dtype = in.array.dtype();
+    d.device_type = in.array.device_type();
+    d.device_id = in.array.device_id();
+    d.data = static_cast<const std::uint8_t*>(in.array.data_handle()) + in.array.byte_offset();
+  }
   bool dtype_ok = false;
-  for (DType d : dtypes) dtype_ok = dtype_ok || same(in.array.dtype(), dlpack_of(d));
+  for (DType t : dtypes) dtype_ok = dtype_ok || (d.dtype_text.empty() && same(d.dtype, dlpack_of(t)));
   if (!dtype_ok) {
-    reject(name, "expected " + expected_dtypes(dtypes) + ", got " + describe_dtype(in.array.dtype()) +
+    reject(name, "expected " + expected_dtypes(dtypes) + ", got " +
+                     (d.dtype_text.empty() ? describe_dtype(d.dtype) : d.dtype_text) +
                      " (convert it first: s3d never copies an input silently)");
   }
-  const int device_type = in.array.device_type();
-  if (device_type == nb::device::cpu::value || device_type == nb::device::cuda_host::value) {
+  in.dtype = d.dtype;
+  if (d.device_type == nb::device::cpu::value || d.device_type == nb::device::cuda_host::value) {
     in.device = Device(Device::Kind::kCpu);
-  } else if (device_type == nb::device::cuda::value || device_type == nb::device::cuda_managed::value) {
-    in.device = Device(Device::Kind::kCuda, in.array.device_id());
+  } else if (d.device_type == nb::device::cuda::value || d.device_type == nb::device::cuda_managed::value) {
+    in.device = Device(Device::Kind::kCuda, d.device_id);
   } else {
-    reject(name,
-           "expected an array on the CPU or a CUDA device, got DLPack device type " + std::to_string(device_type));
+    reject(name, "expected an array on the CPU or a CUDA device");
   }
   // C order: the last axis contiguous and each stride the product of the extents after it (axes of extent 1
   // may have any stride, as NumPy and PyTorch give them).
-  const std::int64_t* strides = in.array.stride_ptr();
-  if (strides != nullptr) {
+  // An array without elements has nothing to lay out (NumPy gives a new empty array strides of 0).
+  const bool empty = std::find(in.shape.begin(), in.shape.end(), 0) != in.shape.end();
+  if (!d.strides.empty() && !empty) {
     std::int64_t expected = 1;
-    for (int axis = ndim - 1; axis >= 0; --axis) {
-      if (in.shape[axis] != 1 && strides[axis] != expected) {
+    for (int axis = static_cast<int>(in.shape.size()) - 1; axis >= 0; --axis) {
+      if (in.shape[axis] != 1 && d.strides[axis] != expected) {
         reject(name,
                "expected a C-contiguous array, got strides that are not (call .contiguous() or "
                "numpy.ascontiguousarray first)");
@@ -126,7 +196,7 @@ Input import(nb::handle object, const char* name, std::initializer_list<DType> d
       expected *= in.shape[axis];
     }
   }
-  in.data = static_cast<const std::uint8_t*>(in.array.data_handle()) + in.array.byte_offset();
+  in.data = d.data;
   return in;
 }
 
@@ -205,7 +275,7 @@ Input input_any_shape(nb::handle object, const char* name, std::initializer_list
 
 DType dtype_of(const Input& input) {
   for (DType d : {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64, DType::kUint8, DType::kUint16}) {
-    if (same(input.array.dtype(), dlpack_of(d))) return d;
+    if (same(input.dtype, dlpack_of(d))) return d;
   }
   return DType::kFloat32;  // unreachable: import() admits only the types above
 }
@@ -213,7 +283,7 @@ DType dtype_of(const Input& input) {
 void require_same_device(const Input& first, std::initializer_list<const Input*> others) {
   for (const Input* other : others) {
     if (other->device != first.device) {
-      throw nb::value_error(
+      throw InvalidArgument(
           ("expected every array on one device, got " + first.device.to_string() + " and " + other->device.to_string())
               .c_str());
     }
@@ -238,7 +308,19 @@ StreamHandle resolve_stream(nb::handle stream, const Input& like) {
   if (stream.is_none()) {
     switch (framework_of(like.object)) {
       case Framework::kTorch: {
-        static nb::object* current = new nb::object(nb::module_::import_("torch.cuda").attr("current_stream"));
+        // torch._C._cuda_getCurrentRawStream(index) is the handle itself (what Triton reads); older torch
+        // versions without it go through torch.cuda.current_stream(index).cuda_stream.
+        static nb::object* raw = nullptr;
+        static nb::object* current = nullptr;
+        if (raw == nullptr && current == nullptr) {
+          nb::module_ c = nb::module_::import_("torch._C");
+          if (nb::hasattr(c, "_cuda_getCurrentRawStream")) {
+            raw = new nb::object(c.attr("_cuda_getCurrentRawStream"));
+          } else {
+            current = new nb::object(nb::module_::import_("torch.cuda").attr("current_stream"));
+          }
+        }
+        if (raw != nullptr) return handle_of(nb::cast<std::intptr_t>((*raw)(like.device.index())));
         return handle_of(nb::cast<std::intptr_t>((*current)(like.device.index()).attr("cuda_stream")));
       }
       case Framework::kCupy: {
@@ -256,7 +338,7 @@ StreamHandle resolve_stream(nb::handle stream, const Input& like) {
   }
   if (nb::hasattr(stream, "cuda_stream")) return handle_of(nb::cast<std::intptr_t>(stream.attr("cuda_stream")));
   if (nb::hasattr(stream, "ptr")) return handle_of(nb::cast<std::intptr_t>(stream.attr("ptr")));
-  throw nb::value_error(("stream: expected None, an int handle, or a stream object (torch.cuda.Stream, "
+  throw InvalidArgument(("stream: expected None, an int handle, or a stream object (torch.cuda.Stream, "
                          "cupy.cuda.Stream, anything with __cuda_stream__), got " +
                          std::string(nb::type_name(stream.type()).c_str()))
                             .c_str());

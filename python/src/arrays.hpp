@@ -27,9 +27,10 @@ const char* dtype_name(DType dtype);
 
 /// A checked input array: C-contiguous, of the expected dtype and shape, on a CPU or CUDA device.
 struct Input {
-  nb::ndarray<nb::ro> array;
-  nb::handle object;  ///< what the caller passed (for its framework)
-  Device device;      ///< cpu, or cuda:N of the array
+  nb::ndarray<nb::ro> array;  ///< the DLPack import (empty for a torch tensor, read through its attributes)
+  nb::handle object;          ///< what the caller passed (for its framework; it outlives the call)
+  nb::dlpack::dtype dtype{};
+  Device device;  ///< cpu, or cuda:N of the array
   std::vector<std::int64_t> shape;
   const void* data = nullptr;
   template <typename T>

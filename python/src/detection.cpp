@@ -7,6 +7,7 @@
 #include "arrays.hpp"
 #include "engines.hpp"
 #include "s3d/core/device_buffer.hpp"
+#include "s3d/core/errors.hpp"
 #include "s3d/core/scoped_device.hpp"
 #include "s3d/detection/nms.hpp"
 #include "staging.hpp"
@@ -83,7 +84,7 @@ detection::NmsParams soft(float iou_threshold, float sigma, float min_score, con
   } else if (method == "linear") {
     p.method = detection::NmsMethod::kSoftLinear;
   } else {
-    throw nb::value_error("method: expected \"gaussian\" or \"linear\"");
+    throw InvalidArgument("method: expected \"gaussian\" or \"linear\"");
   }
   return p;
 }

@@ -10,6 +10,7 @@
 
 #include "arrays.hpp"
 #include "engines.hpp"
+#include "s3d/core/errors.hpp"
 #include "s3d/fusion/fusion_engine.hpp"
 #include "staging.hpp"
 
@@ -137,17 +138,19 @@ class PyFusionEngine {
     } else if (mode == "f2f") {
       p.mode = fusion::TrackingMode::kFrameToFrame;
     } else {
-      throw nb::value_error("mode: expected \"f2m\" (frame to model) or \"f2f\" (frame to frame)");
+      throw InvalidArgument("mode: expected \"f2m\" (frame to model) or \"f2f\" (frame to frame)");
     }
     if (volume == "dense") {
       p.volume.kind = fusion::VolumeKind::kDense;
     } else if (volume == "sparse") {
       p.volume.kind = fusion::VolumeKind::kSparse;
     } else {
-      throw nb::value_error("volume: expected \"dense\" or \"sparse\"");
+      throw InvalidArgument("volume: expected \"dense\" or \"sparse\"");
     }
     p.volume.resolution = triple(resolution);
     p.volume.size = triple(size);
+    // A sparse volume's voxel is size / resolution, as icp-fuse's default --voxel-size.
+    p.volume.sparse_voxel_size = p.volume.size[0] / static_cast<float>(p.volume.resolution[0]);
     if (origin) p.volume.origin = *origin;
     p.volume.truncation = truncation;
     p.volume.color = color;

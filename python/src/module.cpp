@@ -5,6 +5,7 @@
 
 #include "engines.hpp"
 #include "s3d/core/device.hpp"
+#include "s3d/core/errors.hpp"
 
 namespace s3d::python {
 
@@ -19,7 +20,7 @@ void bind_fusion(nb::module_& m);
 
 void require_engine_device(const Device& engine, const Device& array, const char* name) {
   if (engine != array) {
-    throw nb::value_error((std::string(name) + ": expected an array on the engine's device (" + engine.to_string() +
+    throw InvalidArgument((std::string(name) + ": expected an array on the engine's device (" + engine.to_string() +
                            "), got one on " + array.to_string())
                               .c_str());
   }

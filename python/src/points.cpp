@@ -25,7 +25,7 @@ std::vector<std::int64_t> per_cloud(const Counts& value, std::size_t clouds, con
   if (const auto* one = std::get_if<std::int64_t>(&value)) return std::vector<std::int64_t>(clouds, *one);
   const auto& list = std::get<std::vector<std::int64_t>>(value);
   if (list.size() != clouds) {
-    throw nb::value_error((std::string(name) + ": expected one value per cloud (" + std::to_string(clouds) + "), got " +
+    throw InvalidArgument((std::string(name) + ": expected one value per cloud (" + std::to_string(clouds) + "), got " +
                            std::to_string(list.size()))
                               .c_str());
   }
@@ -36,12 +36,12 @@ std::vector<std::int64_t> per_cloud(const Counts& value, std::size_t clouds, con
 nb::object fps(points::FpsEngine& engine, nb::handle points_obj, std::optional<Counts> n, std::optional<double> ratio,
                const Counts& start, std::optional<std::vector<std::int64_t>> lengths, nb::handle stream_obj) {
   const Input pts = input_any_shape(points_obj, "points", {DType::kFloat32}, 2, 3);
-  if (pts.shape.back() != 3) throw nb::value_error("points: expected shape [N, 3] or [B, N, 3] (x y z per point)");
+  if (pts.shape.back() != 3) throw InvalidArgument("points: expected shape [N, 3] or [B, N, 3] (x y z per point)");
   require_engine_device(engine.device(), pts.device, "points");
-  if (n.has_value() == ratio.has_value()) throw nb::value_error("fps: give exactly one of n and ratio");
+  if (n.has_value() == ratio.has_value()) throw InvalidArgument("fps: give exactly one of n and ratio");
   const bool stacked = pts.shape.size() == 3;
   if (stacked && lengths)
-    throw nb::value_error("lengths: only for [N, 3] points (a [B, N, 3] batch has B clouds of N)");
+    throw InvalidArgument("lengths: only for [N, 3] points (a [B, N, 3] batch has B clouds of N)");
   points::FpsBatch batch;
   batch.xyz = pts.as<float>();
   if (stacked) {
@@ -51,7 +51,7 @@ nb::object fps(points::FpsEngine& engine, nb::handle points_obj, std::optional<C
     std::int64_t total = 0;
     for (std::int64_t l : batch.lengths) total += l;
     if (total != pts.dim(0)) {
-      throw nb::value_error(("lengths: expected them to sum to the " + std::to_string(pts.dim(0)) + " points, got " +
+      throw InvalidArgument(("lengths: expected them to sum to the " + std::to_string(pts.dim(0)) + " points, got " +
                              std::to_string(total))
                                 .c_str());
     }
@@ -68,7 +68,7 @@ nb::object fps(points::FpsEngine& engine, nb::handle points_obj, std::optional<C
   batch.validate();
   if (stacked) {
     for (std::int64_t m : batch.samples) {
-      if (m != batch.samples[0]) throw nb::value_error("n: a [B, N, 3] batch takes one sample count for all clouds");
+      if (m != batch.samples[0]) throw InvalidArgument("n: a [B, N, 3] batch takes one sample count for all clouds");
     }
   }
   const std::int64_t total = batch.total_samples();
@@ -98,7 +98,7 @@ points::NeighborPad pad_of(const std::variant<int, std::string>& pad) {
   } else if (std::get<std::string>(pad) == "first") {
     return points::NeighborPad::kFirst;
   }
-  throw nb::value_error("pad: expected -1 or \"first\"");
+  throw InvalidArgument("pad: expected -1 or \"first\"");
 }
 
 /// Points and (optional) queries as views on one device.
@@ -126,17 +126,24 @@ PointsAndQueries points_and_queries(nb::handle points_obj, nb::handle queries_ob
 /// kNN and ball query share their output shape and paths.
 template <typename Params, typename HostCall, typename DeviceCall>
 nb::tuple neighbors(const PointsAndQueries& pq, const Params& params, nb::handle stream_obj, HostCall host_call,
-                    DeviceCall device_call) {
+                    DeviceCall device_call, bool with_distances = true) {
   const std::int64_t q = pq.query_count();
   const Framework framework = framework_of(pq.points.object);
+  if (q == 0) {  // the engines read an empty query view as "the points themselves"
+    const StreamHandle stream = resolve_stream(stream_obj, pq.points);
+    return nb::make_tuple(export_array(allocate(DType::kInt32, {0, params.k}, pq.points.device, stream), framework),
+                          export_array(allocate(DType::kFloat32, {0, params.k}, pq.points.device, stream), framework));
+  }
   if (pq.points.device.is_cuda()) {
     const StreamHandle stream = resolve_stream(stream_obj, pq.points);
     Output indices = allocate(DType::kInt32, {q, params.k}, pq.points.device, stream);
-    Output distances = allocate(DType::kFloat32, {q, params.k}, pq.points.device, stream);
+    Output distances;
+    if (with_distances) distances = allocate(DType::kFloat32, {q, params.k}, pq.points.device, stream);
     {
       nb::gil_scoped_release release;
-      device_call(indices.as<std::int32_t>(), distances.as<float>(), stream);
+      device_call(indices.as<std::int32_t>(), with_distances ? distances.as<float>() : nullptr, stream);
     }
+    if (!with_distances) return nb::make_tuple(export_array(indices, framework), nb::none());
     return nb::make_tuple(export_array(indices, framework), export_array(distances, framework));
   }
   points::Neighbors result;
@@ -177,7 +184,7 @@ nb::object ball_query(points::NeighborEngine& engine, nb::handle points_obj, nb:
   } else if (order == "distance") {
     params.order = points::BallOrder::kDistance;
   } else {
-    throw nb::value_error("order: expected \"index\" or \"distance\"");
+    throw InvalidArgument("order: expected \"index\" or \"distance\"");
   }
   params.pad = pad_of(pad);
   params.validate();
@@ -185,7 +192,8 @@ nb::object ball_query(points::NeighborEngine& engine, nb::handle points_obj, nb:
       pq, params, stream_obj, [&] { return engine.ball_query(pq.points_view(), pq.queries_view(), params); },
       [&](std::int32_t* idx, float* dist, StreamHandle s) {
         engine.ball_query_device_async(pq.points_view(), pq.queries_view(), params, idx, dist, nullptr, s);
-      });
+      },
+      return_distances);
   return return_distances ? nb::object(both) : nb::object(both[0]);
 }
 
@@ -226,7 +234,7 @@ nb::object three_interpolate(nb::handle values_obj, nb::handle indices_obj, nb::
   interp.weights.assign(w.data(), w.data() + 3 * q);
   for (std::int32_t i : interp.indices) {
     if (i < -1 || i >= sparse) {
-      throw nb::value_error(
+      throw InvalidArgument(
           ("indices: expected values in [-1, " + std::to_string(sparse) + "), got " + std::to_string(i)).c_str());
     }
   }
@@ -311,8 +319,8 @@ void bind_points(nb::module_& m) {
       .def("three_nn", &three_nn, "sparse"_a, "dense"_a, nb::kw_only(), "stream"_a = nb::none(), kThreeNnDoc);
   m.attr("KnnEngine") = m.attr("NeighborEngine");
 
-  auto engine_for = [](nb::handle points) -> points::NeighborEngine& {
-    return cached_engine<points::NeighborEngine>(input_any_shape(points, "points", {DType::kFloat32}, 2, 2).device);
+  auto engine_for = [](nb::handle points, const char* name = "points") -> points::NeighborEngine& {
+    return cached_engine<points::NeighborEngine>(input_any_shape(points, name, {DType::kFloat32}, 2, 2).device);
   };
   m.def(
       "knn",
@@ -335,7 +343,7 @@ void bind_points(nb::module_& m) {
   m.def(
       "three_nn",
       [engine_for](nb::handle sparse, nb::handle dense, nb::handle stream) {
-        return three_nn(engine_for(sparse), sparse, dense, stream);
+        return three_nn(engine_for(sparse, "sparse"), sparse, dense, stream);
       },
       "sparse"_a, "dense"_a, nb::kw_only(), "stream"_a = nb::none(), kThreeNnDoc);
   m.def("three_interpolate", &three_interpolate, "values"_a, "indices"_a, "weights"_a, nb::kw_only(),

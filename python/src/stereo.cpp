@@ -3,9 +3,11 @@
 
 #include <memory>
 #include <tuple>
+#include <type_traits>
 
 #include "arrays.hpp"
 #include "engines.hpp"
+#include "s3d/core/errors.hpp"
 #include "s3d/stereo/sgm.hpp"
 
 namespace s3d::python {
@@ -15,40 +17,51 @@ using namespace nb::literals;
 
 /// SgmParams from keyword arguments named as its fields (census as "9x7" / "cs9x7"). @throws TypeError for
 /// an unknown name; the library's validate() checks the values.
+template <typename T>
+T keyword(const std::string& name, nb::handle value, const char* expected) {
+  T out{};
+  // No float for an int, no None for a bool; an int is a fine float.
+  if (!nb::try_cast<T>(value, out, /*convert=*/std::is_same_v<T, float>)) {
+    throw nb::type_error(
+        ("sgm: " + name + ": expected " + expected + ", got " + nb::type_name(value.type()).c_str()).c_str());
+  }
+  return out;
+}
+
 stereo::SgmParams sgm_params(const nb::kwargs& kwargs) {
   stereo::SgmParams p;
   for (auto [key, value] : kwargs) {
     const std::string name = nb::cast<std::string>(key);
     if (name == "disparities")
-      p.disparities = nb::cast<int>(value);
+      p.disparities = keyword<int>(name, value, "int");
     else if (name == "min_disparity")
-      p.min_disparity = nb::cast<int>(value);
+      p.min_disparity = keyword<int>(name, value, "int");
     else if (name == "paths")
-      p.paths = nb::cast<int>(value);
+      p.paths = keyword<int>(name, value, "int");
     else if (name == "p1")
-      p.p1 = nb::cast<int>(value);
+      p.p1 = keyword<int>(name, value, "int");
     else if (name == "p2")
-      p.p2 = nb::cast<int>(value);
+      p.p2 = keyword<int>(name, value, "int");
     else if (name == "census")
-      stereo::parse_census(nb::cast<std::string>(value), p.census, p.census_width, p.census_height);
+      stereo::parse_census(keyword<std::string>(name, value, "str"), p.census, p.census_width, p.census_height);
     else if (name == "uniqueness")
-      p.uniqueness = nb::cast<int>(value);
+      p.uniqueness = keyword<int>(name, value, "int");
     else if (name == "subpixel")
-      p.subpixel = nb::cast<bool>(value);
+      p.subpixel = keyword<bool>(name, value, "bool");
     else if (name == "lr_check")
-      p.lr_check = nb::cast<bool>(value);
+      p.lr_check = keyword<bool>(name, value, "bool");
     else if (name == "lr_max_diff")
-      p.lr_max_diff = nb::cast<float>(value);
+      p.lr_max_diff = keyword<float>(name, value, "float");
     else if (name == "median")
-      p.median = nb::cast<bool>(value);
+      p.median = keyword<bool>(name, value, "bool");
     else if (name == "speckle_size")
-      p.speckle_size = nb::cast<int>(value);
+      p.speckle_size = keyword<int>(name, value, "int");
     else if (name == "speckle_range")
-      p.speckle_range = nb::cast<float>(value);
+      p.speckle_range = keyword<float>(name, value, "float");
     else if (name == "fill")
-      p.fill = nb::cast<bool>(value);
+      p.fill = keyword<bool>(name, value, "bool");
     else if (name == "confidence")
-      p.confidence = nb::cast<bool>(value);
+      p.confidence = keyword<bool>(name, value, "bool");
     else
       throw nb::type_error(("sgm: unexpected keyword argument '" + name + "'").c_str());
   }
@@ -114,7 +127,7 @@ class PySgmEngine {
     auto [left, right] = pair_of(left_obj, right_obj);
     require_engine_device(engine_.device(), left.device, "left");
     if (left.dim(1) != engine_.width() || left.dim(0) != engine_.height()) {
-      throw nb::value_error(("left: expected shape [" + std::to_string(engine_.height()) + ", " +
+      throw InvalidArgument(("left: expected shape [" + std::to_string(engine_.height()) + ", " +
                              std::to_string(engine_.width()) + "] (the engine's size)")
                                 .c_str());
     }

@@ -11,6 +11,7 @@
 #include "arrays.hpp"
 #include "engines.hpp"
 #include "s3d/core/device_buffer.hpp"
+#include "s3d/core/errors.hpp"
 #include "s3d/core/scoped_device.hpp"
 #include "s3d/points/rulebook.hpp"
 #include "s3d/points/voxels.hpp"
@@ -44,10 +45,10 @@ points::VoxelizeParams voxel_params(const Size3& voxel_size, const std::string& 
   } else if (origin == "range") {
     p.origin = points::VoxelOrigin::kRange;
   } else {
-    throw nb::value_error("origin: expected \"world\" (PCL), \"min_bound\" (Open3D) or \"range\" (spconv)");
+    throw InvalidArgument("origin: expected \"world\" (PCL), \"min_bound\" (Open3D) or \"range\" (spconv)");
   }
   if (range.has_value() != (p.origin == points::VoxelOrigin::kRange)) {
-    throw nb::value_error("range: give [x_min, y_min, z_min, x_max, y_max, z_max] exactly when origin=\"range\"");
+    throw InvalidArgument("range: give [x_min, y_min, z_min, x_max, y_max, z_max] exactly when origin=\"range\"");
   }
   if (range) p.range = *range;
   p.max_points_per_voxel = max_points;
@@ -60,7 +61,7 @@ points::VoxelizeParams voxel_params(const Size3& voxel_size, const std::string& 
   } else if (reduce == "nearest") {
     p.aggregate = points::VoxelAggregate::kNearestCenter;
   } else {
-    throw nb::value_error("reduce: expected \"mean\", \"first\" or \"nearest\"");
+    throw InvalidArgument("reduce: expected \"mean\", \"first\" or \"nearest\"");
   }
   p.validate();
   return p;
@@ -168,14 +169,14 @@ nb::dict rulebook(points::RulebookEngine& engine, nb::handle coords_obj, const s
     for (int a = 0; a < 3; ++a) spec.padding[a] = (spec.kernel[a] / 2) * spec.dilation[a];
   }
   spec.validate();
-  if (batch_size < 0) throw nb::value_error("batch_size: expected >= 0 (0 = the largest batch id + 1)");
+  if (batch_size < 0) throw InvalidArgument("batch_size: expected >= 0 (0 = the largest batch id + 1)");
   const StreamHandle stream = resolve_stream(stream_obj, coords);
   const Framework framework = framework_of(coords_obj);
   const std::int64_t m = coords.dim(0);
   nb::dict d;
   if (coords.device.is_cuda() && !inverse) {
     if (batch_size == 0) {
-      throw nb::value_error("batch_size: give it for coordinates on a GPU (reading the largest id back would sync)");
+      throw InvalidArgument("batch_size: give it for coordinates on a GPU (reading the largest id back would sync)");
     }
     points::DeviceRulebook rb;
     {
@@ -240,7 +241,8 @@ const char* kRulebookDoc =
     "submanifold (padding k // 2 * dilation); inverse: the transposed convolution of this layer's forward "
     "rulebook (outputs are these coordinates). Returns a dict: out_coords [M', 4], out_shape, the CSR pairs "
     "(offsets int64 [K + 1], in_index, out_index int32 [P], offset-major, sorted by output then input) and "
-    "spconv's indice_pairs int32 [2, K, max(M, 1)] (-1 padded) with indice_num int32 [K].";
+    "spconv's indice_pairs int32 [2, K, max(inputs, 1)] (-1 padded; inputs: M, or with inverse the forward's "
+    "output count) with indice_num int32 [K].";
 
 }  // namespace
 

@@ -5,10 +5,12 @@ with the command-line tools read the tools' paths from S3D_TOOLS_DIR (ctest sets
 data comes from S3D_DATA_DIR (default ../shared/data). What is missing skips a test with a message, and fails it
 when CI=true.
 """
+import hashlib
 import os
 import pathlib
 import subprocess
 
+import numpy as np
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -67,3 +69,76 @@ def devices():
     if s3d.cuda_built() and s3d.cuda_device_count() > 0:
         found.append("cuda")
     return found
+
+
+def on(device, array):
+    """`array` (NumPy) as an array of `device`: itself on the CPU, a CUDA tensor (torch, else CuPy) on "cuda"."""
+    array = np.ascontiguousarray(array)
+    if device == "cpu":
+        return array
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return torch.from_numpy(array).to("cuda")
+    except ImportError:
+        pass
+    try:
+        import cupy
+
+        return cupy.asarray(array)
+    except ImportError:
+        pytest.skip("a CUDA test needs torch (with CUDA) or cupy to make device arrays")
+
+
+def host(x):
+    """An output of s3d (NumPy, torch or CuPy array, or a tuple of them) as NumPy."""
+    if isinstance(x, tuple):
+        return tuple(host(r) for r in x)
+    if isinstance(x, dict):
+        return {k: host(v) for k, v in x.items()}
+    if isinstance(x, (np.ndarray, int, float, str)):
+        return x
+    if hasattr(x, "detach"):  # torch
+        return x.detach().cpu().numpy()
+    if hasattr(x, "get"):  # cupy
+        return x.get()
+    return np.asarray(x)
+
+
+def pc_sample(run_tool, *args):
+    """pc-sample on the CPU, one thread, quiet: the oracle of the point tests."""
+    return run_tool("pc-sample", *args, "--device", "cpu", "--threads", 1, "-q")
+
+
+def save(tmp_path, name, array):
+    path = tmp_path / name
+    np.save(path, np.ascontiguousarray(array))
+    return path
+
+
+def cache_key(*parts):
+    """A key of arrays and flags: a tool's answer depends on nothing else (so each device reuses it)."""
+    digest = hashlib.sha1()
+    for part in parts:
+        digest.update(np.ascontiguousarray(part).tobytes() if isinstance(part, np.ndarray) else repr(part).encode())
+        digest.update(b"|")
+    return digest.hexdigest()
+
+
+def uniform_cloud(n, seed, scale=1.0, shift=(0.0, 0.0, 0.0)):
+    rng = np.random.default_rng(seed)
+    return (rng.random((n, 3)) * scale + np.asarray(shift)).astype(np.float32)
+
+
+def duplicate_cloud(n, distinct, seed):
+    """n points drawn from `distinct` ones: repeated points."""
+    rng = np.random.default_rng(seed)
+    base = rng.random((distinct, 3), dtype=np.float32)
+    return base[rng.integers(0, distinct, n)]
+
+
+def lattice_cloud(n, seed):
+    """Points on a 0.25 lattice: exactly equal distances (ties) and points on voxel boundaries."""
+    rng = np.random.default_rng(seed)
+    return (rng.integers(0, 6, (n, 3)) * 0.25).astype(np.float32)
