@@ -84,7 +84,11 @@ nb::object match(stereo::SgmEngine& engine, const Input& left, const Input& righ
   const bool wide = dtype_of(left) == DType::kUint16;
   const bool with_confidence = engine.params().confidence;
   const Framework framework = framework_of(left.object);
-  const StreamHandle stream = resolve_stream(stream_obj, left);
+  StreamHandle stream = resolve_stream(stream_obj, left);
+  // SgmEngine::compute_device reads a null stream as "the engine's own stream", which the caller's legacy default
+  // stream would not wait for: name the legacy stream by its own handle instead (cudaStreamLegacy, CUDA Runtime
+  // API, "Stream synchronization behavior").
+  if (left.device.is_cuda() && stream == nullptr) stream = reinterpret_cast<StreamHandle>(std::uintptr_t{1});
   Output disparity = allocate(DType::kFloat32, {h, w}, left.device, stream);
   Output confidence;
   if (with_confidence) confidence = allocate(DType::kFloat32, {h, w}, left.device, stream);
