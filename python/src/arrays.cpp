@@ -425,21 +425,35 @@ nb::object export_array(const Output& out, Framework framework) {
   return nb::ndarray<>(out.array).cast();
 }
 
-Output output_into(nb::handle object, const char* name, DType dtype, std::initializer_list<std::int64_t> shape,
+Output output_into(nb::handle object, const char* name, DType dtype, const std::vector<std::int64_t>& shape,
                    const Device& device) {
-  nb::ndarray<> writable;
-  if (!nb::try_cast<nb::ndarray<>>(object, writable, /*convert=*/false)) {
-    reject(name, "expected a writable array");
+  const Input in = import(object, name, {dtype});
+  if (in.shape != shape) {
+    reject(name, "expected shape " + describe_shape(shape) + " (the result's), got " + describe_shape(in.shape));
   }
-  Input in = input(object, name, {dtype}, shape);
   if (in.device != device) {
     reject(name, "expected an array on " + device.to_string() + ", got one on " + in.device.to_string());
   }
   Output out;
-  out.array = writable;
+  if (framework_of(object) != Framework::kTorch) {  // a torch tensor is writable; others say so through DLPack
+    nb::ndarray<> writable;
+    if (!nb::try_cast<nb::ndarray<>>(object, writable, /*convert=*/false)) reject(name, "expected a writable array");
+  }
   out.data = const_cast<void*>(in.data);
   out.dtype = dtype;
+  out.given = object;
   return out;
+}
+
+Output destination(nb::handle out, const char* name, DType dtype, const std::vector<std::int64_t>& shape,
+                   const Device& device, StreamHandle stream) {
+  if (out.is_none()) return allocate(dtype, shape, device, stream);
+  return output_into(out, name, dtype, shape, device);
+}
+
+nb::object result(const Output& out, Framework framework) {
+  if (out.given.is_valid()) return nb::borrow(out.given);
+  return export_array(out, framework);
 }
 
 }  // namespace s3d::python

@@ -68,9 +68,10 @@ StreamHandle resolve_stream(nb::handle stream, const Input& like);
 /// A new output of `shape` and `dtype` on `device`. CUDA: allocated from the stream-ordered pool on `stream`
 /// and released on it by the array's deleter. Returned as the caller's framework array by export_array.
 struct Output {
-  nb::ndarray<> array;
+  nb::ndarray<> array;  ///< a new array (empty for a caller's `out=`)
   void* data = nullptr;
   DType dtype = DType::kFloat32;
+  nb::handle given;  ///< the caller's `out=` array, when the output is one
   template <typename T>
   T* as() const {
     return static_cast<T*>(data);
@@ -84,9 +85,14 @@ Output adopt(std::vector<T>&& values, const std::vector<std::int64_t>& shape);
 /// `out` as an array of `framework` (zero-copy through DLPack).
 nb::object export_array(const Output& out, Framework framework);
 
-/// A caller's `out=` array: checked like an input (dtype, shape, device), writable.
-/// @throws nb::value_error naming `name`.
-Output output_into(nb::handle object, const char* name, DType dtype, std::initializer_list<std::int64_t> shape,
+/// A caller's `out=` array: checked like an input (dtype, the result's shape, device), writable.
+/// @throws InvalidArgument naming `name`.
+Output output_into(nb::handle object, const char* name, DType dtype, const std::vector<std::int64_t>& shape,
                    const Device& device);
+/// The caller's `out` (named `name`) when given, else a new array (allocate()).
+Output destination(nb::handle out, const char* name, DType dtype, const std::vector<std::int64_t>& shape,
+                   const Device& device, StreamHandle stream);
+/// What a call returns for `out`: the caller's own `out=` array, or the new array as `framework`'s.
+nb::object result(const Output& out, Framework framework);
 
 }  // namespace s3d::python

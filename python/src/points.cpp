@@ -34,7 +34,8 @@ std::vector<std::int64_t> per_cloud(const Counts& value, std::size_t clouds, con
 
 /// fps: `points` [N, 3] (one cloud, or several back to back with `lengths`) or [B, N, 3] (B clouds of N).
 nb::object fps(points::FpsEngine& engine, nb::handle points_obj, std::optional<Counts> n, std::optional<double> ratio,
-               const Counts& start, std::optional<std::vector<std::int64_t>> lengths, nb::handle stream_obj) {
+               const Counts& start, std::optional<std::vector<std::int64_t>> lengths, nb::handle out_obj,
+               nb::handle stream_obj) {
   const Input pts = input_any_shape(points_obj, "points", {DType::kFloat32}, 2, 3);
   if (pts.shape.back() != 3) throw InvalidArgument("points: expected shape [N, 3] or [B, N, 3] (x y z per point)");
   require_engine_device(engine.device(), pts.device, "points");
@@ -77,19 +78,23 @@ nb::object fps(points::FpsEngine& engine, nb::handle points_obj, std::optional<C
   const Framework framework = framework_of(points_obj);
   if (pts.device.is_cuda()) {
     const StreamHandle stream = resolve_stream(stream_obj, pts);
-    Output out = allocate(DType::kInt32, shape, pts.device, stream);
+    Output out = destination(out_obj, "out", DType::kInt32, shape, pts.device, stream);
     {
       nb::gil_scoped_release release;
       engine.run_device_async(batch, out.as<std::int32_t>(), stream);
     }
-    return export_array(out, framework);
+    return result(out, framework);
   }
+  Output given;
+  if (!out_obj.is_none()) given = output_into(out_obj, "out", DType::kInt32, shape, pts.device);
   std::vector<std::int32_t> indices;
   {
     nb::gil_scoped_release release;
     indices = engine.run(batch);
   }
-  return export_array(adopt(std::move(indices), shape), framework);
+  if (!given.given.is_valid()) return export_array(adopt(std::move(indices), shape), framework);
+  std::copy(indices.begin(), indices.end(), given.as<std::int32_t>());
+  return result(given, framework);
 }
 
 points::NeighborPad pad_of(const std::variant<int, std::string>& pad) {
@@ -124,39 +129,48 @@ PointsAndQueries points_and_queries(nb::handle points_obj, nb::handle queries_ob
 }
 
 /// kNN and ball query share their output shape and paths.
+/// The `out=` of kNN and ball query: None, the indices array, or (indices, distances).
+std::pair<nb::handle, nb::handle> split_out(nb::handle out, bool with_distances) {
+  if (out.is_none()) return {nb::none(), nb::none()};
+  if (nb::isinstance<nb::tuple>(out)) {
+    nb::tuple pair = nb::borrow<nb::tuple>(out);
+    if (pair.size() == 2 && with_distances) return {pair[0], pair[1]};
+  } else if (!with_distances) {
+    return {out, nb::none()};
+  }
+  throw InvalidArgument(with_distances ? "out: expected a tuple (indices, distances)"
+                                       : "out: expected the indices array");
+}
+
 template <typename Params, typename HostCall, typename DeviceCall>
-nb::tuple neighbors(const PointsAndQueries& pq, const Params& params, nb::handle stream_obj, HostCall host_call,
-                    DeviceCall device_call, bool with_distances = true) {
+nb::tuple neighbors(const PointsAndQueries& pq, const Params& params, nb::handle out_obj, nb::handle stream_obj,
+                    HostCall host_call, DeviceCall device_call, bool with_distances = true) {
   const std::int64_t q = pq.query_count();
   const Framework framework = framework_of(pq.points.object);
-  if (q == 0) {  // the engines read an empty query view as "the points themselves"
-    const StreamHandle stream = resolve_stream(stream_obj, pq.points);
-    return nb::make_tuple(export_array(allocate(DType::kInt32, {0, params.k}, pq.points.device, stream), framework),
-                          export_array(allocate(DType::kFloat32, {0, params.k}, pq.points.device, stream), framework));
-  }
+  const StreamHandle stream = resolve_stream(stream_obj, pq.points);
+  const auto [out_indices, out_distances] = split_out(out_obj, with_distances);
+  const std::vector<std::int64_t> shape{q, params.k};
+  Output indices = destination(out_indices, "out", DType::kInt32, shape, pq.points.device, stream);
+  Output distances;
+  if (with_distances) distances = destination(out_distances, "out", DType::kFloat32, shape, pq.points.device, stream);
+  auto results = [&] {
+    return nb::make_tuple(result(indices, framework), with_distances ? result(distances, framework) : nb::none());
+  };
+  if (q == 0) return results();  // the engines read an empty query view as "the points themselves"
   if (pq.points.device.is_cuda()) {
-    const StreamHandle stream = resolve_stream(stream_obj, pq.points);
-    Output indices = allocate(DType::kInt32, {q, params.k}, pq.points.device, stream);
-    Output distances;
-    if (with_distances) distances = allocate(DType::kFloat32, {q, params.k}, pq.points.device, stream);
-    {
-      nb::gil_scoped_release release;
-      device_call(indices.as<std::int32_t>(), with_distances ? distances.as<float>() : nullptr, stream);
-    }
-    if (!with_distances) return nb::make_tuple(export_array(indices, framework), nb::none());
-    return nb::make_tuple(export_array(indices, framework), export_array(distances, framework));
-  }
-  points::Neighbors result;
-  {
     nb::gil_scoped_release release;
-    result = host_call();
+    device_call(indices.as<std::int32_t>(), with_distances ? distances.as<float>() : nullptr, stream);
+  } else {
+    nb::gil_scoped_release release;
+    points::Neighbors found = host_call();
+    std::copy(found.indices.begin(), found.indices.end(), indices.as<std::int32_t>());
+    if (with_distances) std::copy(found.distances.begin(), found.distances.end(), distances.as<float>());
   }
-  return nb::make_tuple(export_array(adopt(std::move(result.indices), {q, params.k}), framework),
-                        export_array(adopt(std::move(result.distances), {q, params.k}), framework));
+  return results();
 }
 
 nb::tuple knn(points::NeighborEngine& engine, nb::handle points_obj, nb::handle queries_obj, int k, bool exclude_self,
-              bool allow_fewer, const std::variant<int, std::string>& pad, nb::handle stream_obj) {
+              bool allow_fewer, const std::variant<int, std::string>& pad, nb::handle out_obj, nb::handle stream_obj) {
   const PointsAndQueries pq = points_and_queries(points_obj, queries_obj, engine.device());
   points::KnnParams params;
   params.k = k;
@@ -165,7 +179,7 @@ nb::tuple knn(points::NeighborEngine& engine, nb::handle points_obj, nb::handle 
   params.pad = pad_of(pad);
   params.validate();
   return neighbors(
-      pq, params, stream_obj, [&] { return engine.knn(pq.points_view(), pq.queries_view(), params); },
+      pq, params, out_obj, stream_obj, [&] { return engine.knn(pq.points_view(), pq.queries_view(), params); },
       [&](std::int32_t* idx, float* dist, StreamHandle s) {
         engine.knn_device_async(pq.points_view(), pq.queries_view(), params, idx, dist, nullptr, s);
       });
@@ -173,7 +187,7 @@ nb::tuple knn(points::NeighborEngine& engine, nb::handle points_obj, nb::handle 
 
 nb::object ball_query(points::NeighborEngine& engine, nb::handle points_obj, nb::handle queries_obj, float radius,
                       int k, float min_radius, const std::string& order, const std::variant<int, std::string>& pad,
-                      bool return_distances, nb::handle stream_obj) {
+                      bool return_distances, nb::handle out_obj, nb::handle stream_obj) {
   const PointsAndQueries pq = points_and_queries(points_obj, queries_obj, engine.device());
   points::BallQueryParams params;
   params.radius = radius;
@@ -189,7 +203,7 @@ nb::object ball_query(points::NeighborEngine& engine, nb::handle points_obj, nb:
   params.pad = pad_of(pad);
   params.validate();
   nb::tuple both = neighbors(
-      pq, params, stream_obj, [&] { return engine.ball_query(pq.points_view(), pq.queries_view(), params); },
+      pq, params, out_obj, stream_obj, [&] { return engine.ball_query(pq.points_view(), pq.queries_view(), params); },
       [&](std::int32_t* idx, float* dist, StreamHandle s) {
         engine.ball_query_device_async(pq.points_view(), pq.queries_view(), params, idx, dist, nullptr, s);
       },
@@ -291,16 +305,16 @@ void bind_points(nb::module_& m) {
           "device"_a = "cpu")
       .def_prop_ro("device", [](const points::FpsEngine& e) { return e.device().to_string(); })
       .def("fps", &fps, "points"_a, "n"_a = nb::none(), nb::kw_only(), "ratio"_a = nb::none(), "start"_a = 0,
-           "lengths"_a = nb::none(), "stream"_a = nb::none(), kFpsDoc);
+           "lengths"_a = nb::none(), "out"_a = nb::none(), "stream"_a = nb::none(), kFpsDoc);
   m.def(
       "fps",
       [](nb::handle points, std::optional<Counts> n, std::optional<double> ratio, const Counts& start,
-         std::optional<std::vector<std::int64_t>> lengths, nb::handle stream) {
+         std::optional<std::vector<std::int64_t>> lengths, nb::handle out, nb::handle stream) {
         const Input pts = input_any_shape(points, "points", {DType::kFloat32}, 2, 3);
-        return fps(cached_engine<points::FpsEngine>(pts.device), points, n, ratio, start, lengths, stream);
+        return fps(cached_engine<points::FpsEngine>(pts.device), points, n, ratio, start, lengths, out, stream);
       },
       "points"_a, "n"_a = nb::none(), nb::kw_only(), "ratio"_a = nb::none(), "start"_a = 0, "lengths"_a = nb::none(),
-      "stream"_a = nb::none(), kFpsDoc);
+      "out"_a = nb::none(), "stream"_a = nb::none(), kFpsDoc);
 
   nb::class_<points::NeighborEngine>(
       m, "NeighborEngine", "kNN, ball query and three-NN on one device; keeps its grid and buffers across calls.")
@@ -312,10 +326,10 @@ void bind_points(nb::module_& m) {
           "device"_a = "cpu")
       .def_prop_ro("device", [](const points::NeighborEngine& e) { return e.device().to_string(); })
       .def("knn", &knn, "points"_a, "queries"_a = nb::none(), "k"_a = 16, nb::kw_only(), "exclude_self"_a = false,
-           "allow_fewer"_a = false, "pad"_a = -1, "stream"_a = nb::none(), kKnnDoc)
+           "allow_fewer"_a = false, "pad"_a = -1, "out"_a = nb::none(), "stream"_a = nb::none(), kKnnDoc)
       .def("ball_query", &ball_query, "points"_a, "queries"_a = nb::none(), "radius"_a = 0.1f, "k"_a = 32,
            nb::kw_only(), "min_radius"_a = 0.0f, "order"_a = "index", "pad"_a = -1, "return_distances"_a = false,
-           "stream"_a = nb::none(), kBallDoc)
+           "out"_a = nb::none(), "stream"_a = nb::none(), kBallDoc)
       .def("three_nn", &three_nn, "sparse"_a, "dense"_a, nb::kw_only(), "stream"_a = nb::none(), kThreeNnDoc);
   m.attr("KnnEngine") = m.attr("NeighborEngine");
 
@@ -325,21 +339,22 @@ void bind_points(nb::module_& m) {
   m.def(
       "knn",
       [engine_for](nb::handle points, nb::handle queries, int k, bool exclude_self, bool allow_fewer,
-                   const std::variant<int, std::string>& pad, nb::handle stream) {
-        return knn(engine_for(points), points, queries, k, exclude_self, allow_fewer, pad, stream);
+                   const std::variant<int, std::string>& pad, nb::handle out, nb::handle stream) {
+        return knn(engine_for(points), points, queries, k, exclude_self, allow_fewer, pad, out, stream);
       },
       "points"_a, "queries"_a = nb::none(), "k"_a = 16, nb::kw_only(), "exclude_self"_a = false,
-      "allow_fewer"_a = false, "pad"_a = -1, "stream"_a = nb::none(), kKnnDoc);
+      "allow_fewer"_a = false, "pad"_a = -1, "out"_a = nb::none(), "stream"_a = nb::none(), kKnnDoc);
   m.def(
       "ball_query",
       [engine_for](nb::handle points, nb::handle queries, float radius, int k, float min_radius,
                    const std::string& order, const std::variant<int, std::string>& pad, bool return_distances,
-                   nb::handle stream) {
-        return ball_query(engine_for(points), points, queries, radius, k, min_radius, order, pad, return_distances,
+                   nb::handle out, nb::handle stream) {
+        return ball_query(engine_for(points), points, queries, radius, k, min_radius, order, pad, return_distances, out,
                           stream);
       },
       "points"_a, "queries"_a = nb::none(), "radius"_a = 0.1f, "k"_a = 32, nb::kw_only(), "min_radius"_a = 0.0f,
-      "order"_a = "index", "pad"_a = -1, "return_distances"_a = false, "stream"_a = nb::none(), kBallDoc);
+      "order"_a = "index", "pad"_a = -1, "return_distances"_a = false, "out"_a = nb::none(), "stream"_a = nb::none(),
+      kBallDoc);
   m.def(
       "three_nn",
       [engine_for](nb::handle sparse, nb::handle dense, nb::handle stream) {

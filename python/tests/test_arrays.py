@@ -161,3 +161,47 @@ def test_cupy_in_cupy_out(cuda):
     points = cloud(1000, 8)
     out = s3d.fps(cupy.asarray(points), 50)
     assert isinstance(out, cupy.ndarray) and np.array_equal(cupy.asnumpy(out), s3d.fps(points, 50))
+
+
+def test_out_receives_the_result_in_place():
+    points = cloud(400, 9)
+    out = np.full(32, -7, np.int32)
+    got = s3d.fps(points, 32, out=out)
+    assert got is out and np.array_equal(out, s3d.fps(points, 32))
+    indices, distances = np.empty((400, 4), np.int32), np.empty((400, 4), np.float32)
+    got = s3d.knn(points, None, 4, out=(indices, distances))
+    assert got[0] is indices and got[1] is distances
+    expected = s3d.knn(points, None, 4)
+    assert np.array_equal(indices, expected[0]) and np.array_equal(distances, expected[1])
+    ball = np.empty((400, 8), np.int32)
+    assert s3d.ball_query(points, None, 0.2, 8, out=ball) is ball
+    assert np.array_equal(ball, s3d.ball_query(points, None, 0.2, 8))
+
+
+@pytest.mark.parametrize(
+    "out, message",
+    [
+        (np.empty(31, np.int32), r"out: expected shape \[32\] \(the result's\), got \[31\]"),
+        (np.empty(32, np.int64), "out: expected int32, got int64"),
+        (np.empty(64, np.int32)[::2], "out: expected a C-contiguous array"),
+    ],
+)
+def test_a_wrong_out_is_refused_before_anything_runs(out, message):
+    with pytest.raises(ValueError, match=message):
+        s3d.fps(cloud(), 32, out=out)
+
+
+def test_a_read_only_out_is_refused():
+    out = np.empty(32, np.int32)
+    out.flags.writeable = False
+    with pytest.raises(ValueError, match="out: expected a writable array"):
+        s3d.fps(cloud(), 32, out=out)
+
+
+def test_cuda_out_receives_the_result(torch, cuda):
+    points = torch.from_numpy(cloud(3000, 10)).to(cuda)
+    out = torch.empty(128, dtype=torch.int32, device=cuda)
+    assert s3d.fps(points, 128, out=out) is out
+    assert torch.equal(out.cpu(), torch.from_numpy(s3d.fps(cloud(3000, 10), 128)))
+    with pytest.raises(ValueError, match="out: expected an array on cuda:0"):
+        s3d.fps(points, 128, out=torch.empty(128, dtype=torch.int32))
