@@ -205,3 +205,19 @@ def test_cuda_out_receives_the_result(torch, cuda):
     assert torch.equal(out.cpu(), torch.from_numpy(s3d.fps(cloud(3000, 10), 128)))
     with pytest.raises(ValueError, match="out: expected an array on cuda:0"):
         s3d.fps(points, 128, out=torch.empty(128, dtype=torch.int32))
+
+
+def test_a_tensor_on_the_second_gpu_runs_there(torch, cuda):
+    if torch.cuda.device_count() < 2:
+        pytest.skip("one GPU")
+    second = torch.device("cuda", 1)
+    points = cloud(4000, 11)
+    before = torch.cuda.current_device()
+    idx, dist = s3d.knn(torch.from_numpy(points).to(second), None, 6)
+    keep_fps = s3d.fps(torch.from_numpy(points).to(second), 50)
+    assert idx.device == second and keep_fps.device == second
+    assert torch.cuda.current_device() == before  # the caller's current device is left as it was
+    assert np.array_equal(idx.cpu().numpy(), s3d.knn(points, None, 6)[0])
+    assert np.array_equal(keep_fps.cpu().numpy(), s3d.fps(points, 50))
+    with pytest.raises(ValueError, match="one device"):
+        s3d.knn(torch.from_numpy(points).to(second), torch.from_numpy(points).to(cuda), 2)
