@@ -791,3 +791,11 @@ def test_empty_queries_are_no_queries_not_the_cloud():
     idx, dist = s3d.knn(P10, np.zeros((0, 3), F32), 2, exclude_self=False)
     assert idx.shape == (0, 2)
     assert s3d.ball_query(P10, np.zeros((0, 3), F32), 0.5, 4).shape == (0, 4)
+
+
+def test_fps_refuses_non_finite_points_on_the_cpu():
+    for bad in (np.nan, np.inf):
+        points = uniform_cloud(10, 5)
+        points[4, 2] = bad
+        with pytest.raises(s3d.DataError, match="point 4"):
+            s3d.fps(points, 3)

@@ -160,6 +160,21 @@ TEST_P(FpsDeviceTest, RejectsBadShapes) {
   EXPECT_TRUE(engine.run(view, 0).empty());
 }
 
+// A NaN compares false in every arg-max and would take over the selection: host clouds are checked first.
+TEST_P(FpsDeviceTest, RejectsNonFiniteHostPoints) {
+  FpsEngine engine(GetParam());
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    auto xyz = test::uniform_cloud(10, 2);
+    xyz[3 * 6 + 1] = bad;
+    try {
+      engine.run(PointsView<const float>{xyz.data(), 10}, 3);
+      ADD_FAILURE() << "no DataError for a non-finite point";
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find("point 6"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // The CPU backend's threads: every team size, and the hand-over of the remaining steps to one thread after any
 // step, give the reference's indices (a lattice above the threading threshold: ties across the threads' blocks).
 TEST(FpsCpuThreads, AnyTeamAndAnyHandOverGiveTheReference) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "fps_impl.hpp"
+#include "point_checks.hpp"
 #include "s3d/core/config.hpp"
 #include "s3d/core/errors.hpp"
 #include "s3d/core/scoped_device.hpp"
@@ -67,6 +68,9 @@ std::vector<std::int32_t> FpsEngine::run(PointsView<const float> cloud, std::int
 
 std::vector<std::int32_t> FpsEngine::run(const FpsBatch& batch) {
   batch.validate();
+  std::int64_t points = 0;
+  for (std::int64_t n : batch.lengths) points += n;
+  detail::check_finite({batch.xyz, static_cast<std::size_t>(points)}, "FPS points");
   return impl_->run_host(batch);
 }
 

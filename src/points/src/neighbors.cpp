@@ -7,6 +7,7 @@
 #include <string>
 
 #include "neighbors_impl.hpp"
+#include "point_checks.hpp"
 #include "s3d/core/config.hpp"
 #include "s3d/core/errors.hpp"
 #include "s3d/core/scoped_device.hpp"
@@ -24,14 +25,6 @@ std::string num(double v) {
 void check_points(PointsView<const float> points, const char* what) {
   S3D_EXPECTS(points.size == 0 || points.xyz != nullptr, std::string(what) + ": null coordinates");
   S3D_EXPECTS(points.size < (std::size_t{1} << 31), std::string(what) + ": more than 2^31 - 1 points");
-}
-
-/// Host inputs must be finite: a NaN would compare false everywhere and silently vanish from every answer.
-void check_finite(PointsView<const float> points, const char* what) {
-  for (std::size_t i = 0; i < 3 * points.size; ++i)
-    if (!std::isfinite(points.xyz[i]))
-      throw DataError(std::string(what) + ": point " + std::to_string(i / 3) + " has a non-finite coordinate (" +
-                      num(points.xyz[i]) + ")");
 }
 
 SearchRequest knn_request(PointsView<const float> points, PointsView<const float> queries, const KnnParams& params) {
@@ -103,8 +96,8 @@ const Device& NeighborEngine::device() const { return impl_->device_; }
 
 namespace {
 Neighbors run_into_result(NeighborEngine::Impl& impl, SearchRequest request) {
-  check_finite(request.points, "points");
-  check_finite(request.queries, "queries");
+  detail::check_finite(request.points, "points");
+  detail::check_finite(request.queries, "queries");
   Neighbors out;
   out.queries = request.query_count();
   out.k = request.spec.k;

@@ -48,6 +48,7 @@ class FpsEngine {
   /// @throws InvalidArgument (shapes), CudaError, OutOfMemory.
   std::vector<std::int32_t> run(PointsView<const float> cloud, std::int64_t samples, std::int64_t start = 0);
   /// Samples a batch whose `xyz` is host memory: the indices of every cloud (local to it), back to back.
+  /// @throws DataError for a non-finite coordinate (naming the point), as the host entries of every point engine.
   std::vector<std::int32_t> run(const FpsBatch& batch);
   /// Samples several host clouds in one launch (a batch of their copies, back to back): each cloud's indices,
   /// local to it, as run(clouds[b], samples[b], starts[b]) gives them.
