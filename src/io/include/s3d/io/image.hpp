@@ -43,7 +43,8 @@ ImageInfo probe_image(const std::string& path);
 /// Reads an image as 8-bit grey, the input of census matching.
 /// - 8-bit grey: as stored. 16-bit: the high byte (v >> 8, i.e. v * 255 / 65535 truncated).
 /// - colour (RGB, palette, with or without alpha; alpha is ignored): ITU-R BT.601 luma as OpenCV's
-///   `cvtColor(BGR2GRAY)` computes it, Y = 0.299 R + 0.587 G + 0.114 B in 14-bit fixed point, rounded.
+///   `cvtColor(BGR2GRAY)` computes it, Y = 0.299 R + 0.587 G + 0.114 B in 15-bit fixed point,
+///   (9798 R + 19235 G + 3735 B + 2^14) >> 15.
 /// @throws IoError when the file cannot be read or decoded.
 ImageU8 read_grey8(const std::string& path);
 
