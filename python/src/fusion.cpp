@@ -34,6 +34,7 @@ nb::dict frame_dict(const fusion::FrameResult& r) {
   d["inliers"] = r.inliers;
   d["inlier_ratio"] = r.inlier_ratio;
   d["residual"] = r.residual;
+  d["condition"] = r.condition;
   d["iterations"] = r.iterations;
   d["reason"] = r.reason;
   return d;
@@ -79,6 +80,12 @@ class PyFusionEngine {
       rgb = input(rgb_obj, "rgb", {DType::kUint8}, {height_, width_, 3});
       rgb_host.emplace(*rgb, nullptr);
     }
+    const Eigen::Matrix3d rotation = pose.topLeftCorner<3, 3>();
+    const bool rigid = pose.allFinite() && pose(3, 0) == 0.0 && pose(3, 1) == 0.0 && pose(3, 2) == 0.0 &&
+                       pose(3, 3) == 1.0 && (rotation * rotation.transpose()).isIdentity(1e-6) &&
+                       rotation.determinant() > 0.0;
+    if (!rigid)
+      throw InvalidArgument("pose: expected a rigid 4x4 camera-to-world transform (rotation and translation)");
     Eigen::Isometry3d camera_to_world(pose);
     fusion::FrameResult r;
     {

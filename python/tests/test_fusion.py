@@ -468,3 +468,12 @@ def test_bad_parameters_raise(kwargs, error, message):
 def test_bad_intrinsics_are_invalid_argument(intrinsics):
     with pytest.raises(s3d.InvalidArgument, match="camera"):
         s3d.FusionEngine(W, H, intrinsics, resolution=32)
+
+
+def test_integrate_refuses_a_pose_that_is_not_rigid():
+    engine = s3d.FusionEngine(32, 24, (30.0, 30.0, 16.0, 12.0), resolution=64)
+    depth = np.full((24, 32), 1.0, np.float32)
+    for pose in (np.diag([2.0, 1.0, 1.0, 1.0]), np.diag([1.0, 1.0, -1.0, 1.0]), np.full((4, 4), np.nan)):
+        with pytest.raises(s3d.InvalidArgument, match="pose: expected a rigid"):
+            engine.integrate(depth, pose)
+    assert engine.integrate(depth, np.eye(4))["status"] in ("first", "tracked")
