@@ -72,10 +72,15 @@ def devices():
 
 
 def on(device, array):
-    """`array` (NumPy) as an array of `device`: itself on the CPU, a CUDA tensor (torch, else CuPy) on "cuda"."""
+    """`array` (NumPy) as an array of `device`: itself on the CPU, a CUDA tensor (torch, else CuPy) on "cuda";
+    S3D_TEST_CUDA_ARRAYS=cupy makes them CuPy arrays (the GPU machine runs the suites both ways)."""
     array = np.ascontiguousarray(array)
     if device == "cpu":
         return array
+    if os.environ.get("S3D_TEST_CUDA_ARRAYS") == "cupy":
+        import cupy
+
+        return cupy.asarray(array)
     try:
         import torch
 
