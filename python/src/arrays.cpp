@@ -325,7 +325,7 @@ StreamHandle resolve_stream(nb::handle stream, const Input& like) {
       }
       case Framework::kCupy: {
         static nb::object* current = new nb::object(nb::module_::import_("cupy.cuda").attr("get_current_stream"));
-        return handle_of(nb::cast<std::intptr_t>((*current)().attr("ptr")));
+        return handle_of(nb::cast<std::intptr_t>((*current)(like.device.index()).attr("ptr")));  // the array's GPU
       }
       default:
         return nullptr;
@@ -363,7 +363,9 @@ Output allocate(DType dtype, const std::vector<std::int64_t>& shape, const Devic
       }
       delete a;
     });
-    return make_output(data, owner, dtype, shape, device);
+    Output out = make_output(data, owner, dtype, shape, device);
+    out.stream = stream;
+    return out;
   }
   void* data = ::operator new(bytes ? bytes : 1);
   nb::capsule owner(data, [](void* p) noexcept { ::operator delete(p); });
@@ -416,6 +418,12 @@ nb::object export_array(const Output& out, Framework framework) {
     case Framework::kCupy:
       return nb::ndarray<nb::cupy>(out.array).cast();
     case Framework::kJax:
+      // JAX does not order its work after a stream it is not told about (nanobind's DLPack export names none):
+      // the result is complete before JAX sees it.
+      if (out.array.device_type() == nb::device::cuda::value) {
+        nb::gil_scoped_release release;
+        synchronize(out.stream);
+      }
       return nb::ndarray<nb::jax>(out.array).cast();
     case Framework::kOther:
       break;

@@ -71,7 +71,8 @@ struct Output {
   nb::ndarray<> array;  ///< a new array (empty for a caller's `out=`)
   void* data = nullptr;
   DType dtype = DType::kFloat32;
-  nb::handle given;  ///< the caller's `out=` array, when the output is one
+  nb::handle given;               ///< the caller's `out=` array, when the output is one
+  StreamHandle stream = nullptr;  ///< the stream a device output was allocated on
   template <typename T>
   T* as() const {
     return static_cast<T*>(data);

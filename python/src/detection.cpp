@@ -44,6 +44,7 @@ nb::object run_nms(detection::NmsEngine& engine, nb::handle boxes_obj, nb::handl
       nb::gil_scoped_release release;
       // The device path does not check coordinates; the host path does (DataError naming the box), so the
       // same bad input fails the same way on both only where the caller checks: docs/PYTHON.md says so.
+      before_call(&engine, boxes.device, stream);
       engine.run_device_async(in, params, stream);
       if (in.count > 0) {
         ScopedDevice scoped(boxes.device.index());
@@ -52,8 +53,11 @@ nb::object run_nms(detection::NmsEngine& engine, nb::handle boxes_obj, nb::handl
       }
     }
     Output keep = copy_device_output(engine.device_keep(), DType::kInt64, {kept}, boxes.device, stream);
+    Output final_scores;
+    if (with_scores)
+      final_scores = copy_device_output(engine.device_scores(), DType::kFloat32, {kept}, boxes.device, stream);
+    after_call(&engine, boxes.device, stream);  // the copies read the engine's buffers: its next call waits for them
     if (!with_scores) return export_array(keep, framework);
-    Output final_scores = copy_device_output(engine.device_scores(), DType::kFloat32, {kept}, boxes.device, stream);
     return nb::make_tuple(export_array(keep, framework), export_array(final_scores, framework));
   }
   detection::NmsResult result;

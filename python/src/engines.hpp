@@ -7,6 +7,7 @@
 #include <string>
 
 #include "s3d/core/device.hpp"
+#include "s3d/core/stream.hpp"
 
 namespace s3d::python {
 
@@ -17,6 +18,15 @@ Engine& cached_engine(const Device& device) {
   if (!slot) slot = std::make_unique<Engine>(device);
   return *slot;
 }
+
+/// Orders the CUDA calls of one engine that come on different streams: an engine reuses its scratch buffers in
+/// its next call, which must not start before the last call's work is done. before_call makes `stream` wait for
+/// the engine's last call (an event recorded on the last call's stream, when that stream differs); after_call
+/// records this call's end on `stream`; finish_calls blocks until the last call is done (before an engine whose
+/// work ran on a caller's stream is destroyed).
+void before_call(const void* engine, const Device& device, StreamHandle stream);
+void after_call(const void* engine, const Device& device, StreamHandle stream);
+void finish_calls(const void* engine);
 
 /// The engine's device must be the array's. @throws nb::value_error.
 void require_engine_device(const Device& engine, const Device& array, const char* name);

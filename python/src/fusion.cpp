@@ -56,12 +56,12 @@ class PyFusionEngine {
 
   nb::dict process(nb::handle depth_obj, nb::handle rgb_obj) {
     const Input depth = input(depth_obj, "depth", {DType::kFloat32}, {height_, width_});
-    const HostCopy<float> depth_host(depth, nullptr);
+    const HostCopy<float> depth_host(depth, resolve_stream(nb::none(), depth));
     std::optional<Input> rgb;
     std::optional<HostCopy<std::uint8_t>> rgb_host;
     if (!rgb_obj.is_none()) {
       rgb = input(rgb_obj, "rgb", {DType::kUint8}, {height_, width_, 3});
-      rgb_host.emplace(*rgb, nullptr);
+      rgb_host.emplace(*rgb, resolve_stream(nb::none(), *rgb));
     }
     fusion::FrameResult r;
     {
@@ -73,12 +73,12 @@ class PyFusionEngine {
 
   nb::dict integrate(nb::handle depth_obj, const Matrix4& pose, nb::handle rgb_obj) {
     const Input depth = input(depth_obj, "depth", {DType::kFloat32}, {height_, width_});
-    const HostCopy<float> depth_host(depth, nullptr);
+    const HostCopy<float> depth_host(depth, resolve_stream(nb::none(), depth));
     std::optional<Input> rgb;
     std::optional<HostCopy<std::uint8_t>> rgb_host;
     if (!rgb_obj.is_none()) {
       rgb = input(rgb_obj, "rgb", {DType::kUint8}, {height_, width_, 3});
-      rgb_host.emplace(*rgb, nullptr);
+      rgb_host.emplace(*rgb, resolve_stream(nb::none(), *rgb));
     }
     const Eigen::Matrix3d rotation = pose.topLeftCorner<3, 3>();
     const bool rigid = pose.allFinite() && pose(3, 0) == 0.0 && pose(3, 1) == 0.0 && pose(3, 2) == 0.0 &&

@@ -3,9 +3,15 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
 #include "engines.hpp"
 #include "s3d/core/device.hpp"
 #include "s3d/core/errors.hpp"
+#include "s3d/core/event.hpp"
+#include "s3d/core/scoped_device.hpp"
 
 namespace s3d::python {
 
@@ -27,6 +33,46 @@ void require_engine_device(const Device& engine, const Device& array, const char
 }
 
 Device parse_device(const std::string& text) { return resolve_device(Device::parse(text)); }
+
+namespace {
+
+struct LastCall {
+  std::unique_ptr<Event> done;  // recorded at the end of the engine's last call
+  StreamHandle stream = nullptr;
+};
+
+// One entry per engine address (cached or the caller's); an address reused by a later engine finds a completed
+// event, which costs nothing to wait for.
+std::unordered_map<const void*, LastCall>& last_calls() {
+  static auto* table = new std::unordered_map<const void*, LastCall>();
+  return *table;
+}
+std::mutex last_calls_mutex;
+
+}  // namespace
+
+void before_call(const void* engine, const Device& device, StreamHandle stream) {
+  std::lock_guard<std::mutex> lock(last_calls_mutex);
+  const auto found = last_calls().find(engine);
+  if (found == last_calls().end() || !found->second.done || found->second.stream == stream) return;
+  ScopedDevice scoped(device.index());
+  found->second.done->wait(stream);
+}
+
+void after_call(const void* engine, const Device& device, StreamHandle stream) {
+  std::lock_guard<std::mutex> lock(last_calls_mutex);
+  LastCall& last = last_calls()[engine];
+  ScopedDevice scoped(device.index());
+  if (!last.done) last.done = std::make_unique<Event>();
+  last.done->record(stream);
+  last.stream = stream;
+}
+
+void finish_calls(const void* engine) {
+  std::lock_guard<std::mutex> lock(last_calls_mutex);
+  const auto found = last_calls().find(engine);
+  if (found != last_calls().end() && found->second.done) found->second.done->synchronize();
+}
 
 }  // namespace s3d::python
 

@@ -81,7 +81,9 @@ nb::object fps(points::FpsEngine& engine, nb::handle points_obj, std::optional<C
     Output out = destination(out_obj, "out", DType::kInt32, shape, pts.device, stream);
     {
       nb::gil_scoped_release release;
+      before_call(&engine, pts.device, stream);
       engine.run_device_async(batch, out.as<std::int32_t>(), stream);
+      after_call(&engine, pts.device, stream);
     }
     return result(out, framework);
   }
@@ -143,28 +145,47 @@ std::pair<nb::handle, nb::handle> split_out(nb::handle out, bool with_distances)
 }
 
 template <typename Params, typename HostCall, typename DeviceCall>
-nb::tuple neighbors(const PointsAndQueries& pq, const Params& params, nb::handle out_obj, nb::handle stream_obj,
-                    HostCall host_call, DeviceCall device_call, bool with_distances = true) {
+nb::tuple neighbors(const void* engine, const PointsAndQueries& pq, const Params& params, nb::handle out_obj,
+                    nb::handle stream_obj, HostCall host_call, DeviceCall device_call, bool with_distances = true) {
   const std::int64_t q = pq.query_count();
   const Framework framework = framework_of(pq.points.object);
   const StreamHandle stream = resolve_stream(stream_obj, pq.points);
   const auto [out_indices, out_distances] = split_out(out_obj, with_distances);
   const std::vector<std::int64_t> shape{q, params.k};
-  Output indices = destination(out_indices, "out", DType::kInt32, shape, pq.points.device, stream);
-  Output distances;
-  if (with_distances) distances = destination(out_distances, "out", DType::kFloat32, shape, pq.points.device, stream);
+  // New host outputs come from the library's result vectors below; device outputs and a caller's out= now.
+  const bool allocate_now = pq.points.device.is_cuda() || q == 0;
+  Output indices, distances;
+  if (allocate_now || !out_indices.is_none()) {
+    indices = destination(out_indices, "out", DType::kInt32, shape, pq.points.device, stream);
+  }
+  if (with_distances && (allocate_now || !out_distances.is_none())) {
+    distances = destination(out_distances, "out", DType::kFloat32, shape, pq.points.device, stream);
+  }
   auto results = [&] {
     return nb::make_tuple(result(indices, framework), with_distances ? result(distances, framework) : nb::none());
   };
   if (q == 0) return results();  // the engines read an empty query view as "the points themselves"
   if (pq.points.device.is_cuda()) {
     nb::gil_scoped_release release;
+    before_call(engine, pq.points.device, stream);
     device_call(indices.as<std::int32_t>(), with_distances ? distances.as<float>() : nullptr, stream);
-  } else {
+    after_call(engine, pq.points.device, stream);
+    return results();
+  }
+  points::Neighbors found;
+  {
     nb::gil_scoped_release release;
-    points::Neighbors found = host_call();
+    found = host_call();
+  }
+  if (!indices.given.is_valid()) {  // the library's own vectors become the arrays: no copy
+    indices = adopt(std::move(found.indices), shape);
+  } else {
     std::copy(found.indices.begin(), found.indices.end(), indices.as<std::int32_t>());
-    if (with_distances) std::copy(found.distances.begin(), found.distances.end(), distances.as<float>());
+  }
+  if (with_distances && !distances.given.is_valid()) {
+    distances = adopt(std::move(found.distances), shape);
+  } else if (with_distances) {
+    std::copy(found.distances.begin(), found.distances.end(), distances.as<float>());
   }
   return results();
 }
@@ -179,7 +200,7 @@ nb::tuple knn(points::NeighborEngine& engine, nb::handle points_obj, nb::handle 
   params.pad = pad_of(pad);
   params.validate();
   return neighbors(
-      pq, params, out_obj, stream_obj, [&] { return engine.knn(pq.points_view(), pq.queries_view(), params); },
+      &engine, pq, params, out_obj, stream_obj, [&] { return engine.knn(pq.points_view(), pq.queries_view(), params); },
       [&](std::int32_t* idx, float* dist, StreamHandle s) {
         engine.knn_device_async(pq.points_view(), pq.queries_view(), params, idx, dist, nullptr, s);
       });
@@ -203,7 +224,8 @@ nb::object ball_query(points::NeighborEngine& engine, nb::handle points_obj, nb:
   params.pad = pad_of(pad);
   params.validate();
   nb::tuple both = neighbors(
-      pq, params, out_obj, stream_obj, [&] { return engine.ball_query(pq.points_view(), pq.queries_view(), params); },
+      &engine, pq, params, out_obj, stream_obj,
+      [&] { return engine.ball_query(pq.points_view(), pq.queries_view(), params); },
       [&](std::int32_t* idx, float* dist, StreamHandle s) {
         engine.ball_query_device_async(pq.points_view(), pq.queries_view(), params, idx, dist, nullptr, s);
       },
@@ -264,7 +286,11 @@ nb::object three_interpolate(nb::handle values_obj, nb::handle indices_obj, nb::
     as_double.assign(values_host.data(), values_host.data() + values.size());
     values_double = as_double.data();
   }
-  std::vector<double> result = points::interpolate(interp, values_double, channels);
+  std::vector<double> result;
+  {
+    nb::gil_scoped_release release;
+    result = points::interpolate(interp, values_double, channels);
+  }
   Output out;
   if (dtype_of(values) == DType::kFloat64) {
     out = adopt(std::move(result), {q, channels});

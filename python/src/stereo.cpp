@@ -95,6 +95,7 @@ nb::object match(stereo::SgmEngine& engine, const Input& left, const Input& righ
   {
     nb::gil_scoped_release release;
     if (left.device.is_cuda()) {
+      before_call(&engine, left.device, stream);
       ImageView<float> d{disparity.as<float>(), w, h, w};
       ImageView<float> c{with_confidence ? confidence.as<float>() : nullptr, w, h, w};
       if (wide) {
@@ -104,6 +105,7 @@ nb::object match(stereo::SgmEngine& engine, const Input& left, const Input& righ
         engine.compute_device(make_image_view(left.as<std::uint8_t>(), w, h),
                               make_image_view(right.as<std::uint8_t>(), w, h), d, c, stream);
       }
+      after_call(&engine, left.device, stream);
     } else if (wide) {
       engine.compute(make_image_view(left.as<std::uint16_t>(), w, h), make_image_view(right.as<std::uint16_t>(), w, h),
                      disparity.as<float>(), with_confidence ? confidence.as<float>() : nullptr);
@@ -127,6 +129,16 @@ class PySgmEngine {
  public:
   PySgmEngine(int width, int height, const std::string& device, const nb::kwargs& kwargs)
       : engine_(parse_device(device), sgm_params(kwargs), width, height) {}
+  // The engine's destructor waits for its own streams only; work it queued on a caller's stream may still read
+  // its buffers.
+  ~PySgmEngine() {
+    try {
+      finish_calls(&engine_);
+    } catch (...) {
+    }
+  }
+  PySgmEngine(const PySgmEngine&) = delete;
+  PySgmEngine& operator=(const PySgmEngine&) = delete;
   nb::object compute(nb::handle left_obj, nb::handle right_obj, nb::handle stream) {
     auto [left, right] = pair_of(left_obj, right_obj);
     require_engine_device(engine_.device(), left.device, "left");
@@ -172,6 +184,7 @@ void bind_stereo(nb::module_& m) {
         thread_local std::map<std::string, std::unique_ptr<stereo::SgmEngine>> engines;
         std::unique_ptr<stereo::SgmEngine>& slot = engines[left.device.to_string()];
         if (!slot || slot->width() != w || slot->height() != h || !same_params(slot->params(), params)) {
+          if (slot) finish_calls(slot.get());  // as ~PySgmEngine
           slot.reset();
           slot = std::make_unique<stereo::SgmEngine>(left.device, params, w, h);
         }

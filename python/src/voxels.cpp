@@ -96,9 +96,12 @@ nb::dict voxelize(points::VoxelEngine& engine, nb::handle points_obj, const Size
   const Framework framework = framework_of(points_obj);
   const std::int64_t n = pts.dim(0);
   if (pts.device.is_cuda() && params.origin == points::VoxelOrigin::kRange && !batch) {
+    // voxelize_device runs on the engine's own stream: the caller's stream is drained first (its points may still
+    // be being written) and after the copies below (the engine's next call reuses the buffers they read).
     points::DeviceVoxels v;
     {
       nb::gil_scoped_release release;
+      synchronize(stream);
       v = engine.voxelize_device({pts.as<float>(), static_cast<std::size_t>(n)}, params);
     }
     nb::dict d = voxel_dict(v.count, v.shape, v.origin, v.dropped_out_of_range, v.dropped_over_max_points,
@@ -112,6 +115,8 @@ nb::dict voxelize(points::VoxelEngine& engine, nb::handle points_obj, const Size
         export_array(copy_device_output(v.representative, DType::kInt32, {m}, pts.device, stream), framework);
     d["point_voxel"] =
         export_array(copy_device_output(v.point_voxel, DType::kInt32, {n}, pts.device, stream), framework);
+    nb::gil_scoped_release release;
+    synchronize(stream);
     return d;
   }
   const HostCopy<float> xyz(pts, stream);
@@ -178,9 +183,12 @@ nb::dict rulebook(points::RulebookEngine& engine, nb::handle coords_obj, const s
     if (batch_size == 0) {
       throw InvalidArgument("batch_size: give it for coordinates on a GPU (reading the largest id back would sync)");
     }
+    if (m == 0) throw DataError("no voxel coordinates (shape [0, 4])");  // as the host path says
+    // build_device runs on the engine's own stream: drained around it as voxelize's.
     points::DeviceRulebook rb;
     {
       nb::gil_scoped_release release;
+      synchronize(stream);
       rb = engine.build_device(coords.as<std::int32_t>(), m, shape, batch_size, spec);
     }
     const std::int64_t pairs = rb.offsets.back();
@@ -200,6 +208,8 @@ nb::dict rulebook(points::RulebookEngine& engine, nb::handle coords_obj, const s
         framework);
     d["indice_num"] = export_array(to_device(adopt(std::move(counts), {k}), coords.device, stream), framework);
     d["offsets"] = export_array(to_device(adopt(std::move(offsets), {k + 1}), coords.device, stream), framework);
+    nb::gil_scoped_release release;
+    synchronize(stream);
     return d;
   }
   const HostCopy<std::int32_t> host(coords, stream);
