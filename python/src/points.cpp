@@ -166,11 +166,13 @@ nb::tuple neighbors(const void* engine, const PointsAndQueries& pq, const Params
   };
   if (q == 0) return results();  // the engines read an empty query view as "the points themselves"
   if (pq.points.device.is_cuda()) {
-    nb::gil_scoped_release release;
-    before_call(engine, pq.points.device, stream);
-    device_call(indices.as<std::int32_t>(), with_distances ? distances.as<float>() : nullptr, stream);
-    after_call(engine, pq.points.device, stream);
-    return results();
+    {
+      nb::gil_scoped_release release;
+      before_call(engine, pq.points.device, stream);
+      device_call(indices.as<std::int32_t>(), with_distances ? distances.as<float>() : nullptr, stream);
+      after_call(engine, pq.points.device, stream);
+    }
+    return results();  // Python objects: with the GIL again
   }
   points::Neighbors found;
   {

@@ -115,8 +115,10 @@ nb::dict voxelize(points::VoxelEngine& engine, nb::handle points_obj, const Size
         export_array(copy_device_output(v.representative, DType::kInt32, {m}, pts.device, stream), framework);
     d["point_voxel"] =
         export_array(copy_device_output(v.point_voxel, DType::kInt32, {n}, pts.device, stream), framework);
-    nb::gil_scoped_release release;
-    synchronize(stream);
+    {
+      nb::gil_scoped_release release;
+      synchronize(stream);
+    }
     return d;
   }
   const HostCopy<float> xyz(pts, stream);
@@ -208,8 +210,10 @@ nb::dict rulebook(points::RulebookEngine& engine, nb::handle coords_obj, const s
         framework);
     d["indice_num"] = export_array(to_device(adopt(std::move(counts), {k}), coords.device, stream), framework);
     d["offsets"] = export_array(to_device(adopt(std::move(offsets), {k + 1}), coords.device, stream), framework);
-    nb::gil_scoped_release release;
-    synchronize(stream);
+    {
+      nb::gil_scoped_release release;
+      synchronize(stream);
+    }
     return d;
   }
   const HostCopy<std::int32_t> host(coords, stream);

@@ -221,3 +221,33 @@ def test_a_tensor_on_the_second_gpu_runs_there(torch, cuda):
     assert np.array_equal(keep_fps.cpu().numpy(), s3d.fps(points, 50))
     with pytest.raises(ValueError, match="one device"):
         s3d.knn(torch.from_numpy(points).to(second), torch.from_numpy(points).to(cuda), 2)
+
+
+def test_one_engine_on_two_streams_gives_each_call_its_answer(torch, cuda):
+    a, b = (torch.from_numpy(cloud(20000, seed)).to(cuda) for seed in (12, 13))
+    expect_a, expect_b = s3d.fps(a, 512).cpu(), s3d.fps(b, 512).cpu()
+    first, second = torch.cuda.Stream(), torch.cuda.Stream()
+    for _ in range(5):
+        first.wait_stream(torch.cuda.current_stream())
+        second.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(first):
+            got_a = s3d.fps(a, 512)  # the cached engine's scratch ...
+        with torch.cuda.stream(second):
+            got_b = s3d.fps(b, 512)  # ... reused on another stream
+        torch.cuda.synchronize()
+        assert torch.equal(got_a.cpu(), expect_a) and torch.equal(got_b.cpu(), expect_b)
+
+
+def test_gpu_voxels_wait_for_the_work_that_writes_their_points(torch, cuda):
+    box = [0.0, 0.0, 0.0, 10.0, 10.0, 10.0]
+    host = cloud(100000, 14) * 10
+    expected = s3d.voxelize(host, 0.5, origin="range", range=box)
+    busy = torch.randn(4096, 4096, device=cuda)
+    for _ in range(20):
+        busy = torch.tanh(busy @ busy)  # milliseconds of work queued before the points are made
+    points = (torch.from_numpy(host).to(cuda) * 2.0) / 2.0
+    got = s3d.voxelize(points, 0.5, origin="range", range=box)
+    small = s3d.voxelize(points[:5].contiguous(), 0.5, origin="range", range=box)  # reuses the engine's buffers
+    assert np.array_equal(got["coords"].cpu().numpy(), expected["coords"])
+    assert np.array_equal(got["point_voxel"].cpu().numpy(), expected["point_voxel"])
+    assert small["count"] <= 5
