@@ -200,10 +200,6 @@ Input import(nb::handle object, const char* name, std::initializer_list<DType> d
   return in;
 }
 
-struct HostAllocation {
-  void* data;
-};
-
 struct DeviceAllocation {
   void* data;
   std::size_t bytes;

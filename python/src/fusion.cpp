@@ -40,6 +40,31 @@ nb::dict frame_dict(const fusion::FrameResult& r) {
   return d;
 }
 
+/// One frame's depth (float32 [H, W] metres) and optional colour (uint8 [H, W, 3]) in host memory, read on the
+/// arrays' stream (the engine's frame entries take host memory).
+class FrameInput {
+ public:
+  FrameInput(nb::handle depth_obj, nb::handle rgb_obj, std::int64_t width, std::int64_t height)
+      : width_(static_cast<int>(width)),
+        height_(static_cast<int>(height)),
+        depth_(input(depth_obj, "depth", {DType::kFloat32}, {height, width})),
+        depth_host_(depth_, resolve_stream(nb::none(), depth_)) {
+    if (!rgb_obj.is_none()) {
+      rgb_.emplace(input(rgb_obj, "rgb", {DType::kUint8}, {height, width, 3}));
+      rgb_host_.emplace(*rgb_, resolve_stream(nb::none(), *rgb_));
+    }
+  }
+  ImageView<const float> depth_view() const { return make_image_view(depth_host_.data(), width_, height_); }
+  const std::uint8_t* rgb() const { return rgb_host_ ? rgb_host_->data() : nullptr; }
+
+ private:
+  int width_, height_;
+  Input depth_;
+  HostCopy<float> depth_host_;
+  std::optional<Input> rgb_;
+  std::optional<HostCopy<std::uint8_t>> rgb_host_;
+};
+
 class PyFusionEngine {
  public:
   PyFusionEngine(int width, int height, const std::array<float, 4>& intrinsics, const std::string& device,
@@ -55,31 +80,17 @@ class PyFusionEngine {
                 width, height) {}
 
   nb::dict process(nb::handle depth_obj, nb::handle rgb_obj) {
-    const Input depth = input(depth_obj, "depth", {DType::kFloat32}, {height_, width_});
-    const HostCopy<float> depth_host(depth, resolve_stream(nb::none(), depth));
-    std::optional<Input> rgb;
-    std::optional<HostCopy<std::uint8_t>> rgb_host;
-    if (!rgb_obj.is_none()) {
-      rgb = input(rgb_obj, "rgb", {DType::kUint8}, {height_, width_, 3});
-      rgb_host.emplace(*rgb, resolve_stream(nb::none(), *rgb));
-    }
+    const FrameInput frame(depth_obj, rgb_obj, width_, height_);
     fusion::FrameResult r;
     {
       nb::gil_scoped_release release;
-      r = engine_.process(make_image_view(depth_host.data(), width_, height_), rgb_host ? rgb_host->data() : nullptr);
+      r = engine_.process(frame.depth_view(), frame.rgb());
     }
     return frame_dict(r);
   }
 
   nb::dict integrate(nb::handle depth_obj, const Matrix4& pose, nb::handle rgb_obj) {
-    const Input depth = input(depth_obj, "depth", {DType::kFloat32}, {height_, width_});
-    const HostCopy<float> depth_host(depth, resolve_stream(nb::none(), depth));
-    std::optional<Input> rgb;
-    std::optional<HostCopy<std::uint8_t>> rgb_host;
-    if (!rgb_obj.is_none()) {
-      rgb = input(rgb_obj, "rgb", {DType::kUint8}, {height_, width_, 3});
-      rgb_host.emplace(*rgb, resolve_stream(nb::none(), *rgb));
-    }
+    const FrameInput frame(depth_obj, rgb_obj, width_, height_);
     const Eigen::Matrix3d rotation = pose.topLeftCorner<3, 3>();
     const bool rigid = pose.allFinite() && pose(3, 0) == 0.0 && pose(3, 1) == 0.0 && pose(3, 2) == 0.0 &&
                        pose(3, 3) == 1.0 && (rotation * rotation.transpose()).isIdentity(1e-6) &&
@@ -90,8 +101,7 @@ class PyFusionEngine {
     fusion::FrameResult r;
     {
       nb::gil_scoped_release release;
-      r = engine_.integrate_with_pose(make_image_view(depth_host.data(), width_, height_), camera_to_world,
-                                      rgb_host ? rgb_host->data() : nullptr);
+      r = engine_.integrate_with_pose(frame.depth_view(), camera_to_world, frame.rgb());
     }
     return frame_dict(r);
   }
