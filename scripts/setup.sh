@@ -8,6 +8,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libopencv-dev libpcl-dev
   libpng-dev libjpeg-dev    # the fusion tests read the real depth and colour frames with libpng / libjpeg
+  libdeflate-dev            # PNG inflate in one call (src/io/src/png_grey_fast.cpp)
   libcli11-dev libspdlog-dev libfmt-dev libeigen3-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libomp-dev help2man python3 python3-venv python3-dev clang-format

@@ -14,13 +14,13 @@ std::string strip_path(const std::string& message, const std::string& path) {
 }
 
 // Read and decoded apart, so that a record's stage_seconds tells the disk from the PNG decoder.
-io::ImageU16 read_named(const std::string& name, const std::string& path, int* bits, cli::ItemContext& ctx) {
+io::GreyImage read_named(const std::string& name, const std::string& path, cli::ItemContext& ctx) {
   try {
     cli::StageTimer read(ctx, "read");
     const std::vector<std::uint8_t> bytes = io::read_file_bytes(path);
     read.stop();
     cli::StageTimer decode(ctx, "decode");
-    return io::decode_grey16(bytes, path, bits);
+    return io::decode_grey(bytes, path);
   } catch (const IoError& e) {
     throw IoError(name + ": " + strip_path(e.what(), path));
   }
@@ -28,23 +28,24 @@ io::ImageU16 read_named(const std::string& name, const std::string& path, int* b
 
 LoadedPair load_pair(const std::string& left_name, const std::string& left_path, const std::string& right_name,
                      const std::string& right_path, cli::ItemContext& ctx) {
+  io::GreyImage left = read_named(left_name, left_path, ctx);
+  io::GreyImage right = read_named(right_name, right_path, ctx);
+  auto size_of = [](const io::GreyImage& g) {
+    return g.bit_depth == 16 ? size_text(g.sixteen.width, g.sixteen.height) : size_text(g.eight.width, g.eight.height);
+  };
+  if (size_of(left) != size_of(right))
+    throw DataError(left_name + ": " + size_of(left) + " but " + right_name + " is " + size_of(right));
   LoadedPair p;
-  p.left16 = read_named(left_name, left_path, &p.left_bits, ctx);
-  p.right16 = read_named(right_name, right_path, &p.right_bits, ctx);
-  if (p.left16.width != p.right16.width || p.left16.height != p.right16.height)
-    throw DataError(left_name + ": " + size_text(p.left16) + " but " + right_name + " is " + size_text(p.right16));
-  if (!p.sixteen()) {
-    // The 8-bit matcher path reads half the bytes; the 16-bit copies are dropped.
-    auto narrow = [](const io::ImageU16& wide) {
-      io::ImageU8 img(wide.width, wide.height);
-      std::transform(wide.data.begin(), wide.data.end(), img.data.begin(),
-                     [](std::uint16_t v) { return std::uint8_t(v); });
-      return img;
-    };
-    p.left8 = narrow(p.left16);
-    p.right8 = narrow(p.right16);
-    p.left16.data = {};
-    p.right16.data = {};
+  p.left_bits = left.bit_depth;
+  p.right_bits = right.bit_depth;
+  // The 8-bit matcher path reads half the bytes: 8-bit pairs stay 8-bit. An 8-bit image beside a 16-bit one
+  // is matched at 16 bits with its values as stored.
+  if (p.sixteen()) {
+    p.left16 = io::grey16_of(std::move(left));
+    p.right16 = io::grey16_of(std::move(right));
+  } else {
+    p.left8 = std::move(left.eight);
+    p.right8 = std::move(right.eight);
   }
   return p;
 }
@@ -81,8 +82,8 @@ PairInput load_pair_input(const cli::Item& item, cli::ItemContext& ctx, const Pa
     in.gt = io::read_disparity(in.gt_path, scale);
     const int w = in.pair.width(), h = in.pair.height();
     if (in.gt.width != w || in.gt.height != h)
-      throw DataError(in.gt_path + ": ground truth is " + size_text(in.gt) + " but " + left_name + " is " +
-                      size_text(in.pair.left16));
+      throw DataError(in.gt_path + ": ground truth is " + size_text(in.gt.width, in.gt.height) + " but " + left_name +
+                      " is " + size_text(in.pair.width(), in.pair.height()));
     in.masks = io::find_masks(in.gt_path, w, h);
   }
   return in;

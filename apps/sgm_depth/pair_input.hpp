@@ -19,8 +19,8 @@ struct LoadedPair {
   io::ImageU16 left16, right16;
   io::ImageU8 left8, right8;
   bool sixteen() const { return left_bits == 16 || right_bits == 16; }
-  int width() const { return left16.width; }
-  int height() const { return left16.height; }
+  int width() const { return sixteen() ? left16.width : left8.width; }
+  int height() const { return sixteen() ? left16.height : left8.height; }
 };
 
 /// What the load stage hands the matcher.
@@ -46,9 +46,6 @@ struct PairSources {
 /// @throws IoError / DataError naming the file.
 PairInput load_pair_input(const cli::Item& item, cli::ItemContext& ctx, const PairSources& sources);
 
-template <typename T>
-std::string size_text(const io::Image<T>& img) {
-  return std::to_string(img.width) + "x" + std::to_string(img.height);
-}
+inline std::string size_text(int width, int height) { return std::to_string(width) + "x" + std::to_string(height); }
 
 }  // namespace s3d::sgm_depth

@@ -13,6 +13,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "png_decode.hpp"
+#include "png_grey_fast.hpp"
 #include "s3d/core/errors.hpp"
 #include "s3d/io/pfm.hpp"
 #include "s3d/io/stereo_datasets.hpp"
@@ -137,24 +138,16 @@ ImageInfo probe_image(const std::string& path) {
 }
 
 ImageU8 read_grey8(const std::string& path) {
-  cv::Mat g = to_grey(load(path));
-  if (g.empty()) throw IoError(path + ": unsupported channel count");
-  if (g.depth() == CV_16U) {
-    cv::Mat h(g.size(), CV_8U);
-    for (int y = 0; y < g.rows; ++y)
-      for (int x = 0; x < g.cols; ++x)
-        h.at<std::uint8_t>(y, x) = static_cast<std::uint8_t>(g.at<std::uint16_t>(y, x) >> 8);
-    g = h;
-  }
-  return from_mat<std::uint8_t>(g);
+  GreyImage g = decode_grey(read_file_bytes(path), path);
+  if (g.bit_depth == 8) return std::move(g.eight);
+  ImageU8 high(g.sixteen.width, g.sixteen.height);
+  std::transform(g.sixteen.data.begin(), g.sixteen.data.end(), high.data.begin(),
+                 [](std::uint16_t v) { return static_cast<std::uint8_t>(v >> 8); });
+  return high;
 }
 
 ImageU16 read_grey16(const std::string& path, int* bit_depth) {
-  cv::Mat g = to_grey(load(path));
-  if (g.empty()) throw IoError(path + ": unsupported channel count");
-  if (bit_depth) *bit_depth = g.depth() == CV_16U ? 16 : 8;
-  if (g.depth() == CV_8U) g.convertTo(g, CV_16U);
-  return from_mat<std::uint16_t>(g);
+  return decode_grey16(read_file_bytes(path), path, bit_depth);
 }
 
 std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
@@ -172,12 +165,34 @@ std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
   return bytes;
 }
 
-ImageU16 decode_grey16(const std::vector<std::uint8_t>& bytes, const std::string& name, int* bit_depth) {
-  cv::Mat g = to_grey(decode(bytes, name));
+GreyImage decode_grey(const std::vector<std::uint8_t>& bytes, const std::string& name) {
+  check_png_size(bytes.data(), bytes.size(), bytes.size(), name);
+  if (detail::is_png(bytes)) {
+    GreyImage fast = detail::decode_png_grey_fast(bytes.data(), bytes.size());
+    if (fast.bit_depth != 0) return fast;
+  }
+  const cv::Mat g = to_grey(decode(bytes, name));
   if (g.empty()) throw IoError(name + ": unsupported channel count");
-  if (bit_depth) *bit_depth = g.depth() == CV_16U ? 16 : 8;
-  if (g.depth() == CV_8U) g.convertTo(g, CV_16U);
-  return from_mat<std::uint16_t>(g);
+  GreyImage out;
+  out.bit_depth = g.depth() == CV_16U ? 16 : 8;
+  if (out.bit_depth == 8)
+    out.eight = from_mat<std::uint8_t>(g);
+  else
+    out.sixteen = from_mat<std::uint16_t>(g);
+  return out;
+}
+
+ImageU16 decode_grey16(const std::vector<std::uint8_t>& bytes, const std::string& name, int* bit_depth) {
+  GreyImage g = decode_grey(bytes, name);
+  if (bit_depth) *bit_depth = g.bit_depth;
+  return grey16_of(std::move(g));
+}
+
+ImageU16 grey16_of(GreyImage&& grey) {
+  if (grey.bit_depth == 16) return std::move(grey.sixteen);
+  ImageU16 wide(grey.eight.width, grey.eight.height);
+  std::copy(grey.eight.data.begin(), grey.eight.data.end(), wide.data.begin());
+  return wide;
 }
 
 ImageU8 read_rgb8(const std::string& path) {

@@ -55,6 +55,18 @@ ImageU16 read_grey16(const std::string& path, int* bit_depth = nullptr);
 
 /// The bytes of a file, for decoding apart from reading (decode_grey16). @throws IoError naming `path`
 std::vector<std::uint8_t> read_file_bytes(const std::string& path);
+/// Grey pixels at the file's own depth: what `read_grey16` gives, without widening an 8-bit file.
+struct GreyImage {
+  int bit_depth = 0;  ///< 8: `eight` holds the pixels; 16: `sixteen` does
+  ImageU8 eight;
+  ImageU16 sixteen;
+};
+/// The grey pixels of an image file's bytes already in memory, with `read_grey16`'s conversion and checks;
+/// common PNG layouts are decoded straight to grey (no colour image in between). `name` starts the error
+/// messages. @throws IoError
+GreyImage decode_grey(const std::vector<std::uint8_t>& bytes, const std::string& name);
+/// 16-bit grey of either depth: 8-bit values as stored (0..255, not rescaled), as `read_grey16` gives them.
+ImageU16 grey16_of(GreyImage&& grey);
 /// `read_grey16` of an image file's bytes already in memory (the same pixels and checks); `name` starts
 /// the error messages. @throws IoError
 ImageU16 decode_grey16(const std::vector<std::uint8_t>& bytes, const std::string& name, int* bit_depth = nullptr);
