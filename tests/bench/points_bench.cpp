@@ -178,6 +178,9 @@ struct Bench {
       check += (check.empty() ? "" : ", ") + std::string("\"rows_identical_") + peer + "\": \"" + std::to_string(rows) +
                "/" + std::to_string(batch) + "\"";
     }
+    char rate[64];  // clouds a second at the median: the batch's throughput
+    std::snprintf(rate, sizeof rate, "\"clouds_per_s\": %.1f", 1000.0 * static_cast<double>(batch) / t.median);
+    check += (check.empty() ? "" : ", ") + std::string(rate);
     report(name, source, t, check);
   }
 
@@ -256,6 +259,10 @@ int main(int argc, char** argv) {
   if (wanted("fps_16k_1024_b8")) bench.fps_case("fps_16k_1024_b8", 8, 16384, 1024);
   if (wanted("fps_131k_4096")) bench.fps_case("fps_131k_4096", 1, 131072, 4096);
   if (wanted("fps_1m_16384")) bench.fps_case("fps_1m_16384", 1, 1000000, 16384);
+  // Throughput on KITTI-sized scans (~115k-125k points): a batch of 64 clouds of 120,000 uniform points to 4,096
+  // each (sm_90: one cluster of 16 blocks a cloud, several clouds in flight), and one such cloud alone.
+  if (wanted("fps_kitti_b64")) bench.fps_case("fps_kitti_b64", 64, 120000, 4096);
+  if (wanted("fps_kitti_b1")) bench.fps_case("fps_kitti_b1", 1, 120000, 4096);
   if (wanted("ball")) bench.neighbor_case("ball_16k_q4096_r0.1_k32", 16384, 4096, 32, 0.1f, false);
   if (wanted("knn")) bench.neighbor_case("knn_131k_k16_self", 131072, 0, 16, 0.f, true);
   if (wanted("three_nn")) bench.neighbor_case("three_nn_16k_from_4096", 16384, 4096, 3, 0.f, false);

@@ -2,7 +2,9 @@
 // duplicates, odd sizes, batches and the real scans.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <limits>
 #include <vector>
 
@@ -138,6 +140,81 @@ TEST_P(FpsDeviceTest, ManySmallCloudsMoreThanTheGpuHasSms) {
     offset += lengths[b];
   }
   EXPECT_EQ(got, want);
+}
+
+// sm_90 runs clouds of 32,769 to 131,072 points as clusters of 8 (up to 65,536) or 16 blocks of 16 points a
+// thread; longer ones fall back to fps_kernel. These compare the CUDA engine with the CPU engine (the oracle) bit
+// for bit: the CPU row would compare the oracle with itself. The CPU side stays near 1.5 s on two cores.
+std::vector<std::int32_t> cpu_fps(const std::vector<float>& all, const std::vector<std::int64_t>& lengths,
+                                  const std::vector<std::int64_t>& samples, const std::vector<std::int64_t>& starts) {
+  FpsEngine cpu{Device(Device::Kind::kCpu)};
+  return cpu.run(FpsBatch{all.data(), lengths, samples, starts});
+}
+
+TEST_P(FpsDeviceTest, MidSizeCloudBatchMatchesCpuEngine) {
+  S3D_SKIP_CPU_VS_CPU(GetParam());
+  // Ragged: KITTI-sized clouds (random, heavy duplicates, a tied lattice) beside small ones, m up to 4,096,
+  // nonzero starts; the longest (exactly 2^17) sets the cluster size for all of them.
+  std::vector<std::int64_t> lengths = {131072, 700, 100000, 1, 117600, 65537, 33};
+  std::vector<std::int64_t> samples = {4096, 300, 4096, 1, 1024, 512, 33};
+  std::vector<std::int64_t> starts = {131071, 5, 777, 0, 12345, 65536, 7};
+  std::vector<float> all;
+  for (std::size_t b = 0; b < lengths.size(); ++b) {
+    const auto n = static_cast<std::size_t>(lengths[b]);
+    const unsigned seed = 500 + static_cast<unsigned>(b);
+    const auto c = b == 2   ? test::duplicates(n, 5000, seed)
+                   : b == 4 ? test::lattice(50, 48, 49)
+                            : test::uniform_cloud(n, seed);
+    ASSERT_EQ(c.size(), 3 * n);
+    all.insert(all.end(), c.begin(), c.end());
+  }
+  const auto want = cpu_fps(all, lengths, samples, starts);
+  FpsEngine engine(GetParam());
+  const FpsBatch batch{all.data(), lengths, samples, starts};
+  const auto got = engine.run(batch);
+  ASSERT_EQ(got.size(), want.size());
+  std::size_t offset = 0;
+  for (std::size_t b = 0; b < lengths.size(); ++b) {
+    const auto n = static_cast<std::ptrdiff_t>(samples[b]), at = static_cast<std::ptrdiff_t>(offset);
+    EXPECT_TRUE(std::equal(got.begin() + at, got.begin() + at + n, want.begin() + at))
+        << "cloud " << b << " (" << lengths[b] << " points)";
+    offset += static_cast<std::size_t>(samples[b]);
+  }
+  EXPECT_EQ(engine.run(batch), want) << "the same batch again (reused buffers)";
+}
+
+TEST_P(FpsDeviceTest, ManyMidSizeCloudsMoreThanResidentClusters) {
+  S3D_SKIP_CPU_VS_CPU(GetParam());
+  // 24 clouds of ~100k-131k points: more clusters of 16 blocks than an H100/H200 holds at once (~8), so they run
+  // in waves; every third cloud is all duplicates (every distance ties at 0 once its positions are picked).
+  std::vector<std::int64_t> lengths, samples, starts;
+  std::vector<float> all;
+  for (unsigned b = 0; b < 24; ++b) {
+    const std::int64_t n = 100000 + static_cast<std::int64_t>(b * 1319) % 31073;
+    lengths.push_back(n);
+    samples.push_back(40 + b % 9);
+    starts.push_back(static_cast<std::int64_t>(b) * 7919 % n);
+    const auto c = b % 3 ? test::uniform_cloud(static_cast<std::size_t>(n), 900 + b, 80.f)
+                         : test::duplicates(static_cast<std::size_t>(n), 30, 900 + b);
+    all.insert(all.end(), c.begin(), c.end());
+  }
+  FpsEngine engine(GetParam());
+  EXPECT_EQ(engine.run(FpsBatch{all.data(), lengths, samples, starts}), cpu_fps(all, lengths, samples, starts));
+}
+
+TEST_P(FpsDeviceTest, MidSizeClusterLimitsAndOnePastThem) {
+  S3D_SKIP_CPU_VS_CPU(GetParam());
+  // One cloud each: 32,768 | 32,769 (last of 8 blocks x 8 points | first of 8 x 16), 65,536 | 65,537 (8 x 16 |
+  // 16 x 16), 131,072 | 131,073 (the new path's limit | the fps_kernel fallback).
+  FpsEngine engine(GetParam());
+  for (const std::int64_t n : {32768, 32769, 65536, 65537, 131072, 131073}) {
+    const std::int64_t m = n > 100000 ? 1024 : 512, start = n - 1 - n / 5;
+    const auto xyz = n % 2 ? test::duplicates(static_cast<std::size_t>(n), 4000, static_cast<unsigned>(n))
+                           : test::uniform_cloud(static_cast<std::size_t>(n), static_cast<unsigned>(n));
+    EXPECT_EQ(engine.run(PointsView<const float>{xyz.data(), static_cast<std::size_t>(n)}, m, start),
+              cpu_fps(xyz, {n}, {m}, {start}))
+        << "n=" << n;
+  }
 }
 
 TEST_P(FpsDeviceTest, RealKittiScan) {

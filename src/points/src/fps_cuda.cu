@@ -2,13 +2,16 @@
 // and their running distances in registers (or, for clouds too large for that, in global scratch). A step
 // updates the distances and reduces the (distance, index) key over the block; with several blocks per cloud
 // the blocks meet in one 64-bit atomicMax and a grid-wide barrier (cooperative launch), so one large cloud
-// uses every SM rather than one block as in the published kernels.
+// uses every SM rather than one block as in the published kernels. On sm_90 a cloud of up to 2^17 points runs
+// as one thread-block cluster instead (fps_cluster_kernel): 2 to 8 blocks for up to 32,768 points, 8 or 16 blocks
+// with 16 points a thread for up to 131,072, so that a batch of such clouds keeps several of them in flight.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -30,7 +33,16 @@ namespace cg = cooperative_groups;
 constexpr int kThreads = 512;
 constexpr int kWarps = kThreads / 32;
 constexpr int kMaxPointsPerThread = 8;  // registers: 4 floats per point
-constexpr int kMaxCluster = 8;          // the portable cluster size limit
+constexpr int kPortableCluster = 8;     // the portable cluster size limit
+// Mid-size clouds (more than kPortableCluster * kThreads * kMaxPointsPerThread = 32,768 points): clusters of 8 or
+// 16 blocks (16 is non-portable: allowed per kernel, and used only when cudaOccupancyMaxActiveClusters says one
+// fits) whose threads own 16 points each: distances in registers, coordinates in shared memory (SharedPoints:
+// 96 KiB a block), so that a block takes <= 64 registers a thread and two blocks share an SM. With all 16 points
+// in registers (106 registers, one block an SM) an H200 held 7 clusters of 16 and each SM idled while its block
+// waited for the step's exchange; two blocks an SM hold 14, one block's exchange overlapping the other's points.
+constexpr int kMaxCluster = 16;          // message buffers are sized for it
+constexpr int kMidPointsPerThread = 16;  // the cluster kernel only; fps_kernel stays at kMaxPointsPerThread
+constexpr long long kMaxClusterPoints = 1LL * kMaxCluster * kThreads * kMidPointsPerThread;  // 131,072
 
 /// One cloud of the launch (device table).
 struct FpsCloud {
@@ -137,6 +149,49 @@ struct ThreadPoints {
   }
 };
 
+/// The cluster kernel's points for mid-size clouds: PPT points a thread, coordinates in shared memory (x, y and z
+/// planes of PPT * kThreads floats, point j of a thread at j * kThreads + threadIdx.x: conflict-free), distances
+/// in registers. The winner's coordinates are read back from shared memory by its slot (no selects a point).
+template <int PPT>
+struct SharedPoints {
+  static constexpr std::size_t kBytes = 3 * sizeof(float) * PPT * kThreads;
+  const float* sx;
+  long long first;
+  float d[PPT];
+
+  __device__ void load(const float* cloud, float* planes, long long n, int rank) {
+    sx = planes;
+    first = static_cast<long long>(rank) * PPT * kThreads + threadIdx.x;
+#pragma unroll
+    for (int j = 0; j < PPT; ++j) {
+      const long long i = first + static_cast<long long>(j) * kThreads;
+      const bool valid = i < n;
+      const int k = j * kThreads + static_cast<int>(threadIdx.x);
+      planes[k] = valid ? cloud[3 * i] : 0.f;
+      planes[PPT * kThreads + k] = valid ? cloud[3 * i + 1] : 0.f;
+      planes[2 * PPT * kThreads + k] = valid ? cloud[3 * i + 2] : 0.f;
+      d[j] = valid ? __int_as_float(0x7f800000) : -1.0f;  // +inf; a slot past the end never wins
+    }
+    // Each thread reads only the slots it wrote: no barrier needed.
+  }
+
+  __device__ unsigned long long update(float lx, float ly, float lz, float4& best) {
+    float best_d = -1.0f;
+    int best_j = 0;
+#pragma unroll
+    for (int j = 0; j < PPT; ++j) {
+      const int k = j * kThreads + static_cast<int>(threadIdx.x);
+      d[j] = fminf(d[j], squared_distance(sx[k], sx[PPT * kThreads + k], sx[2 * PPT * kThreads + k], lx, ly, lz));
+      // Strictly greater: of equal distances the smaller j, which is the smaller index, stays.
+      if (d[j] > best_d) best_d = d[j], best_j = j;
+    }
+    if (best_d < 0.0f) return 0;
+    const int k = best_j * kThreads + static_cast<int>(threadIdx.x);
+    best = make_float4(sx[k], sx[PPT * kThreads + k], sx[2 * PPT * kThreads + k], 0.f);
+    return device_key(best_d, first + static_cast<long long>(best_j) * kThreads);
+  }
+};
+
 /// Several blocks per cloud meeting in a 64-bit atomicMax and a grid-wide barrier (cooperative launch: every
 /// block resident), or one block per cloud (kCooperative false, no barrier).
 template <int PPT, bool kCooperative>
@@ -192,13 +247,15 @@ __device__ __forceinline__ unsigned long long warp_max_redux(unsigned long long 
 /// cluster's warp maxima itself: no block-level barrier and no cluster-wide one per step. Used only where the
 /// GPU has clusters (the host checks); other GPUs run fps_kernel.
 template <int PPT>
-__global__ void __launch_bounds__(kThreads)
-    fps_cluster_kernel(const float* __restrict__ xyz, const FpsCloud* __restrict__ clouds, int* __restrict__ out,
-                       int cluster_size) {
+__device__ __forceinline__ void fps_cluster_body(const float* __restrict__ xyz, const FpsCloud* __restrict__ clouds,
+                                                 int* __restrict__ out, int cluster_size) {
 #if S3D_CUDA_ARCH >= 900
   namespace msg = cluster_messages;
   // Each warp's maximum and the coordinates of its point, so that no step waits on a global load of the winner;
-  // two buffers, step s in buffer s % 2, each with the mbarrier that counts its bytes.
+  // two buffers, step s in buffer s % 2, each with the mbarrier that counts its bytes. Sized for the largest
+  // cluster (16 blocks: 2 * 256 * 24 bytes = 12 KiB); a launch uses the first cluster_size * kWarps slots. With 16
+  // blocks lanes 0-15 of each warp send, one peer each (a block also sends to itself, which st.async allows in a
+  // cluster of two or more blocks).
   __shared__ unsigned long long warp_keys[2][kMaxCluster * kWarps];
   __shared__ float4 warp_points[2][kMaxCluster * kWarps];
   __shared__ __align__(8) unsigned long long arrived[2];
@@ -209,8 +266,15 @@ __global__ void __launch_bounds__(kThreads)
   const float* p = xyz + 3 * c.point_offset;
   const bool leader = rank == 0 && threadIdx.x == 0;
   if (leader && c.m > 0) out[c.out_offset] = c.start;
-  ThreadPoints<PPT> mine;
-  mine.load(p, nullptr, c.n, static_cast<int>(rank), cluster_size);
+  // Up to kMaxPointsPerThread points a thread in registers, more with their coordinates in shared memory.
+  constexpr bool kSharedXyz = PPT > kMaxPointsPerThread;
+  std::conditional_t<kSharedXyz, SharedPoints<PPT>, ThreadPoints<PPT>> mine;
+  if constexpr (kSharedXyz) {
+    extern __shared__ float planes[];
+    mine.load(p, planes, c.n, static_cast<int>(rank));
+  } else {
+    mine.load(p, nullptr, c.n, static_cast<int>(rank), cluster_size);
+  }
   const int keys = cluster_size * kWarps;
   const std::uint32_t step_bytes = keys * static_cast<std::uint32_t>(sizeof(unsigned long long) + sizeof(float4));
   if (threadIdx.x == 0) {
@@ -258,6 +322,20 @@ __global__ void __launch_bounds__(kThreads)
 #else
   __trap();  // never launched: the host picks fps_kernel below sm_90
 #endif
+}
+
+template <int PPT>
+__global__ void __launch_bounds__(kThreads)
+    fps_cluster_kernel(const float* __restrict__ xyz, const FpsCloud* __restrict__ clouds, int* __restrict__ out,
+                       int cluster_size) {
+  fps_cluster_body<PPT>(xyz, clouds, out, cluster_size);
+}
+
+/// Mid-size clouds: kMidPointsPerThread points a thread (coordinates in dynamic shared memory), two blocks an SM.
+__global__ void __launch_bounds__(kThreads, 2)
+    fps_cluster_mid_kernel(const float* __restrict__ xyz, const FpsCloud* __restrict__ clouds, int* __restrict__ out,
+                           int cluster_size) {
+  fps_cluster_body<kMidPointsPerThread>(xyz, clouds, out, cluster_size);
 }
 
 template <bool kCooperative>
@@ -380,30 +458,38 @@ class CudaFps final : public FpsEngine::Impl {
   }
 
  private:
-  /// sm_90: each cloud as one cluster of up to kMaxCluster blocks when its points then fit in registers.
+  /// sm_90: each cloud as one cluster when its points then fit in registers: up to kPortableCluster blocks of
+  /// up to kMaxPointsPerThread points a thread (clouds up to 32,768 points, the heuristic of docs/PERFORMANCE.md),
+  /// else (up to kMaxClusterPoints) 8 or 16 blocks of kMidPointsPerThread points a thread when such a cluster fits
+  /// on the GPU. False: the caller runs fps_kernel.
   bool try_clusters(const FpsBatch& batch, std::int64_t total_points, std::int32_t* device_out, StreamHandle stream) {
     std::int64_t longest = 0;
     for (std::int64_t n : batch.lengths) longest = std::max(longest, n);
-    // At least 2 blocks (a cluster's messages go to peers: st.async into a one-block cluster is not allowed),
-    // 4 for clouds of more than 2 blocks' threads, 8 only when the points do not fit into 4 blocks' registers:
-    // a step's exchange grows with the blocks faster than the work of the points a thread owns shrinks
-    // (docs/PERFORMANCE.md, FPS batch).
-    int size = longest <= 2LL * kThreads ? 2 : 4;
-    while (size < kMaxCluster && static_cast<long long>(size) * kThreads * kMaxPointsPerThread < longest) size *= 2;
-    const int ppt = points_per_thread((longest + size - 1) / size);
+    int size = 0, ppt = 0;
+    if (longest <= static_cast<long long>(kPortableCluster) * kThreads * kMaxPointsPerThread) {
+      // At least 2 blocks (a cluster's messages go to peers: st.async into a one-block cluster is not allowed),
+      // 4 for clouds of more than 2 blocks' threads, 8 only when the points do not fit into 4 blocks' registers:
+      // a step's exchange grows with the blocks faster than the work of the points a thread owns shrinks
+      // (docs/PERFORMANCE.md, FPS batch).
+      size = longest <= 2LL * kThreads ? 2 : 4;
+      while (size < kPortableCluster && static_cast<long long>(size) * kThreads * kMaxPointsPerThread < longest)
+        size *= 2;
+      ppt = points_per_thread((longest + size - 1) / size);
+    } else if (longest <= kMaxClusterPoints) {
+      // Mid-size clouds (KITTI scans): 16 points a thread, and the fewest blocks that hold them (8 up to 65,536
+      // points, else 16), for the same reason: a batch then keeps more clouds in flight.
+      ppt = kMidPointsPerThread;
+      size = longest <= static_cast<long long>(kPortableCluster) * kThreads * kMidPointsPerThread ? kPortableCluster
+                                                                                                  : kMaxCluster;
+      if (!mid_clusters_fit(size)) return false;
+    }
     if (ppt == 0) return false;
     layout(batch, static_cast<long long>(size) * batch.lengths.size(), total_points);
     for (FpsCloud& c : table_) c.blocks = size;
     const FpsCloud* d_clouds = upload_tables(stream, total_points, false).first;
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(static_cast<unsigned>(size * table_.size()));
-    config.blockDim = dim3(kThreads);
-    config.stream = stream;
-    cudaLaunchAttribute cluster;
-    cluster.id = cudaLaunchAttributeClusterDimension;
-    cluster.val.clusterDim.x = static_cast<unsigned>(size);
-    cluster.val.clusterDim.y = 1;
-    cluster.val.clusterDim.z = 1;
+    cudaLaunchConfig_t config = cluster_config(static_cast<unsigned>(size * table_.size()), stream);
+    if (ppt == kMidPointsPerThread) config.dynamicSmemBytes = SharedPoints<kMidPointsPerThread>::kBytes;
+    cudaLaunchAttribute cluster = cluster_attribute(size);
     config.attrs = &cluster;
     config.numAttrs = 1;
     const float* xyz = batch.xyz;
@@ -417,13 +503,57 @@ class CudaFps final : public FpsEngine::Impl {
       case 4:
         S3D_CUDA_CHECK(cudaLaunchKernelEx(&config, fps_cluster_kernel<4>, xyz, d_clouds, device_out, size));
         break;
-      default:
+      case 8:
         S3D_CUDA_CHECK(cudaLaunchKernelEx(&config, fps_cluster_kernel<8>, xyz, d_clouds, device_out, size));
+        break;
+      default:
+        S3D_CUDA_CHECK(cudaLaunchKernelEx(&config, fps_cluster_mid_kernel, xyz, d_clouds, device_out, size));
         break;
     }
     S3D_CUDA_CHECK_LAUNCH();
     work_done_.record(stream);
     return true;
+  }
+
+  static cudaLaunchAttribute cluster_attribute(int size) {
+    cudaLaunchAttribute cluster = {};
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = static_cast<unsigned>(size);
+    cluster.val.clusterDim.y = 1;
+    cluster.val.clusterDim.z = 1;
+    return cluster;
+  }
+  static cudaLaunchConfig_t cluster_config(unsigned grid, StreamHandle stream) {
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(grid);
+    config.blockDim = dim3(kThreads);
+    config.stream = stream;
+    return config;
+  }
+
+  /// Whether a cluster of `size` blocks of fps_cluster_mid_kernel can be resident (asked once per
+  /// size): 16 needs the kernel's non-portable cluster size attribute, and a GPU whose GPCs (or partition) hold
+  /// fewer SMs than that gets no such cluster. Errors of these queries are cleared and mean no.
+  bool mid_clusters_fit(int size) {
+    int& known = size > kPortableCluster ? mid_fit_[1] : mid_fit_[0];
+    if (known >= 0) return known > 0;
+    const void* kernel = reinterpret_cast<const void*>(&fps_cluster_mid_kernel);
+    const int bytes = static_cast<int>(SharedPoints<kMidPointsPerThread>::kBytes);
+    bool ok = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) == cudaSuccess;
+    if (ok && size > kPortableCluster)
+      ok = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess;
+    int clusters = 0;
+    if (ok) {
+      cudaLaunchConfig_t config = cluster_config(static_cast<unsigned>(size), nullptr);
+      config.dynamicSmemBytes = static_cast<std::size_t>(bytes);
+      cudaLaunchAttribute cluster = cluster_attribute(size);
+      config.attrs = &cluster;
+      config.numAttrs = 1;
+      ok = cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) == cudaSuccess && clusters >= 1;
+    }
+    if (!ok) (void)cudaGetLastError();  // a refused attribute or query is not sticky: clear it
+    known = ok ? clusters : 0;
+    return ok;
   }
 
   /// Copies table_ and blocks_ to the device (through pinned memory the previous call has finished reading)
@@ -481,6 +611,7 @@ class CudaFps final : public FpsEngine::Impl {
   int sm_count_ = 0;
   bool cooperative_ = false;
   bool clusters_ = false;
+  int mid_fit_[2] = {-1, -1};  // clusters of 8 and 16 mid-size blocks resident at once (0: none); -1: not asked
   Stream stream_;
   Event allocated_, upload_done_, work_done_;
   std::vector<FpsCloud> table_;
