@@ -89,6 +89,9 @@ int main(int argc, char** argv) {
         std::find_if(subcommands.begin(), subcommands.end(), [](const auto& s) { return s.first->parsed(); });
     const s3d::pc_sample::Command& command = *parsed->second;  // CLI11 requires exactly one
     run.plan = s3d::pc_sample::make_plan(command.mode, f);
+    // --batch 0: many clouds in flight on a GPU (each a thread-block cluster or a block), one at a time on the
+    // CPU, whose engine parallelises within the cloud.
+    if (run.plan.batch == 0) run.plan.batch = device.is_cuda() ? s3d::pc_sample::kGpuFpsBatch : 1;
     tool.handle_groups_of(static_cast<std::size_t>(run.plan.batch));
     const auto& s = tool.settings();
     if (s.outputs.empty() && s.output_dir.empty())

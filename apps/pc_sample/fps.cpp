@@ -24,7 +24,8 @@ void add_flags(CLI::App& fps, Flags& f) {
   fps.add_flag("--allow-fewer", f.allow_fewer, "M > N samples all N points instead of failing");
   fps.add_flag("--drop-faces", f.fps_drop_faces, "write no face or other element, only the points");
   fps.add_option("--batch", f.batch,
-                 "sample B clouds per launch (one GPU launch for many small clouds; results as one at a time)")
+                 "sample up to B clouds per launch (many clouds in flight on a GPU; results as one at a time); "
+                 "default 0: 64 on a GPU, 1 on the CPU")
       ->capture_default_str()
       ->type_name("B");
   fps.add_option("--emit", f.fps_emit,
@@ -58,7 +59,7 @@ void plan(const Flags& f, Plan& p) {
     S3D_EXPECTS(ratio && p.ratio > 0.0 && p.ratio <= 1.0,
                 "--ratio: expected a number in (0, 1], got '" + f.ratio + "'");
   }
-  S3D_EXPECTS(f.batch >= 1 && f.batch <= 4096, "--batch must be in [1, 4096]");
+  S3D_EXPECTS(f.batch >= 0 && f.batch <= 4096, "--batch must be in [0, 4096] (0: the device's default)");
   p.batch = f.batch;
   p.samples = f.samples;
   if (f.start == "random") {
