@@ -167,10 +167,11 @@ int main(int argc, char** argv) {
                                }});
   const CLI::Option* gt_scale_option = add_flags(tool, f);
   Run run;
-  tool.on_start([&](const Device& device) {
+  tool.spread_over_devices();  // --device cuda:all: consecutive pairs on different GPUs (sgm_depth/matcher)
+  tool.on_start([&](const Device&) {
     check_numbers(tool, f, *gt_scale_option);
     run.plan = make_plan(f, tool.settings());
-    prepare_run(run, device, tool.settings());
+    prepare_run(run, tool.devices(), tool.settings());
   });
   tool.outputs_of([&](const cli::Item& item, cli::ItemContext& ctx) {
     return planned_outputs(run.plan, tool.settings(), item, ctx);

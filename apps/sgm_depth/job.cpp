@@ -37,9 +37,9 @@ void describe_depth_folders(const cli::Item& item, cli::ItemContext& ctx, const 
 
 }  // namespace
 
-void prepare_run(Run& run, const Device& device, const cli::CommonSettings& settings) {
+void prepare_run(Run& run, const std::vector<Device>& devices, const cli::CommonSettings& settings) {
   run.depth_folders = std::make_unique<DepthFolderFiles>(settings.overwrite);
-  run.matcher = std::make_unique<PairMatcher>(device, run.plan.params, MemoryBudget(device, run.plan.max_memory));
+  run.matcher = std::make_unique<PairMatcher>(devices, run.plan.params, run.plan.max_memory);
 }
 
 PairOutput match_pair(const cli::Item& item, PairInput& in, cli::ItemContext& ctx, cli::NextItem<PairInput> next,
@@ -47,8 +47,9 @@ PairOutput match_pair(const cli::Item& item, PairInput& in, cli::ItemContext& ct
   const Plan& plan = run.plan;
   const std::string left_name = item.inputs.at(0);
   PairOutput out;
-  out.match = run.matcher->match(item.index, in.pair, next.item ? next.item->index : 0,
-                                 next.input ? &next.input->pair : nullptr, left_name, ctx);
+  PairsAhead ahead;
+  for (const auto& [next_item, next_input] : next.ahead) ahead.emplace_back(next_item->index, &next_input->pair);
+  out.match = run.matcher->match(item.index, in.pair, ahead, left_name, ctx);
   out.calib = in.calib;
   out.left_path = in.left_path;
   const io::ImageF& disparity = out.match.disparity;
@@ -60,7 +61,6 @@ PairOutput match_pair(const cli::Item& item, PairInput& in, cli::ItemContext& ct
   rec["bit_depth"] = in.pair.sixteen() ? 16 : 8;
   rec["disparities"] = plan.params.disparities;
   rec["min_disparity"] = plan.params.min_disparity;
-  rec["density"] = stereo::valid_percent(disparity.cview());
   if (const io::StereoCalibration* calib = in.calib.get())
     rec["calib"] = {{"source", calib->source},
                     {"format", calib->format},
@@ -108,6 +108,7 @@ json write_pair(const cli::Item& item, PairOutput& out, cli::ItemContext& ctx, c
     outs.push_back({{"emit", plan.emit_names[slot]}, {"path", path}});
   }
   json rec = std::move(out.record);
+  rec["density"] = stereo::valid_percent(out.match.disparity.cview());  // here on a worker, not on the handler
   rec["outputs"] = outs;
   if (!outs.empty()) rec["output"] = outs.front()["path"];
   return rec;

@@ -35,10 +35,10 @@ struct PairOutput {
   nlohmann::json record;
 };
 
-/// Makes the run's matcher on `device` within --max-memory.
-void prepare_run(Run& run, const Device& device, const cli::CommonSettings& settings);
-/// Matches the pair (queuing `next`'s first on a GPU), evaluates it against its ground truth (one line on
-/// stderr without --json), and describes the depth folders its outputs go to.
+/// Makes the run's matcher on `devices` (--device: one, or several GPUs) within --max-memory.
+void prepare_run(Run& run, const std::vector<Device>& devices, const cli::CommonSettings& settings);
+/// Matches the pair (queuing the pairs of `next.ahead` first on a GPU), evaluates it against its ground truth (one line
+/// on stderr without --json), and describes the depth folders its outputs go to.
 PairOutput match_pair(const cli::Item& item, PairInput& in, cli::ItemContext& ctx, cli::NextItem<PairInput> next,
                       Run& run, const cli::CommonSettings& settings);
 /// Writes each --emit output atomically; returns the record's fields.

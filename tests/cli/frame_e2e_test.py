@@ -184,6 +184,8 @@ class FrameTest(FrameCase):
             ["a.txt", "--shard", "4/4"],
             ["a.txt", "--shard", "x"],
             ["a.txt", "--device", "tpu"],
+            ["a.txt", "--device", "cuda:0,1"],                  # a tool that runs on one device
+            ["a.txt", "--device", "cuda:0,0"],
             ["a.txt", "--threads", "-1"],
             ["a.txt", "--overwrite", "--skip-existing", "-o", "o.txt"],
             ["a.txt", "-o", "o.txt", "--bad-start", "--device", "cpu"],

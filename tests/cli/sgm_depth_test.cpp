@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "s3d/core/device.hpp"
+
 #include "s3d/io/image.hpp"
 #include "s3d/io/pfm.hpp"
 #include "s3d/io/ply.hpp"
@@ -166,6 +168,25 @@ TEST_F(SgmDepthCli, UnreadableInputIsOneLineNamingIt) {
   EXPECT_EQ(missing.err_lines().size(), 1u) << missing.err;
   EXPECT_NE(missing.err.find(p("absent.png")), std::string::npos);
   EXPECT_FALSE(fs::exists(p("d.pfm")));
+}
+
+TEST_F(SgmDepthCli, DeviceListsAreCheckedBeforeAnyItem) {
+  auto run_on = [&](const std::string& device) {
+    return s3d::test::run_command(
+        s3d::test::shell_quote(kExe) + " --device " + device + " " + pair() + " -o " + p("d.pfm"), dir_);
+  };
+  for (const char* bad : {"cuda:0,0", "cuda:0,cpu", "cuda:,1"}) {
+    const Result r = run_on(bad);
+    EXPECT_EQ(r.code, 2) << bad << "\n" << r.err;
+    ASSERT_EQ(r.err_lines().size(), 1u) << r.err;
+    EXPECT_NE(r.err_lines()[0].find(bad), std::string::npos) << r.err;
+  }
+  if (s3d::cuda_device_count() == 0) {  // a list of GPUs that are not there: transient, retry elsewhere
+    const Result r = run_on("cuda:all");
+    EXPECT_EQ(r.code, 75) << r.err;
+    EXPECT_EQ(r.err_lines().size(), 1u) << r.err;
+  }
+  EXPECT_EQ(files(), 0u);
 }
 
 TEST_F(SgmDepthCli, BadParametersAreOneLineAndWriteNothing) {

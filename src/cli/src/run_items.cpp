@@ -104,17 +104,21 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
   std::optional<detail::Records> records;
   try {
     shard = parse_shard(s.shard, s.shard_count);
-    const Device requested = Device::parse(s.device);
+    const std::vector<Device> requested = parse_devices(s.device);
+    if (requested.size() > 1 && !several_devices)
+      throw InvalidArgument("--device " + s.device + ": " + name +
+                            " runs on one device (one process per GPU: --shard i/N --device cuda:i)");
     std::vector<Item> all = collect_items();
     total_items = all.size();
     validate_outputs(all.size());
     items = select_shard(all, shard);
     bool fell_back = false;
-    device = resolve_device(requested, &fell_back);
+    devices = resolve_devices(requested, &fell_back);
+    device = devices.front();
     if (fell_back)
       log->warn(cuda_built() ? "no CUDA device visible: running on the CPU"
                              : "this build has no CUDA support: running on the CPU");
-    log->info("device: {}", describe_device(device));
+    for (const Device& d : devices) log->info("device: {}", describe_device(d));
     set_cpu_threads(s.threads);
     for (auto& fn : start_fns) fn(device);
     check_collisions(all);
@@ -324,7 +328,7 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
   summary["tool"] = name;
   summary["version"] = S3D_VERSION;
   summary["git"] = S3D_GIT_SHA;
-  summary["device"] = device.to_string();
+  summary["device"] = to_string(devices.empty() ? std::vector<Device>{device} : devices);
   summary["shard"] = {{"index", shard.index}, {"count", shard.count}, {"source", shard.source}};
   if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) summary["cuda_visible_devices"] = visible;
   summary["items"] = items.size();

@@ -245,7 +245,9 @@ void Tool::Impl::add_common_options() {
       ->group(io_group);
   app.add_flag("--fail-fast", st.fail_fast, "stop at the first failed item")->group(io_group);
 
-  app.add_option("--device", st.device, "compute device: auto (GPU, else CPU with a warning), cpu, cuda[:N]")
+  app.add_option("--device", st.device,
+                 "compute device: auto (GPU, else CPU with a warning), cpu, cuda[:N] (sgm-depth: also cuda:all or a "
+                 "list cuda:0,1, one process over several GPUs)")
       ->type_name("auto|cpu|cuda[:N]")
       ->capture_default_str()
       ->group(common);
@@ -633,6 +635,8 @@ void Tool::outputs_of(OutputsOf fn) { impl_->outputs_fn = std::move(fn); }
 
 void Tool::expand_arguments(ExpandArgument fn) { impl_->expand_fn = std::move(fn); }
 void Tool::handle_groups_of(std::size_t n) { impl_->group_size = std::max<std::size_t>(n, 1); }
+void Tool::spread_over_devices() { impl_->several_devices = true; }
+const std::vector<Device>& Tool::devices() const { return impl_->devices; }
 
 int Tool::run(int argc, char** argv, ItemHandler handler) {
   detail::ErasedStages stages;

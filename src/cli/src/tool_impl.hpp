@@ -57,12 +57,14 @@ struct Tool::Impl {
   std::vector<Aggregate> aggregate_fns;
   OutputsOf outputs_fn;
   ExpandArgument expand_fn;
-  std::size_t group_size = 1;  // handle_groups_of(): the handler may take this many items per call
+  std::size_t group_size = 1;    // handle_groups_of(): the handler may take this many items per call
+  bool several_devices = false;  // spread_over_devices(): --device may name several GPUs
 
   // Run state.
   bool quiet_flag = false;
   int verbose_count = 0;
-  Device device;
+  Device device;                // devices.front()
+  std::vector<Device> devices;  // --device, resolved: one, or several GPUs (spread_over_devices)
   std::size_t total_items = 0;  // before --shard
   Shard shard;
   std::string stdin_copy;  // temp file holding stdin, once

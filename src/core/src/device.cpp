@@ -1,5 +1,6 @@
 #include "s3d/core/device.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <string>
 
@@ -24,6 +25,52 @@ Device Device::parse(std::string_view text) {
     return Device(Kind::kCuda, index);
   }
   throw InvalidArgument("invalid device '" + std::string(text) + "': expected auto, cpu, cuda or cuda:N");
+}
+
+std::vector<Device> parse_devices(std::string_view text) {
+  const auto invalid = [&] {
+    return InvalidArgument("invalid device '" + std::string(text) +
+                           "': expected auto, cpu, cuda, cuda:N, cuda:all or a list cuda:N,M");
+  };
+  if (text == "cuda:all") {
+    std::vector<Device> all;
+    for (int i = 0; i < cuda_device_count(); ++i) all.emplace_back(Device::Kind::kCuda, i);
+    if (all.empty()) all.emplace_back(Device::Kind::kCuda, 0);
+    return all;
+  }
+  if (text.find(',') == std::string_view::npos) return {Device::parse(text)};
+  if (text.substr(0, 5) != "cuda:") throw invalid();
+  std::vector<Device> list;
+  std::string_view rest = text.substr(5);
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view index = rest.substr(0, comma);
+    if (index.empty()) throw invalid();
+    if (!std::all_of(index.begin(), index.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+      throw invalid();
+    const Device d = Device::parse("cuda:" + std::string(index));
+    if (std::find(list.begin(), list.end(), d) != list.end())
+      throw InvalidArgument("invalid device '" + std::string(text) + "': " + d.to_string() + " is named twice");
+    list.push_back(d);
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  return list;
+}
+
+std::vector<Device> resolve_devices(const std::vector<Device>& requested, bool* fell_back_to_cpu) {
+  if (requested.empty()) throw InvalidArgument("no device requested");
+  std::vector<Device> resolved;
+  for (auto it = requested.rbegin(); it != requested.rend(); ++it)  // the first resolved last: left current
+    resolved.insert(resolved.begin(), resolve_device(*it, fell_back_to_cpu));
+  return resolved;
+}
+
+std::string to_string(const std::vector<Device>& devices) {
+  if (devices.size() == 1) return devices.front().to_string();
+  std::string text = "cuda:";
+  for (std::size_t i = 0; i < devices.size(); ++i) text += (i ? "," : "") + std::to_string(devices[i].index());
+  return text;
 }
 
 std::string Device::to_string() const {

@@ -252,6 +252,11 @@ class Tool {
   /// before each handle the frame waits for the loads of the next n - 1 items, and keeps at least 2n - 1
   /// items in flight. Call before `run` or from `on_start`. Default 1.
   void handle_groups_of(std::size_t n);
+  /// Lets --device name several GPUs (`cuda:all`, `cuda:0,1`): the tool spreads its items over devices(). Without
+  /// it such a list is a usage error (one process per GPU: --shard). Call before `run`.
+  void spread_over_devices();
+  /// The resolved --device list (valid from on_start on): one device, or several GPUs (spread_over_devices).
+  const std::vector<Device>& devices() const;
 
   /// Parses argv, runs every item of this shard through `handler`, writes records, returns the exit code.
   /// Never throws.

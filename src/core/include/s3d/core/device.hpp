@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace s3d {
 
@@ -57,6 +58,18 @@ int current_cuda_device();
 /// - `cuda:N`: checked strictly; selects it as the calling thread's current CUDA device.
 /// @throws DeviceUnavailable when CUDA is not built or device N is not visible.
 Device resolve_device(const Device& requested, bool* fell_back_to_cpu = nullptr);
+
+/// Parses a device list: what Device::parse takes, `cuda:all` (every visible CUDA device; `cuda:0` when none is
+/// visible, which resolve_devices then refuses) or `cuda:N,M,...` (each index once).
+/// @throws InvalidArgument for anything else.
+std::vector<Device> parse_devices(std::string_view text);
+
+/// resolve_device of each device of a list, in order; the first is left the calling thread's current device.
+/// @throws DeviceUnavailable as resolve_device.
+std::vector<Device> resolve_devices(const std::vector<Device>& requested, bool* fell_back_to_cpu = nullptr);
+
+/// `cuda:0,1` for a list of CUDA devices, else the one device's to_string().
+std::string to_string(const std::vector<Device>& devices);
 
 /// One line describing the device, e.g. `NVIDIA H200 (sm_90, 132 SMs, 139 GiB)` or `CPU (16 threads)`.
 std::string describe_device(const Device& device);
