@@ -92,7 +92,10 @@ std::vector<std::string> outputs(const cli::Item& item, cli::ItemContext& ctx, c
 
 void check_outputs(const Plan&, const cli::CommonSettings&) {}
 
-void make_engine(Run& run, const Device& device) { run.fps = std::make_unique<points::FpsEngine>(device); }
+void make_engine(Run& run, const Device& device) {
+  run.fps = std::make_unique<points::FpsEngine>(device);
+  if (run.plan.batch > 1) run.fps_batches = std::make_unique<points::FpsPipeline>(device);
+}
 
 void compute(const cli::Item& item, Run& run, Job& job, Result& r) {
   const auto [m, start] = fps_samples_and_start(item, run.plan, job);

@@ -68,45 +68,91 @@ Job load_job(const cli::Item& item, cli::ItemContext& ctx, const Run& run, Cloud
   return job;
 }
 
+namespace {
+
+// A group of FPS clouds for one launch: items (and their jobs) in input order with their M and start.
+struct FpsGroup {
+  std::vector<std::size_t> items;  // item indices
+  std::vector<Job*> jobs;
+  std::vector<PointsView<const float>> clouds;
+  std::vector<std::int64_t> samples, starts;
+  void add(const cli::Item& item, Job& job, const Plan& p) {
+    const auto [m, start] = fps_samples_and_start(item, p, job);  // DataError: the item fails on its own call
+    items.push_back(item.index);
+    jobs.push_back(&job);
+    clouds.push_back(view_of(job.local));
+    samples.push_back(m);
+    starts.push_back(start);
+  }
+};
+
+// Up to B loaded items of `ahead` from `from` on, while their M and start are valid.
+FpsGroup group_from(const cli::NextItem<Job>& next, std::size_t from, int batch, const Plan& p) {
+  FpsGroup g;
+  for (std::size_t k = from; k < next.ahead.size() && static_cast<int>(g.items.size()) < batch; ++k) {
+    try {
+      g.add(*next.ahead[k].first, *next.ahead[k].second, p);
+    } catch (const DataError&) {
+      break;
+    }
+  }
+  return g;
+}
+
+}  // namespace
+
 std::vector<Result> compute_group(const cli::Item& item, Run& run, Job job, const cli::NextItem<Job>& next) {
   const Plan& p = run.plan;
   std::vector<Result> results;
-  if (p.mode != Mode::kFps || p.batch <= 1 || next.ahead.empty()) {
+  if (p.mode != Mode::kFps || p.batch <= 1 || !run.fps_batches) {
     results.push_back(compute(item, run, std::move(job)));
     return results;
   }
   const auto t0 = Clock::now();
-  // The group: this item, then the loaded items after it while their M and start are valid.
-  std::vector<Job*> group{&job};
-  std::vector<PointsView<const float>> clouds;
-  std::vector<std::int64_t> samples, starts;
-  auto add = [&](const cli::Item& it, const Job& j) {
-    const auto [m, start] = fps_samples_and_start(it, p, j);
-    clouds.push_back(view_of(j.local));
-    samples.push_back(m);
-    starts.push_back(start);
-  };
-  add(item, job);  // this item's own error propagates
-  for (const auto& [it, j] : next.ahead) {
-    if (static_cast<int>(group.size()) >= p.batch) break;
-    try {
-      add(*it, *j);
-    } catch (const DataError&) {
-      break;  // it fails on its own handle
-    }
-    group.push_back(j);
+  points::FpsPipeline& pipe = *run.fps_batches;
+  // This call's group: the one queued by the previous call when it starts with this item and the frame hands
+  // the same items after it (it does unless the batch stopped), else this item and the loaded ones after it.
+  FpsGroup group;
+  group.add(item, job, p);  // this item's own error propagates, before anything is queued for it
+  bool queued = false;
+  if (!run.fps_queued.empty() && run.fps_queued.front().front() == item.index) {
+    const std::vector<std::size_t>& members = run.fps_queued.front();
+    queued = members.size() - 1 <= next.ahead.size();
+    for (std::size_t k = 1; queued && k < members.size(); ++k) queued = next.ahead[k - 1].first->index == members[k];
+    for (std::size_t k = 1; queued && k < members.size(); ++k)
+      group.add(*next.ahead[k - 1].first, *next.ahead[k - 1].second, p);
   }
-  std::vector<std::vector<std::int32_t>> selections = run.fps->run_each(clouds, samples, starts);
-  const double seconds = seconds_since(t0) / static_cast<double>(group.size());
-  results.resize(group.size());
-  for (std::size_t b = 0; b < group.size(); ++b) {
+  if (!queued) {
+    pipe.drain();  // groups queued for items the frame no longer hands over
+    run.fps_queued.clear();
+    const FpsGroup rest = group_from(next, 0, p.batch - 1, p);
+    for (std::size_t k = 0; k < rest.items.size(); ++k) group.add(*next.ahead[k].first, *next.ahead[k].second, p);
+    pipe.submit(group.clouds, group.samples, group.starts);
+    run.fps_queued.push_back(group.items);
+  }
+  // The next groups, while the pipeline has room: they upload while this one samples.
+  std::size_t after = 0;  // ahead's index of the first item after the groups queued (this item is not in it)
+  for (const auto& members : run.fps_queued) after += members.size();
+  after -= 1;
+  while (!pipe.full()) {
+    FpsGroup later = group_from(next, after, p.batch, p);
+    if (later.items.empty() || !pipe.fits(later.clouds)) break;
+    pipe.submit(later.clouds, later.samples, later.starts);
+    run.fps_queued.push_back(later.items);
+    after += later.items.size();
+  }
+  std::vector<std::vector<std::int32_t>> selections = pipe.retrieve();
+  run.fps_queued.pop_front();
+  const double seconds = seconds_since(t0) / static_cast<double>(group.items.size());
+  results.resize(group.items.size());
+  for (std::size_t b = 0; b < group.items.size(); ++b) {
     Result& r = results[b];
     r.selection = std::move(selections[b]);
-    r.start = starts[b];
+    r.start = group.starts[b];
     r.seconds_compute = seconds;
-    r.batch = static_cast<int>(group.size());
+    r.batch = static_cast<int>(group.items.size());
     r.taken = b > 0;
-    r.job = std::move(*group[b]);
+    r.job = std::move(*group.jobs[b]);
   }
   return results;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <deque>
 #include <limits>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "s3d/core/errors.hpp"
 #include "s3d/core/parallel.hpp"
 #include "s3d/points/fps.hpp"
+#include "s3d/points/fps_pipeline.hpp"
 #include "test_support.hpp"
 
 namespace s3d::points {
@@ -225,6 +227,78 @@ TEST_P(FpsDeviceTest, RealKittiScan) {
 TEST_P(FpsDeviceTest, RealAerialScan) {
   S3D_REQUIRE_DATA(path, "pointclouds/aerial_vol_total/vol_total_498868.ply");
   expect_reference(test::read_binary_ply_xyz(path), 96, 1000);
+}
+
+TEST_P(FpsDeviceTest, PipelineBatchesInFlightEqualEachCloudsOwnRun) {
+  // Batches of ragged clouds (random, duplicates, lattice ties) queued two at a time, a larger batch after the
+  // pipeline has emptied (its slots grow), results in submission order: each cloud as its own engine run.
+  FpsEngine engine(GetParam());
+  FpsPipeline pipe(GetParam());
+  std::deque<std::vector<float>> storage;  // stable: the views below point into it
+  auto cloud = [&](std::size_t n, unsigned seed) -> const std::vector<float>& {
+    storage.push_back(seed % 3 == 0   ? test::lattice(static_cast<int>(n / 100 + 1), 10, 10)
+                      : seed % 3 == 1 ? test::duplicates(n, n / 5, seed)
+                                      : test::uniform_cloud(n, seed));
+    return storage.back();
+  };
+  struct Batch {
+    std::vector<PointsView<const float>> clouds;
+    std::vector<std::int64_t> samples, starts;
+  };
+  std::vector<Batch> batches(5);
+  unsigned seed = 1;
+  for (std::size_t k = 0; k < batches.size(); ++k) {
+    const std::size_t count = k == 4 ? 9 : 5 - k;  // smaller and smaller, then the largest: the slots grow
+    for (std::size_t c = 0; c < count; ++c) {
+      const std::vector<float>& xyz = cloud(300 + 997 * c + 131 * (4 - k), seed++);
+      const std::size_t n = xyz.size() / 3;
+      batches[k].clouds.push_back({xyz.data(), n});
+      batches[k].samples.push_back(static_cast<std::int64_t>(std::min<std::size_t>(n, 40 + 13 * c)));
+      batches[k].starts.push_back(static_cast<std::int64_t>((c * 7919) % n));
+    }
+  }
+  std::size_t retrieved = 0;
+  auto check_oldest = [&] {
+    const Batch& b = batches[retrieved];
+    const auto got = pipe.retrieve();
+    ASSERT_EQ(got.size(), b.clouds.size());
+    for (std::size_t c = 0; c < b.clouds.size(); ++c)
+      EXPECT_EQ(got[c], engine.run(b.clouds[c], b.samples[c], b.starts[c])) << "batch " << retrieved << " cloud " << c;
+    ++retrieved;
+  };
+  for (std::size_t k = 0; k < 4; ++k) {
+    if (pipe.full()) {
+      EXPECT_FALSE(pipe.fits(batches[k].clouds));
+      EXPECT_THROW(pipe.submit(batches[k].clouds, batches[k].samples, batches[k].starts), InvalidArgument);
+      check_oldest();
+    }
+    ASSERT_TRUE(pipe.fits(batches[k].clouds)) << k;
+    pipe.submit(batches[k].clouds, batches[k].samples, batches[k].starts);
+  }
+  EXPECT_FALSE(pipe.fits(batches[4].clouds));  // larger than the slots while batches are in flight
+  while (pipe.in_flight() > 0) check_oldest();
+  ASSERT_TRUE(pipe.fits(batches[4].clouds));
+  pipe.submit(batches[4].clouds, batches[4].samples, batches[4].starts);
+  check_oldest();
+  EXPECT_EQ(retrieved, batches.size());
+  EXPECT_THROW(pipe.retrieve(), InvalidArgument);
+}
+
+TEST_P(FpsDeviceTest, PipelineRefusesNonFiniteCloudsNamingThemAndQueuesNothing) {
+  FpsPipeline pipe(GetParam());
+  std::vector<float> good = test::uniform_cloud(500, 3), bad = test::uniform_cloud(400, 4);
+  bad[3 * 123 + 1] = std::numeric_limits<float>::quiet_NaN();
+  try {
+    pipe.submit({{good.data(), 500}, {bad.data(), 400}}, {10, 10}, {0, 0});
+    FAIL() << "a NaN was queued";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("FPS cloud 1: point 123"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(pipe.in_flight(), 0);
+  EXPECT_THROW(pipe.submit({{good.data(), 500}}, {501}, {0}), InvalidArgument);  // M > N
+  pipe.submit({{good.data(), 500}}, {5}, {0});
+  pipe.drain();
+  EXPECT_EQ(pipe.in_flight(), 0);
 }
 
 TEST_P(FpsDeviceTest, RejectsBadShapes) {
