@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <mutex>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -156,6 +157,45 @@ TEST(OrderedStages, WithoutAFinishAnItemLeavesTheWindowWhenHandled) {
   std::vector<std::size_t> in_order(n);
   for (std::size_t k = 0; k < n; ++k) in_order[k] = k;
   EXPECT_EQ(emitted, in_order);
+}
+
+TEST(OrderedStages, ASlowLoadDoesNotHoldBackEmitsOrLaterLoads) {
+  // Window 4: item 3's load takes long. Meanwhile items 0-2, handled and finished, are emitted and their places
+  // go to the loads of 4-6, which run on the other workers while 3 still loads (the thread waiting for 3 used
+  // to emit nothing, so the window stayed full and the workers idle).
+  const std::size_t n = 8, window = 4;
+  WorkerPool pool(3);
+  std::atomic<bool> slow_done{false};
+  std::vector<std::size_t> emitted_before_slow, loads_before_slow;
+  std::mutex m;
+  OrderedStageCallbacks cb;
+  cb.load = [&](std::size_t k) {
+    if (k == 3) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      for (;;) {  // until items 0-2 are out and a later load ran, or a generous deadline
+        {
+          std::lock_guard<std::mutex> lock(m);
+          if (emitted_before_slow.size() == 3 && !loads_before_slow.empty()) break;
+        }
+        if (std::chrono::steady_clock::now() > deadline) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      slow_done = true;
+    } else if (k > 3 && !slow_done) {
+      std::lock_guard<std::mutex> lock(m);
+      loads_before_slow.push_back(k);
+    }
+  };
+  cb.handle = [&](std::size_t, std::size_t) { return true; };
+  cb.finish = [&](std::size_t) {};
+  cb.emit = [&](std::size_t k) {
+    std::lock_guard<std::mutex> lock(m);
+    if (!slow_done) emitted_before_slow.push_back(k);
+  };
+  cb.stop_requested = [] { return false; };
+  EXPECT_EQ(run_ordered_stages(n, window, pool, cb), n);
+  EXPECT_EQ(emitted_before_slow, (std::vector<std::size_t>{0, 1, 2}));
+  EXPECT_FALSE(loads_before_slow.empty());
 }
 
 }  // namespace

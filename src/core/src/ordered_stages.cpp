@@ -10,6 +10,9 @@ namespace {
 
 bool ready(const std::future<void>& f) { return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }
 
+// How often the thread waiting for a load looks for finished items to emit (and places to refill).
+constexpr std::chrono::microseconds kPoll(200);
+
 }  // namespace
 
 std::size_t run_ordered_stages(std::size_t count, std::size_t window, WorkerPool& pool, const OrderedStageCallbacks& cb,
@@ -47,13 +50,26 @@ std::size_t run_ordered_stages(std::size_t count, std::size_t window, WorkerPool
             cb.emit(emitted++);
           }
         }
+        // While k (and the items waited for ahead) load, items already finished are emitted and their places in
+        // the window go to new loads: a slow load must not leave the workers without work.
+        for (std::size_t j = k; j < need; ++j) {
+          while (loaded[j].wait_for(kPoll) != std::future_status::ready) {
+            while (emitted < handled - 1 && ready(finished[emitted])) {  // k itself is not finished yet
+              finished[emitted].get();
+              cb.emit(emitted++);
+            }
+            while (!stopped && launched < count && launched - emitted < window) {
+              const std::size_t i = launched++;
+              loaded[i] = pool.submit([&cb, i] { cb.load(i); });
+            }
+          }
+        }
         loaded[k].get();
-        for (std::size_t j = k + 1; j < need; ++j) loaded[j].wait();
         std::size_t loaded_ahead = 0;
         while (k + 1 + loaded_ahead < launched && ready(loaded[k + 1 + loaded_ahead])) ++loaded_ahead;
         if (!cb.handle(k, loaded_ahead)) stopped = true;
         if (cb.finish) {
-          finished[k] = pool.submit([&cb, k] { cb.finish(k); });
+          finished[k] = pool.submit_first([&cb, k] { cb.finish(k); });  // it frees a place in the window
         } else {  // nothing after the handle: emitted now (k - 1 was, in order), its place in the window freed
           if (cb.emit) cb.emit(k);
           emitted = handled;

@@ -17,12 +17,19 @@ WorkerPool::~WorkerPool() {
   for (auto& t : threads_) t.join();
 }
 
-std::future<void> WorkerPool::submit(std::function<void()> task) {
+std::future<void> WorkerPool::submit(std::function<void()> task) { return queue(std::move(task), false); }
+
+std::future<void> WorkerPool::submit_first(std::function<void()> task) { return queue(std::move(task), true); }
+
+std::future<void> WorkerPool::queue(std::function<void()> task, bool first) {
   std::packaged_task<void()> packaged(std::move(task));
   std::future<void> done = packaged.get_future();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(std::move(packaged));
+    if (first)
+      queue_.push_front(std::move(packaged));
+    else
+      queue_.push_back(std::move(packaged));
   }
   wake_.notify_one();
   return done;

@@ -22,9 +22,13 @@ class WorkerPool {
 
   /// Queues `task`; the future is ready when it ran and carries what it threw.
   std::future<void> submit(std::function<void()> task);
+  /// Queues `task` ahead of every queued task (work that frees resources the queued tasks wait for: the ordered
+  /// stages' finishes, which let an item leave the window).
+  std::future<void> submit_first(std::function<void()> task);
   int size() const { return static_cast<int>(threads_.size()); }
 
  private:
+  std::future<void> queue(std::function<void()> task, bool first);
   void work();
 
   std::mutex mutex_;
