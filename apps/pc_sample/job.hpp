@@ -30,8 +30,8 @@ struct Run {
   Plan plan;
   const Command* command = nullptr;  ///< the plan's subcommand (command.hpp)
   std::unique_ptr<points::FpsEngine> fps;
-  std::unique_ptr<points::FpsPipeline> fps_batches;   ///< fps --batch B > 1: groups with copies overlapping
-  std::deque<std::vector<std::size_t>> fps_queued;    ///< the item indices of each group in flight, oldest first
+  std::unique_ptr<points::FpsPipeline> fps_batches;  ///< fps --batch B > 1: groups with copies overlapping
+  std::deque<std::vector<std::size_t>> fps_queued;   ///< the item indices of each group in flight, oldest first
   std::unique_ptr<points::NeighborEngine> neighbors;
   std::unique_ptr<points::VoxelEngine> voxels;
   std::unique_ptr<points::RulebookEngine> rulebooks;

@@ -44,8 +44,8 @@ class FpsPipeline::Impl {
       std::vector<std::size_t> offsets(clouds.size());
       std::size_t at = 0;
       for (std::size_t b = 0; b < clouds.size(); ++b) offsets[b] = at, at += 3 * clouds[b].size;
-      // One memcpy per cloud, several clouds at once: pinned memory is written at the memory's speed, not one
-      // core's.
+        // One memcpy per cloud, several clouds at once: pinned memory is written at the memory's speed, not one
+        // core's.
 #pragma omp parallel for schedule(dynamic, 1)
       for (std::ptrdiff_t b = 0; b < static_cast<std::ptrdiff_t>(clouds.size()); ++b)
         std::memcpy(out + offsets[b], clouds[b].xyz, 3 * clouds[b].size * sizeof(float));
