@@ -9,7 +9,8 @@
 # GPUs); the shards' reports are merged with `TOOL report`, which must find every item ok.
 #   Here:   bash scripts/pack-gpu-cli.sh             (-> .carry/cli)
 #   There:  bash scripts/gpu-node-throughput.sh [N]  (device tool, carry [".carry/cli"]; logs in $OUT)
-# Environment: RUNS (default 3) runs per configuration; TOOLS (default "sgm sgmpng fps").
+# Environment: RUNS (default 3) runs per configuration; TOOLS (default "sgm sgmpng fps"); FPS_BATCH (pc-sample's
+# --batch; default: the tool's).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 carry="$root/.carry/cli"
@@ -38,7 +39,7 @@ tool_command() {
   case $1 in
     sgm) echo "$W/rt/bin/sgm-depth $W/kitti -o $2/{/.}.pfm --emit disparity" ;;
     sgmpng) echo "$W/rt/bin/sgm-depth $W/kitti -o $2/{/.}.png --emit disparity" ;;
-    fps) echo "$W/rt/bin/pc-sample fps -n 4096 $W/clouds --output-dir $2" ;;
+    fps) echo "$W/rt/bin/pc-sample fps -n 4096 $W/clouds --output-dir $2${FPS_BATCH:+ --batch $FPS_BATCH}" ;;
   esac
 }
 
@@ -92,12 +93,17 @@ gpu = " ".join(f"gpu{g} {sum(v) / len(v):.0f}%" for g, v in sorted(busy.items())
 handle = sum(json.loads(l)["handle_seconds"] for f in glob.glob(reports + "/*.jsonl")
              for l in open(f) if l.strip() and json.loads(l)["type"] == "summary")
 stages = " ".join(f"{k} {1e3 * v / ok:.2f}" for k, v in sorted(s.get("stage_seconds", {}).items()))
-print(f"| {label} | {s['ok']}/{s['total_items']} ok (exit {rc}) | {wall:.2f} s | {s['ok'] / wall:.1f}/s | {gpu} | "
-      f"handler {1e3 * handle / ok:.2f} ms/item | {stages} | {digest} |")
+summaries = [json.loads(l) for f in glob.glob(reports + "/*.jsonl") for l in open(f)
+             if l.strip() and json.loads(l)["type"] == "summary"]
+inside = max(x["seconds"] for x in summaries)
+waits = sum(x.get("load_wait_seconds", 0.0) for x in summaries)
+print(f"| {label} | {s['ok']}/{s['total_items']} ok (exit {rc}) | {wall:.2f} s ({inside:.2f} in-process) | "
+      f"{s['ok'] / wall:.1f}/s ({s['ok'] / inside:.1f}) | {gpu} | handler {1e3 * handle / ok:.2f}, load wait "
+      f"{1e3 * waits / ok:.2f} ms/item | {stages} | {digest} |")
 PY
 }
 
-echo "| run | items | wall | items/s | GPU busy (mean of 100 ms samples) | main thread | ms/item by stage (thread time) | outputs |" | tee "$out/summary.txt"
+echo "| run | items | wall | items/s (in-process) | GPU busy (mean of 100 ms samples) | main thread | ms/item by stage (thread time) | outputs |" | tee "$out/summary.txt"
 echo "|---|---|---|---|---|---|---|---|" | tee -a "$out/summary.txt"
 for tool in $tools; do
   configs="1"

@@ -25,7 +25,7 @@ void add_flags(CLI::App& fps, Flags& f) {
   fps.add_flag("--drop-faces", f.fps_drop_faces, "write no face or other element, only the points");
   fps.add_option("--batch", f.batch,
                  "sample up to B clouds per launch (many clouds in flight on a GPU; results as one at a time); "
-                 "default 0: 64 on a GPU, 1 on the CPU")
+                 "default 0: 70 on a GPU, 1 on the CPU")
       ->capture_default_str()
       ->type_name("B");
   fps.add_option("--emit", f.fps_emit,

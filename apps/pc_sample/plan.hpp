@@ -83,9 +83,9 @@ struct ArrayEmit {
 };
 
 /// Flags checked and turned into library settings.
-/// fps --batch 0 on a GPU: clouds per launch. An H200 holds 14 clusters of KITTI-scan size at once; 64 of them
-/// measured 1,089 clouds/s there (docs/PERFORMANCE.md, "One node").
-constexpr int kGpuFpsBatch = 64;
+/// fps --batch 0 on a GPU: clouds per launch. An H100 or H200 holds 14 clusters of KITTI-scan size at once: 70
+/// clouds are 5 full waves (docs/PERFORMANCE.md, "One node").
+constexpr int kGpuFpsBatch = 70;
 
 struct Plan {
   Mode mode = Mode::kFps;

@@ -219,6 +219,18 @@ TEST_P(FpsDeviceTest, MidSizeClusterLimitsAndOnePastThem) {
   }
 }
 
+TEST_P(FpsDeviceTest, MidSizeClustersOfEightAndSixteenShortRuns) {
+  // The mid-size kernel (8 and 16 blocks) with few steps: small enough for compute-sanitizer's racecheck.
+  S3D_SKIP_CPU_VS_CPU(GetParam());
+  FpsEngine engine(GetParam());
+  for (const std::int64_t n : {40000, 100000}) {
+    const auto xyz = test::duplicates(static_cast<std::size_t>(n), 3000, static_cast<unsigned>(n));
+    EXPECT_EQ(engine.run(PointsView<const float>{xyz.data(), static_cast<std::size_t>(n)}, 24, 7),
+              cpu_fps(xyz, {n}, {24}, {7}))
+        << "n=" << n;
+  }
+}
+
 TEST_P(FpsDeviceTest, RealKittiScan) {
   S3D_REQUIRE_DATA(path, "pointclouds/kitti_velodyne/000000.bin");
   expect_reference(test::read_kitti_bin(path), 512);

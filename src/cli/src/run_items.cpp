@@ -160,7 +160,8 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
   std::map<std::string, double> stage_totals;
   std::vector<nlohmann::json> ok_records;  // for the tool's aggregates, in index order
   double handle_seconds = 0.0;
-  bool stop = false;  // --fail-fast or a transient error: handle no more items
+  OrderedStageStats stage_stats;  // the main thread's waits for loads
+  bool stop = false;              // --fail-fast or a transient error: handle no more items
 
   auto base_record = [&](const Item& item) {
     nlohmann::json r = nlohmann::json::object();
@@ -306,11 +307,15 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
   // larger file, a page-cache miss); on a 16-core GPU machine two per worker left workers idle.
   constexpr std::size_t kPrefetchPerWorker = 4;
   const int workers = s.threads > 0 ? s.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // A group handler (handle_groups_of) keeps a group handled, the next one queued, one being written and one
+  // loading.
+  constexpr std::size_t kGroupsInFlight = 4;
   const std::size_t window =
-      s.prefetch > 0 ? static_cast<std::size_t>(s.prefetch) : kPrefetchPerWorker * static_cast<std::size_t>(workers);
+      s.prefetch > 0 ? static_cast<std::size_t>(s.prefetch)
+                     : std::max(kPrefetchPerWorker * static_cast<std::size_t>(workers), kGroupsInFlight * group_size);
   {
     WorkerPool pool(workers);
-    run_ordered_stages(items.size(), window, pool, cb, group_size - 1);
+    run_ordered_stages(items.size(), window, pool, cb, group_size - 1, &stage_stats);
   }
   runs.clear();  // drops the `-` outputs of items never emitted
   progress->finish();
@@ -343,6 +348,7 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
   summary["workers"] = workers;
   summary["prefetch"] = window;
   summary["handle_seconds"] = handle_seconds;
+  summary["load_wait_seconds"] = stage_stats.load_wait_seconds;
   if (!stage_totals.empty()) summary["stage_seconds"] = stage_totals;
   if (sig) summary["interrupted"] = sig == SIGTERM ? "SIGTERM" : "SIGINT";
   summary["settings"] = effective_settings();

@@ -16,7 +16,7 @@ constexpr std::chrono::microseconds kPoll(200);
 }  // namespace
 
 std::size_t run_ordered_stages(std::size_t count, std::size_t window, WorkerPool& pool, const OrderedStageCallbacks& cb,
-                               std::size_t wait_ahead) {
+                               std::size_t wait_ahead, OrderedStageStats* stats) {
   window = std::max<std::size_t>({window, 1, 2 * wait_ahead + 1});
   std::vector<std::future<void>> loaded(count), finished(count);
   std::size_t launched = 0, handled = 0, emitted = 0;
@@ -52,6 +52,7 @@ std::size_t run_ordered_stages(std::size_t count, std::size_t window, WorkerPool
         }
         // While k (and the items waited for ahead) load, items already finished are emitted and their places in
         // the window go to new loads: a slow load must not leave the workers without work.
+        const auto wait_start = std::chrono::steady_clock::now();
         for (std::size_t j = k; j < need; ++j) {
           while (loaded[j].wait_for(kPoll) != std::future_status::ready) {
             while (emitted < handled - 1 && ready(finished[emitted])) {  // k itself is not finished yet
@@ -64,6 +65,9 @@ std::size_t run_ordered_stages(std::size_t count, std::size_t window, WorkerPool
             }
           }
         }
+        if (stats)
+          stats->load_wait_seconds +=
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
         loaded[k].get();
         std::size_t loaded_ahead = 0;
         while (k + 1 + loaded_ahead < launched && ready(loaded[k + 1 + loaded_ahead])) ++loaded_ahead;

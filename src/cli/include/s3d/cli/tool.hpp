@@ -250,7 +250,8 @@ class Tool {
   void expand_arguments(ExpandArgument fn);
   /// For a handler that processes up to `n` items per call (the one handled and n - 1 of NextItem::ahead):
   /// before each handle the frame waits for the loads of the next n - 1 items, and keeps at least 2n - 1
-  /// items in flight. Call before `run` or from `on_start`. Default 1.
+  /// items in flight (4n without --prefetch: a group handled, the next one queued, one written, one loading).
+  /// Call before `run` or from `on_start`. Default 1.
   void handle_groups_of(std::size_t n);
   /// Lets --device name several GPUs (`cuda:all`, `cuda:0,1`): the tool spreads its items over devices(). Without
   /// it such a list is a usage error (one process per GPU: --shard). Call before `run`.

@@ -32,12 +32,18 @@ struct OrderedStageCallbacks {
   std::function<bool()> stop_requested;
 };
 
+/// Where the calling thread's time went, for a run's summary.
+struct OrderedStageStats {
+  double load_wait_seconds = 0.0;  ///< waiting for loads before handles: the loads are the bound
+};
+
 /// Runs items 0..count-1 (see the file comment); `window` >= 1. Before handling item k it waits for the
 /// loads of up to `wait_ahead` items after k that are already launched (for handlers that group items:
 /// the window is raised to 2 * wait_ahead + 1 so that they can be); with 0 it waits for none. Items
 /// loaded but never handled (after a stop) are neither finished nor emitted. Returns the number of items
 /// handled.
 std::size_t run_ordered_stages(std::size_t count, std::size_t window, WorkerPool& pool,
-                               const OrderedStageCallbacks& callbacks, std::size_t wait_ahead = 0);
+                               const OrderedStageCallbacks& callbacks, std::size_t wait_ahead = 0,
+                               OrderedStageStats* stats = nullptr);
 
 }  // namespace s3d
