@@ -137,7 +137,11 @@ std::vector<Result> compute_group(const cli::Item& item, Run& run, Job job, cons
   while (!pipe.full()) {
     FpsGroup later = group_from(next, after, p.batch, p);
     if (later.items.empty() || !pipe.fits(later.clouds)) break;
-    pipe.submit(later.clouds, later.samples, later.starts);
+    try {
+      pipe.submit(later.clouds, later.samples, later.starts);
+    } catch (const DataError&) {
+      break;  // a cloud of that group fails in its own call, naming its own file
+    }
     run.fps_queued.push_back(later.items);
     after += later.items.size();
   }

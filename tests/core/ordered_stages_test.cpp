@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <future>
 #include <mutex>
 #include <random>
 #include <stdexcept>
@@ -196,6 +197,33 @@ TEST(OrderedStages, ASlowLoadDoesNotHoldBackEmitsOrLaterLoads) {
   EXPECT_EQ(run_ordered_stages(n, window, pool, cb), n);
   EXPECT_EQ(emitted_before_slow, (std::vector<std::size_t>{0, 1, 2}));
   EXPECT_FALSE(loads_before_slow.empty());
+}
+
+TEST(WorkerPool, FirstTasksRunBeforeTheOthersInTheirOwnOrder) {
+  // One worker, held busy while the queue fills: a, b by submit; x, y, z by submit_first. The order run:
+  // x, y, z (first in, first out among themselves), then a, b.
+  WorkerPool pool(1);
+  std::promise<void> release;
+  std::shared_future<void> go = release.get_future().share();
+  std::mutex m;
+  std::vector<char> order;
+  auto task = [&](char c) {
+    return [&, c] {
+      std::lock_guard<std::mutex> lock(m);
+      order.push_back(c);
+    };
+  };
+  std::future<void> blocker = pool.submit([go] { go.wait(); });
+  std::vector<std::future<void>> done;
+  done.push_back(pool.submit(task('a')));
+  done.push_back(pool.submit_first(task('x')));
+  done.push_back(pool.submit(task('b')));
+  done.push_back(pool.submit_first(task('y')));
+  done.push_back(pool.submit_first(task('z')));
+  release.set_value();
+  blocker.get();
+  for (auto& f : done) f.get();
+  EXPECT_EQ(order, (std::vector<char>{'x', 'y', 'z', 'a', 'b'}));
 }
 
 }  // namespace

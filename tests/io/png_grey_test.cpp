@@ -80,6 +80,7 @@ struct HandMade {
   int width = 0, height = 0, bit_depth = 8, colour_type = 0;
   std::vector<Bytes> rows;  // unfiltered
   int idat_parts = 1;
+  int window_bits = 15;  // zlib's window: 15 = 32 KiB
   bool bad_idat_crc = false;
   int bad_filter_row = -1;  // a filter byte of 5 on that row
   std::vector<std::pair<std::string, Bytes>> before_idat;
@@ -125,10 +126,16 @@ Bytes encode(const HandMade& h) {
     raw.insert(raw.end(), f.begin(), f.end());
     prior = h.rows[y];
   }
-  uLongf z_size = compressBound(static_cast<uLong>(raw.size()));
-  Bytes z(z_size);
-  EXPECT_EQ(compress2(z.data(), &z_size, raw.data(), static_cast<uLong>(raw.size()), 6), Z_OK);
-  z.resize(z_size);
+  z_stream zs{};
+  EXPECT_EQ(deflateInit2(&zs, 6, Z_DEFLATED, h.window_bits, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  Bytes z(deflateBound(&zs, static_cast<uLong>(raw.size())));
+  zs.next_in = raw.data();
+  zs.avail_in = static_cast<uInt>(raw.size());
+  zs.next_out = z.data();
+  zs.avail_out = static_cast<uInt>(z.size());
+  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
+  z.resize(zs.total_out);
+  deflateEnd(&zs);
   Bytes out = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   Bytes ihdr;
   put32(ihdr, static_cast<std::uint32_t>(h.width));
@@ -216,6 +223,25 @@ TEST(PngGrey, AncillaryChunksAndAPaletteHintAreIgnoredAsLibpngDoes) {
   const Bytes bytes = encode(h);
   expect_same(decode_grey(bytes, "hints.png"), opencv_grey(bytes), "RGB with gAMA, PLTE, tRNS, tEXt");
   EXPECT_EQ(s3d::io::detail::decode_png_grey_fast(bytes.data(), bytes.size()).bit_depth, 8);
+}
+
+TEST(PngGrey, WhatLibpngWouldJudgeOtherwiseIsLeftToIt) {
+  // A zlib window below 32 KiB (libdeflate would read a distance beyond it that zlib refuses), a second
+  // palette and an empty one in an RGB image (libpng refuses them): not on the fast path, and the result
+  // (pixels or error) is libpng's.
+  HandMade small = random_image(6, 3, 8, 2, 11);
+  small.window_bits = 14;  // a 16 KiB window
+  const Bytes bytes = encode(small);
+  EXPECT_EQ(bytes[8 + 25 + 8] >> 4, 6);  // the zlib header's CINFO
+  EXPECT_EQ(s3d::io::detail::decode_png_grey_fast(bytes.data(), bytes.size()).bit_depth, 0);
+  expect_same(decode_grey(bytes, "window.png"), opencv_grey(bytes), "16 KiB window");
+  for (const Bytes& palette : {Bytes{}, Bytes{1, 2, 3}}) {
+    HandMade h = random_image(5, 4, 8, 2, 12);
+    h.before_idat = {{"PLTE", {1, 2, 3}}, {"PLTE", palette}};
+    if (palette.empty()) h.before_idat = {{"PLTE", {}}};
+    const Bytes b = encode(h);
+    EXPECT_EQ(s3d::io::detail::decode_png_grey_fast(b.data(), b.size()).bit_depth, 0) << palette.size();
+  }
 }
 
 TEST(PngGrey, DamagedFilesFailAsThroughLibpng) {

@@ -105,7 +105,7 @@ int Tool::Impl::run(int argc, char** argv, const detail::ErasedStages& stages) {
   try {
     shard = parse_shard(s.shard, s.shard_count);
     const std::vector<Device> requested = parse_devices(s.device);
-    if (requested.size() > 1 && !several_devices)
+    if ((requested.size() > 1 || s.device == "cuda:all") && !several_devices)
       throw InvalidArgument("--device " + s.device + ": " + name +
                             " runs on one device (one process per GPU: --shard i/N --device cuda:i)");
     std::vector<Item> all = collect_items();

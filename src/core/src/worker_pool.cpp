@@ -26,8 +26,8 @@ std::future<void> WorkerPool::queue(std::function<void()> task, bool first) {
   std::future<void> done = packaged.get_future();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (first)
-      queue_.push_front(std::move(packaged));
+    if (first)  // after the earlier first tasks: first in, first out among them
+      queue_.insert(queue_.begin() + static_cast<std::ptrdiff_t>(first_count_++), std::move(packaged));
     else
       queue_.push_back(std::move(packaged));
   }
@@ -44,6 +44,7 @@ void WorkerPool::work() {
       if (queue_.empty()) return;  // closing, and nothing left to run
       task = std::move(queue_.front());
       queue_.pop_front();
+      if (first_count_ > 0) --first_count_;
     }
     task();
   }

@@ -2,6 +2,7 @@
 
 #include <libdeflate.h>
 
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -11,7 +12,9 @@ namespace {
 
 constexpr std::uint32_t kMaxDimension = 1000000;  // libpng's default user limit (PNG_USER_WIDTH_MAX)
 constexpr std::uint64_t kMaxPixels = 1ull << 30;  // OpenCV's CV_IO_MAX_IMAGE_PIXELS default
-constexpr std::uint32_t kMaxChunk = 0x7fffffffu;  // PNG_UINT_31_MAX
+constexpr std::uint32_t kMaxChunk = 8000000;      // libpng refuses larger chunks (PNG_USER_CHUNK_MALLOC_MAX) but
+                                                  // may take a larger IDAT: such files go to libpng, which decides
+constexpr std::size_t kKeptBuffer = std::size_t{64} << 20;  // a thread's buffers beyond this are freed after use
 
 std::uint32_t be32(const std::uint8_t* p) {
   return std::uint32_t{p[0]} << 24 | std::uint32_t{p[1]} << 16 | std::uint32_t{p[2]} << 8 | p[3];
@@ -119,7 +122,7 @@ GreyImage decode_png_grey_fast(const std::uint8_t* data, std::size_t size) {
   Inflater& state = inflater();
   const std::uint8_t* single = nullptr;  // the one IDAT's data, when there is only one (no copy)
   std::size_t idat_bytes = 0;
-  int idats = 0;
+  int idats = 0, palette = 0;
   bool in_idat_run = false;
   for (std::size_t at = 33;;) {
     if (at + 12 > size) return none;
@@ -130,7 +133,9 @@ GreyImage decode_png_grey_fast(const std::uint8_t* data, std::size_t size) {
     const bool idat = is_type(type, "IDAT");
     if (in_idat_run && !idat) break;  // libpng reads no further to decode the image
     if (critical) {
-      if (!idat && !(is_type(type, "PLTE") && (colour_type == 2 || colour_type == 6))) return none;
+      // A palette is only a hint in RGB(A); libpng refuses a second one or an empty one.
+      const bool hint = is_type(type, "PLTE") && (colour_type == 2 || colour_type == 6) && length > 0 && !palette++;
+      if (!idat && !hint) return none;
       if (libdeflate_crc32(0, type, length + 4) != be32(data + at + 8 + length)) return none;
     }
     if (idat) {
@@ -146,12 +151,16 @@ GreyImage decode_png_grey_fast(const std::uint8_t* data, std::size_t size) {
     at += 12 + std::size_t{length};
     if (at == size && in_idat_run) break;
   }
-  if (idats == 0) return none;
+  if (idats == 0 || !state.decompressor) return none;
   const std::uint8_t* stream = idats == 1 ? single : state.idat.data();
+  // libdeflate ignores the zlib header's window size; zlib (libpng) refuses a distance beyond it. Streams with
+  // a window below 32 KiB (small images) go to libpng.
+  if (idat_bytes < 2 || (stream[0] >> 4) != 7) return none;
 
   const std::size_t bpp = static_cast<std::size_t>(channels) * (bit_depth / 8);
   const std::size_t row_bytes = bpp * width;
   const std::size_t stride = row_bytes + 1;
+  if (height > SIZE_MAX / stride) return none;  // a 32-bit size_t
   const std::size_t expected = stride * height;
   state.filtered.resize(expected);
   std::size_t in_used = 0, out_made = 0;
@@ -181,6 +190,8 @@ GreyImage decode_png_grey_fast(const std::uint8_t* data, std::size_t size) {
     prior = row;
   }
   out.bit_depth = bit_depth;
+  if (state.filtered.capacity() > kKeptBuffer) state.filtered = {};  // one huge image: not held by every thread
+  if (state.idat.capacity() > kKeptBuffer) state.idat = {};
   return out;
 }
 

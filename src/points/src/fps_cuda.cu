@@ -562,6 +562,9 @@ class CudaFps final : public FpsEngine::Impl {
   std::pair<const FpsCloud*, const FpsBlock*> upload_tables(StreamHandle stream, std::int64_t total_points,
                                                             bool need_distances) {
     upload_done_.synchronize();
+    // The last launch (on whatever stream it was queued) may still read the tables and scratch that a resize
+    // below frees on stream_: stream_ waits for it first (FpsPipeline keeps two batches in flight).
+    work_done_.wait(stream_);
     const std::size_t cloud_bytes = table_.size() * sizeof(FpsCloud);
     const std::size_t table_bytes = cloud_bytes + blocks_.size() * sizeof(FpsBlock);
     staging_.resize(table_bytes);

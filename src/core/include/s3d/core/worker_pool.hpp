@@ -2,6 +2,7 @@
 // A fixed set of threads running queued tasks first in, first out: the tools' decode/encode workers, and a
 // sequence's frame readers.
 #include <condition_variable>
+#include <cstddef>
 #include <deque>
 #include <functional>
 #include <future>
@@ -22,8 +23,8 @@ class WorkerPool {
 
   /// Queues `task`; the future is ready when it ran and carries what it threw.
   std::future<void> submit(std::function<void()> task);
-  /// Queues `task` ahead of every queued task (work that frees resources the queued tasks wait for: the ordered
-  /// stages' finishes, which let an item leave the window).
+  /// Queues `task` ahead of every task queued by submit, behind those queued by submit_first (work that frees
+  /// resources the queued tasks wait for: the ordered stages' finishes, which let an item leave the window).
   std::future<void> submit_first(std::function<void()> task);
   int size() const { return static_cast<int>(threads_.size()); }
 
@@ -34,6 +35,7 @@ class WorkerPool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::packaged_task<void()>> queue_;
+  std::size_t first_count_ = 0;  // tasks at the queue's front queued by submit_first
   bool closing_ = false;
   std::vector<std::thread> threads_;
 };
