@@ -59,7 +59,7 @@ std::size_t run_ordered_stages(std::size_t count, std::size_t window, WorkerPool
               finished[emitted].get();
               cb.emit(emitted++);
             }
-            while (!stopped && !cb.stop_requested() && launched < count && launched - emitted < window) {
+            while (!stopped && launched < count && launched - emitted < window) {
               const std::size_t i = launched++;
               loaded[i] = pool.submit([&cb, i] { cb.load(i); });
             }
