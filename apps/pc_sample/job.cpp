@@ -84,6 +84,13 @@ struct FpsGroup {
     samples.push_back(m);
     starts.push_back(start);
   }
+  void append(const FpsGroup& more) {
+    items.insert(items.end(), more.items.begin(), more.items.end());
+    jobs.insert(jobs.end(), more.jobs.begin(), more.jobs.end());
+    clouds.insert(clouds.end(), more.clouds.begin(), more.clouds.end());
+    samples.insert(samples.end(), more.samples.begin(), more.samples.end());
+    starts.insert(starts.end(), more.starts.begin(), more.starts.end());
+  }
 };
 
 // Up to B loaded items of `ahead` from `from` on, while their M and start are valid.
@@ -125,8 +132,7 @@ std::vector<Result> compute_group(const cli::Item& item, Run& run, Job job, cons
   if (!queued) {
     pipe.drain();  // groups queued for items the frame no longer hands over
     run.fps_queued.clear();
-    const FpsGroup rest = group_from(next, 0, p.batch - 1, p);
-    for (std::size_t k = 0; k < rest.items.size(); ++k) group.add(*next.ahead[k].first, *next.ahead[k].second, p);
+    group.append(group_from(next, 0, p.batch - 1, p));
     pipe.submit(group.clouds, group.samples, group.starts);
     run.fps_queued.push_back(group.items);
   }
