@@ -25,9 +25,11 @@ void add_input_flags(CLI::App& app, s3d::icp_fuse::Flags& f) {
                  "(default: 5000 for a TUM RGB-D depth.txt with its `# depth maps` header, else 1000 for PNG, "
                  "1 for PFM)")
       ->group(in_group);
-  app.add_option("--intrinsics", f.intrinsics,
-                 "fx,fy,cx,cy in pixels, a 3x3 K file (7-Scenes camera-intrinsics.txt), TUM `fx fy cx cy`, or a "
-                 "KITTI/Q stereo calibration (its left camera); default: the sequence's camera-intrinsics.txt")
+  app.add_option(
+         "--intrinsics", f.intrinsics,
+         "fx,fy,cx,cy in pixels, a 3x3 K file (7-Scenes camera-intrinsics.txt), TUM `fx fy cx cy`, or a "
+         "KITTI/Q stereo calibration (its left camera), or tum (525,525,319.5,239.5: TUM RGB-D's depth, 640x480); "
+         "default: the sequence's camera-intrinsics.txt, tum for a TUM RGB-D folder (depth.txt)")
       ->type_name("SPEC")
       ->group(in_group);
   app.add_option("--frames", f.frames, "only frames A..B-1 of each sequence (0-based, half-open; A: or :B)")
@@ -228,9 +230,8 @@ int main(int argc, char** argv) {
   tool.add_example("icp-fuse --device cpu 7scenes/redkitchen -o out --eval auto",
                    "one sequence into out/ (trajectory.txt, mesh.ply, frames.jsonl), scored against its poses");
   tool.add_example(
-      "icp-fuse rgbd_dataset_freiburg1_xyz --depth-scale tum --intrinsics 525,525,319.5,239.5 "
-      "--eval rgbd_dataset_freiburg1_xyz/groundtruth.txt -o fr1_xyz",
-      "a TUM RGB-D folder (depth.txt, x5000 depth)");
+      "icp-fuse rgbd_dataset_freiburg1_xyz --eval auto -o fr1_xyz",
+      "a TUM RGB-D folder (depth.txt: x5000 depth, the benchmark's depth intrinsics, its groundtruth.txt)");
   tool.add_example("icp-fuse --manifest seqs.jsonl --output-dir runs --emit trajectory,cloud --json > runs.jsonl",
                    "several sequences, one subfolder each, JSON records");
 

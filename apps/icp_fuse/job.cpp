@@ -114,6 +114,7 @@ std::string intrinsics_source(const io::RgbdSequence& listing, const cli::Item& 
   if (!plan.intrinsics.empty()) return plan.intrinsics;
   if (auto k = string_field(item, "intrinsics")) return *k;
   if (!listing.intrinsics_path.empty()) return listing.intrinsics_path;
+  if (listing.layout == "tum") return io::kTumDepthIntrinsics;  // the benchmark's own conversion of its depth
   throw InvalidArgument(item.inputs[0] +
                         ": no camera intrinsics: pass --intrinsics fx,fy,cx,cy (or a 3x3 K file, or a KITTI/Q "
                         "calibration); the sequence has no camera-intrinsics.txt");

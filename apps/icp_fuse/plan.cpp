@@ -10,6 +10,7 @@
 
 #include "../common/tool_files.hpp"
 #include "s3d/core/errors.hpp"
+#include "s3d/io/calib.hpp"
 #include "s3d/io/image.hpp"
 
 namespace s3d::icp_fuse {
@@ -251,7 +252,8 @@ void plan_outputs(const Flags& f, Plan& plan) {
     throw InvalidArgument("--images: `" + f.images + "` is not a folder");
   if (!f.intrinsics.empty()) {
     std::error_code ec;
-    if (!parse_inline_intrinsics(f.intrinsics) && !std::filesystem::exists(f.intrinsics, ec))
+    if (f.intrinsics != io::kTumDepthIntrinsics && !parse_inline_intrinsics(f.intrinsics) &&
+        !std::filesystem::exists(f.intrinsics, ec))
       throw InvalidArgument("--intrinsics: `" + f.intrinsics +
                             "` is neither fx,fy,cx,cy nor an existing file (a K matrix, TUM or KITTI/Q calibration)");
   }

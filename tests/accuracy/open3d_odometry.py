@@ -39,8 +39,8 @@ Datasets (--dataset; every default below is per dataset and an explicit option w
   tum           TUM RGB-D layout: DIR/depth.txt (`timestamp depth/<stamp>.png`, '#' comments), depth PNG / 5000,
                 DIR/groundtruth.txt (motion capture, ~100 Hz, associated by nearest stamp within 0.02 s). No colour
                 is read: RGBDImage gets a constant grey (128) 8-bit RGB image of the depth's size, which PointToPlane
-                ignores. Default DIR ../shared/data/rgbd/tum_fr1_rpy_f000-299, intrinsics 517.3,516.5,318.6,255.3
-                (fr1), depth_max 4.0.
+                ignores. Default DIR ../shared/data/rgbd/tum_fr1_rpy_f000-299, intrinsics 525,525,319.5,239.5
+                (the benchmark's conversion of every sequence's registered depth, as icp-fuse's `tum`), depth_max 4.0.
   depth-folder  the maps of a folder written by `sgm-depth --emit depth --output-dir DIR`: NAME_depth.pfm (metres,
                 +-inf / NaN / <= 0 invalid) or NAME_depth.png (DIR/depth-scale.txt units per metre), in name order;
                 intrinsics from DIR/camera-intrinsics.txt, depth scale from DIR/depth-scale.txt (1 if missing);
@@ -70,7 +70,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_DATA = os.path.join(os.environ.get("S3D_DATA_DIR", os.path.join(HERE, "..", "..", "..", "shared", "data")),
                             "rgbd", "7scenes_redkitchen_f000-299")
 DEFAULT_TUM = os.path.join(os.path.dirname(os.path.dirname(DEFAULT_DATA)), "rgbd", "tum_fr1_rpy_f000-299")
-TUM_FR1_K = "517.3,516.5,318.6,255.3"  # TUM fr1's calibrated (colour / registered depth) camera
+# The benchmark's depth-to-point conversion for every sequence (its depth is registered to the colour camera by
+# OpenNI): https://vision.in.tum.de/data/datasets/rgbd-dataset/intrinsic_calibration
+TUM_FR1_K = "525,525,319.5,239.5"
 
 
 def parse_args(argv=None):
@@ -78,7 +80,7 @@ def parse_args(argv=None):
                                  "(depth only) or a folder of depth maps (sgm-depth --emit depth --output-dir)",
                                  epilog="Per-dataset defaults: redkitchen: --data %s, K from DIR/camera-intrinsics.txt, "
                                  "GT DIR/groundtruth.txt, depth_scale 1000, depth_max 3, last 299, ranges 0:122,122:300. "
-                                 "tum: --data %s, K 517.3,516.5,318.6,255.3, GT DIR/groundtruth.txt, depth_scale 5000, "
+                                 "tum: --data %s, K 525,525,319.5,239.5, GT DIR/groundtruth.txt, depth_scale 5000, "
                                  "depth_max 4, all frames of depth.txt, constant grey colour. depth-folder: --data "
                                  "required, K from DIR/camera-intrinsics.txt, depth_scale from DIR/depth-scale.txt, "
                                  "--groundtruth required (TUM or KITTI poses.txt), depth_max 30, voxel_size 0.1, "

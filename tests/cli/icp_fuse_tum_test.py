@@ -50,6 +50,19 @@ class IcpFuseTumTest(ToolCase):
         lost, ate = self.fuse("constant", "--truncation-growth", "0")
         self.assertTrue(lost > 0 or ate > 0.1, (lost, ate))
 
+    def test_a_tum_folder_takes_the_benchmarks_depth_intrinsics(self):
+        r = subprocess.run([self.exe, TUM, "--frames", "0:3", "--device", "cpu", "--emit", "trajectory", "--json",
+                            "-o", self.path("default")], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        item = self.records(r.stdout)[0]
+        self.assertEqual(item["intrinsics"], {"fx": 525, "fy": 525, "cx": 319.5, "cy": 239.5, "source": "tum"})
+        # Named on the command line, the same (another image size is an error: test_io_image_geometry).
+        r = subprocess.run([self.exe, TUM, "--frames", "0:3", "--device", "cpu", "--intrinsics", "tum", "--emit",
+                            "trajectory", "--json", "-o", self.path("named")], capture_output=True, text=True,
+                           timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.records(r.stdout)[0]["intrinsics"]["source"], "tum")
+
 
 if __name__ == "__main__":
     run_tests("S3D_ICP_FUSE", __doc__)

@@ -366,6 +366,26 @@ TEST(Intrinsics, TumLinePairsAndStereoCalibration) {
   EXPECT_DOUBLE_EQ(read_intrinsics(dir.file("fb.txt"), 101, 51).cx, 50.0);
 }
 
+TEST(Intrinsics, TumNamesTheBenchmarksDepthConversionForItsImageSize) {
+  const PinholeIntrinsics k = read_intrinsics("tum", 640, 480);
+  EXPECT_DOUBLE_EQ(k.fx, 525.0);
+  EXPECT_DOUBLE_EQ(k.fy, 525.0);
+  EXPECT_DOUBLE_EQ(k.cx, 319.5);
+  EXPECT_DOUBLE_EQ(k.cy, 239.5);
+  EXPECT_EQ(read_intrinsics("tum").width, 640);  // size unknown: the benchmark's
+  EXPECT_THROW(read_intrinsics("tum", 320, 240), s3d::DataError);
+  EXPECT_THROW(read_intrinsics("tum", 640, 481), s3d::DataError);
+  // A file of that name is read as a file.
+  TempDir dir;
+  const std::filesystem::path old = std::filesystem::current_path();
+  std::filesystem::current_path(dir.path);
+  std::ofstream("tum") << "500 501 300 200\n";
+  const PinholeIntrinsics file = read_intrinsics("tum", 320, 240);
+  std::filesystem::current_path(old);
+  EXPECT_DOUBLE_EQ(file.fx, 500.0);
+  EXPECT_EQ(file.width, 320);
+}
+
 TEST(RealData, SevenScenesIntrinsicsAndKittiObjectCalibration) {
   S3D_REQUIRE_DATA(k, "rgbd/7scenes_redkitchen_f000-299/camera-intrinsics.txt");
   const PinholeIntrinsics seven = read_intrinsics(k.string(), 640, 480);

@@ -284,7 +284,25 @@ StereoCalibration read_calibration(const std::string& spec) {
   return c;
 }
 
+PinholeIntrinsics tum_depth_intrinsics() {
+  PinholeIntrinsics k;
+  k.fx = k.fy = 525.0;
+  k.cx = 319.5;
+  k.cy = 239.5;
+  k.width = 640;
+  k.height = 480;
+  k.source = kTumDepthIntrinsics;
+  return k;
+}
+
 PinholeIntrinsics read_intrinsics(const std::string& spec, int width, int height) {
+  if (spec == kTumDepthIntrinsics && !is_existing_file(spec)) {
+    PinholeIntrinsics k = tum_depth_intrinsics();
+    if ((width > 0 && width != k.width) || (height > 0 && height != k.height))
+      throw DataError(spec + ": TUM RGB-D's depth intrinsics are for 640x480 images, these are " +
+                      std::to_string(width) + "x" + std::to_string(height) + " (pass --intrinsics fx,fy,cx,cy)");
+    return k;
+  }
   PinholeIntrinsics k;
   k.source = spec;
   k.width = width;

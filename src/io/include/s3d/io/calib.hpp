@@ -32,7 +32,15 @@ using geometry::StereoCalibration;
 /// inline. @throws IoError (unreadable), DataError (no known format, or focal/baseline not positive).
 StereoCalibration read_calibration(const std::string& spec);
 
+/// TUM RGB-D's depth camera, the spec `tum`: its depth images are registered to the colour camera by the
+/// OpenNI driver, and the benchmark converts every sequence's depth to points with fx = fy = 525, cx = 319.5,
+/// cy = 239.5 at 640 x 480 (https://vision.in.tum.de/data/datasets/rgbd-dataset/intrinsic_calibration). Its
+/// colour cameras' calibrations (fr1: 517.3, 516.5, 318.6, 255.3) describe the unregistered colour images.
+constexpr const char* kTumDepthIntrinsics = "tum";
+PinholeIntrinsics tum_depth_intrinsics();
+
 /// Reads pinhole intrinsics of one camera for a `width` x `height` image (0 = unknown), from:
+/// - `tum` (kTumDepthIntrinsics, when no such file exists): tum_depth_intrinsics, for 640 x 480 images only;
 /// - "fx fy cx cy" as four numbers of text, alone or on the line after a `#` comment (TUM RGB-D / ICL-NUIM);
 /// - a 3x3 camera matrix K as nine numbers, no skew, last row 0 0 1 (7-Scenes `camera-intrinsics.txt`);
 /// - key=value pairs (`fx=525 fy=525 cx=319.5 cy=239.5`, optional `width`, `height`), inline or in a file;
