@@ -354,6 +354,13 @@ class IcpFuseTest(unittest.TestCase):
         proc = self.run_tool(*SMALL, seq, "--depth-scale", "mm", "--intrinsics", "60,60,32,24", "-o", "mm",
                              "--json", "--emit", "trajectory")
         self.assertEqual(self.records(proc)[0]["depth_scale"], 1000)
+        # Without --intrinsics a TUM folder takes the benchmark's depth intrinsics, which are for 640x480 frames:
+        # these 64x48 ones fail, with no outputs, saying so.
+        proc = self.run_tool(*SMALL, seq, "-o", "default", "--json", "--emit", "trajectory", code=1)
+        error = self.records(proc)[0]["error"]
+        self.assertIn("640x480", error)
+        self.assertIn("--intrinsics", error)
+        self.assertFalse(os.path.exists(self.path("default", "trajectory.txt")))
 
     def test_manifest_names_and_per_sequence_intrinsics(self):
         a = self.synthetic("a", frames=2)

@@ -375,13 +375,15 @@ TEST(Intrinsics, TumNamesTheBenchmarksDepthConversionForItsImageSize) {
   EXPECT_EQ(read_intrinsics("tum").width, 640);  // size unknown: the benchmark's
   EXPECT_THROW(read_intrinsics("tum", 320, 240), s3d::DataError);
   EXPECT_THROW(read_intrinsics("tum", 640, 481), s3d::DataError);
-  // A file of that name is read as a file.
+  // The name wins over a file that has it, which is read as ./tum.
   TempDir dir;
   const std::filesystem::path old = std::filesystem::current_path();
   std::filesystem::current_path(dir.path);
   std::ofstream("tum") << "500 501 300 200\n";
-  const PinholeIntrinsics file = read_intrinsics("tum", 320, 240);
+  const double named = read_intrinsics("tum", 640, 480).fx;
+  const PinholeIntrinsics file = read_intrinsics("./tum", 320, 240);
   std::filesystem::current_path(old);
+  EXPECT_DOUBLE_EQ(named, 525.0);
   EXPECT_DOUBLE_EQ(file.fx, 500.0);
   EXPECT_EQ(file.width, 320);
 }

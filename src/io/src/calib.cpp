@@ -296,7 +296,7 @@ PinholeIntrinsics tum_depth_intrinsics() {
 }
 
 PinholeIntrinsics read_intrinsics(const std::string& spec, int width, int height) {
-  if (spec == kTumDepthIntrinsics && !is_existing_file(spec)) {
+  if (spec == kTumDepthIntrinsics) {  // the name, even where a file has it (that one is ./tum)
     PinholeIntrinsics k = tum_depth_intrinsics();
     if ((width > 0 && width != k.width) || (height > 0 && height != k.height))
       throw DataError(spec + ": TUM RGB-D's depth intrinsics are for 640x480 images, these are " +

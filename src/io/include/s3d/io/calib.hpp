@@ -40,7 +40,7 @@ constexpr const char* kTumDepthIntrinsics = "tum";
 PinholeIntrinsics tum_depth_intrinsics();
 
 /// Reads pinhole intrinsics of one camera for a `width` x `height` image (0 = unknown), from:
-/// - `tum` (kTumDepthIntrinsics, when no such file exists): tum_depth_intrinsics, for 640 x 480 images only;
+/// - `tum` (kTumDepthIntrinsics; a file of that name is `./tum`): tum_depth_intrinsics, for 640 x 480 images only;
 /// - "fx fy cx cy" as four numbers of text, alone or on the line after a `#` comment (TUM RGB-D / ICL-NUIM);
 /// - a 3x3 camera matrix K as nine numbers, no skew, last row 0 0 1 (7-Scenes `camera-intrinsics.txt`);
 /// - key=value pairs (`fx=525 fy=525 cx=319.5 cy=239.5`, optional `width`, `height`), inline or in a file;
