@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <random>
+#include <string>
 
 #include "nms_test_util.hpp"
 #include "s3d/core/device_buffer.hpp"
@@ -487,6 +489,161 @@ TEST_F(NmsCudaVsCpuTest, TwoMillionBoxes) {
   // per-class too: 2M boxes over 80 groups in one call
   auto s2 = test::clustered(2000000, 7, 80, 0, 0.01f, 20000.f, 30);
   EXPECT_EQ(engine.run(s2.input(), p).keep, nms(Device(Device::Kind::kCpu), s2.input(), p).keep);
+}
+
+// ---- soft-NMS: CUDA (parallel rounds over the interaction graph, or the sequential kernels when that graph is
+// dense) against the CPU loop, bit for bit: same kept indices, same order, same float scores.
+
+/// Keep lists equal and scores equal as bit patterns (-0 vs +0 and every ulp count).
+void expect_soft_identical(const NmsResult& cpu, const NmsResult& gpu, const std::string& what) {
+  ASSERT_EQ(cpu.keep, gpu.keep) << what;
+  ASSERT_EQ(cpu.scores.size(), gpu.scores.size()) << what;
+  for (std::size_t k = 0; k < cpu.scores.size(); ++k) {
+    std::uint32_t a = 0, b = 0;
+    std::memcpy(&a, &cpu.scores[k], 4);
+    std::memcpy(&b, &gpu.scores[k], 4);
+    ASSERT_EQ(a, b) << what << ": score " << k << " of box " << cpu.keep[k] << ": " << cpu.scores[k] << " vs "
+                    << gpu.scores[k];
+  }
+}
+
+/// Clusters of 1..max_per boxes on a lattice whose pitch exceeds any cluster: components of the interaction
+/// graph are the clusters (many small independent problems).
+test::BoxSet separated_clusters(int clusters, int max_per, std::uint32_t seed, int groups, int score_levels) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u01(0.f, 1.f);
+  std::normal_distribution<float> jitter(0.f, 1.f);
+  test::BoxSet s;
+  const int side = static_cast<int>(std::ceil(std::sqrt(static_cast<double>(clusters))));
+  for (int c = 0; c < clusters; ++c) {
+    const float cx = 100.f * static_cast<float>(c % side) + 50.f, cy = 100.f * static_cast<float>(c / side) + 50.f;
+    const float w = 10.f + 30.f * u01(rng), h = 10.f + 30.f * u01(rng);
+    const int per = 1 + static_cast<int>(rng() % static_cast<unsigned>(max_per));
+    for (int k = 0; k < per; ++k) {
+      const float bx = cx + jitter(rng) * 0.1f * w, by = cy + jitter(rng) * 0.1f * h;
+      const float bw = w * (1.f + 0.1f * jitter(rng)), bh = h * (1.f + 0.1f * jitter(rng));
+      s.boxes.insert(s.boxes.end(), {bx - bw / 2, by - bh / 2, bx + bw / 2, by + bh / 2});
+      float score = u01(rng);
+      if (score_levels > 0) score = std::floor(score * score_levels) / score_levels;
+      s.scores.push_back(score);
+      s.groups.push_back(groups > 1 ? static_cast<std::int64_t>(rng() % groups) : 0);
+      s.images.push_back(0);
+    }
+  }
+  return s;
+}
+
+/// Runs `s` with both soft methods (and the given variations) on the CPU and on one CUDA engine.
+void expect_soft_cases(NmsEngine& engine, const test::BoxSet& s, const std::string& what, float soft_min_score,
+                       bool use_groups = true) {
+  const Device cpu(Device::Kind::kCpu);
+  for (NmsMethod method : {NmsMethod::kSoftGaussian, NmsMethod::kSoftLinear}) {
+    NmsParams p;
+    p.method = method;
+    p.iou_threshold = 0.3f;
+    p.soft_min_score = soft_min_score;
+    p.rotated = s.dim == 5;
+    const auto in = s.input(use_groups, false);
+    expect_soft_identical(nms(cpu, in, p), engine.run(in, p),
+                          what + (method == NmsMethod::kSoftLinear ? " linear" : " gaussian"));
+  }
+}
+
+TEST_F(NmsCudaVsCpuTest, SoftManySmallSeparatedClusters) {
+  NmsEngine engine(Device(Device::Kind::kCuda, 0));
+  expect_soft_cases(engine, separated_clusters(900, 40, 11, 1, 0), "900 clusters, one group", 1e-3f);
+  expect_soft_cases(engine, separated_clusters(700, 25, 12, 7, 0), "700 clusters, 7 groups", 1e-3f);
+  expect_soft_cases(engine, separated_clusters(400, 60, 13, 80, 0), "400 clusters, 80 groups", 1e-3f);
+  expect_soft_cases(engine, separated_clusters(3000, 3, 14, 1, 0), "3000 clusters of 1..3", 1e-3f);
+}
+
+// The benchmark's shape: 10k clustered boxes whose bounds overlap into one component of ~9.6k boxes (the
+// clusters percolate), and larger ones; the interaction graph is sparse, so the rounds path runs them.
+TEST_F(NmsCudaVsCpuTest, SoftGiantSparseComponent) {
+  NmsEngine engine(Device(Device::Kind::kCuda, 0));
+  expect_soft_cases(engine, test::clustered(10000, 99, 1, 0, 0.f, 1000.f, 20), "10k percolating", 1e-3f);
+  expect_soft_cases(engine, test::clustered(10000, 98, 1, 0, 0.f, 700.f, 20), "10k denser", 1e-3f);
+  expect_soft_cases(engine, test::clustered(30001, 97, 1, 0, 0.01f, 1800.f, 20), "30k, degenerate", 1e-3f);
+}
+
+// Dense: every box overlaps every other (the graph's degree is past the rounds path's limit, so the sequential
+// kernels run): below and above the shared-memory kernel's group size; and chains where each box overlaps only
+// its neighbours and scores fall along it (few selections per round on the rounds path); and clusters whose
+// rounds pass a cap of 3 (S3D_NMS_SOFT_MAX_ROUNDS), started again on the sequential kernels.
+TEST_F(NmsCudaVsCpuTest, SoftDenseGiantComponentAndChain) {
+  NmsEngine engine(Device(Device::Kind::kCuda, 0));
+  for (int n : {1500, 12000}) {
+    std::mt19937 rng(static_cast<std::uint32_t>(n));
+    std::uniform_real_distribution<float> u01(0.f, 1.f);
+    test::BoxSet s;
+    for (int i = 0; i < n; ++i) {
+      const float x = 100.f + 20.f * u01(rng), y = 100.f + 20.f * u01(rng);
+      s.boxes.insert(s.boxes.end(), {x, y, x + 200.f + 50.f * u01(rng), y + 200.f + 50.f * u01(rng)});
+      s.scores.push_back(u01(rng));
+      s.groups.push_back(0);
+    }
+    expect_soft_cases(engine, s, "dense " + std::to_string(n), 1e-3f);
+    if (n < 5000) expect_soft_cases(engine, s, "dense " + std::to_string(n) + " min 0", 0.f);
+  }
+  for (int length : {200, 700}) {
+    test::BoxSet chain;
+    for (int i = 0; i < length; ++i) {
+      const float x = 4.f * static_cast<float>(i);  // overlaps the two boxes on each side
+      chain.boxes.insert(chain.boxes.end(), {x, 0.f, x + 10.f, 10.f});
+      chain.scores.push_back(1.f - 0.001f * static_cast<float>(i));
+      chain.groups.push_back(0);
+    }
+    expect_soft_cases(engine, chain, "chain " + std::to_string(length), 1e-3f);
+  }
+  // The rounds path given up after a few rounds, then the sequential kernels from the start: the same result.
+  struct RoundsCapGuard {
+    RoundsCapGuard() { setenv("S3D_NMS_SOFT_MAX_ROUNDS", "3", 1); }
+    ~RoundsCapGuard() { unsetenv("S3D_NMS_SOFT_MAX_ROUNDS"); }
+  } rounds_cap;
+  expect_soft_cases(engine, test::clustered(3000, 31, 3, 0, 0.f, 500.f, 20), "rounds given up", 1e-3f);
+}
+
+TEST_F(NmsCudaVsCpuTest, SoftTiesDuplicatesAndDrops) {
+  NmsEngine engine(Device(Device::Kind::kCuda, 0));
+  // scores quantised to 4 and 2 levels (long runs of equal keys), exact duplicates, degenerate boxes
+  expect_soft_cases(engine, test::clustered(5000, 21, 1, 4, 0.05f, 800.f, 20), "ties 4 levels", 1e-3f);
+  expect_soft_cases(engine, test::clustered(4000, 22, 5, 2, 0.05f, 600.f, 30), "ties 2 levels, 5 groups", 1e-3f);
+  expect_soft_cases(engine, separated_clusters(500, 30, 23, 3, 3), "ties separated", 1e-3f);
+  // soft_min_score drops: many boxes start below it, more fall below it as they decay; and no drops at all
+  expect_soft_cases(engine, test::clustered(6000, 24, 3, 0, 0.02f, 900.f, 20), "drops 0.3", 0.3f);
+  expect_soft_cases(engine, test::clustered(6000, 25, 1, 8, 0.02f, 900.f, 20), "drops 0.6 ties", 0.6f);
+  expect_soft_cases(engine, test::clustered(3000, 26, 2, 0, 0.02f, 500.f, 20), "min 0", 0.f);
+  // suppress_at_equal, another sigma, the +1 pixel convention (pruning margin), min_score and pre_top_k filters
+  const Device cpu(Device::Kind::kCpu);
+  const auto s = test::clustered(5000, 27, 4, 6, 0.03f, 700.f, 20);
+  for (int variant = 0; variant < 4; ++variant) {
+    for (NmsMethod method : {NmsMethod::kSoftGaussian, NmsMethod::kSoftLinear}) {
+      NmsParams p;
+      p.method = method;
+      p.iou_threshold = 0.5f;
+      p.suppress_at_equal = variant == 0;
+      p.sigma = variant == 1 ? 0.1f : 0.5f;
+      p.pixel_offset = variant == 2 ? 1 : 0;
+      if (variant == 3) {
+        p.min_score = 0.2f;
+        p.pre_top_k = 300;
+      }
+      expect_soft_identical(nms(cpu, s.input(true, false), p), engine.run(s.input(true, false), p),
+                            "variant " + std::to_string(variant) + (method == NmsMethod::kSoftLinear ? " l" : " g"));
+    }
+  }
+}
+
+TEST_F(NmsCudaVsCpuTest, SoftOddSizesClassesAndRotated) {
+  NmsEngine engine(Device(Device::Kind::kCuda, 0));
+  for (int n : {0, 1, 2, 3, 31, 33, 257, 1001}) {
+    expect_soft_cases(engine, test::clustered(n, 40 + static_cast<std::uint32_t>(n), 1, 0, 0.05f, 300.f, 7),
+                      "n " + std::to_string(n), 1e-3f);
+    expect_soft_cases(engine, test::clustered(n, 41 + static_cast<std::uint32_t>(n), 80, 3, 0.05f, 300.f, 7),
+                      "n " + std::to_string(n) + " 80 classes", 1e-3f);
+  }
+  expect_soft_cases(engine, test::rotated_clustered(3000, 42, 1, 0), "rotated", 1e-3f);
+  expect_soft_cases(engine, test::rotated_clustered(2500, 43, 6, 4), "rotated classes ties", 1e-3f);
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, NmsDeviceTest, ::testing::ValuesIn(s3d::test::test_devices()),

@@ -1,11 +1,15 @@
-// Soft-NMS (Bodla et al. 2017; mmcv's selection loop): one block per group repeatedly selects the live box
-// with the highest current score (ties -> lower input index), decays the others by their IoU with it and drops
-// those under the minimum. Groups of up to ~11k boxes keep their state in shared memory and registers
-// (soft_small_kernel); larger ones in global memory (soft_kernel). The selections are then sorted into the
-// output order.
+// Soft-NMS (Bodla et al. 2017; mmcv's selection loop): repeatedly select the live box with the highest current
+// score (ties -> lower input index), decay the others by their IoU with it and drop those under the minimum.
+// Two ways to the same result, bit for bit:
+//  - by parallel rounds over the graph of interacting boxes (nms_soft_rounds_cuda.cu), taken whenever that graph
+//    is sparse enough (kSoftRoundsMaxAverageDegree, kSoftRoundsMaxEntries): detector outputs, clustered or not;
+//  - otherwise one block per group runs the loop itself. Groups of up to ~11k boxes keep their state in shared
+//    memory and registers (soft_small_kernel); larger ones in global memory (soft_kernel).
+// Either way the selections are then sorted into the output order.
 #include <algorithm>
 #include <cub/device/device_radix_sort.cuh>
 
+#include "nms_soft_rounds.cuh"
 #include "nms_stages_cuda.cuh"
 
 namespace s3d::detection::detail {
@@ -265,33 +269,17 @@ __global__ void finish_soft_kernel(const int* count, const unsigned long long* k
   if (blockIdx.x == 0 && threadIdx.x == 0) *count_out = n;
 }
 
-}  // namespace
-
-int soft_shared_boxes_max(int optin_bytes) {
-  return std::max(0, (optin_bytes - 2048) / static_cast<int>(sizeof(float4) + sizeof(unsigned)));
-}
-
+/// The sequential loop, one block per group (see soft_small_kernel and soft_kernel).
 template <bool kRot>
-void soft_nms(const NmsInput& in, const NmsParams& prm, const Ranking& ranked, SoftBuffers& b, CubScratch& cub,
-              HostReadback& readback, DeviceResult& result, StreamHandle st) {
+void soft_nms_sequential(const NmsInput& in, const NmsParams& prm, const Ranking& ranked, SoftBuffers& b, float margin,
+                         HostReadback& readback, StreamHandle st) {
   const int m = ranked.boxes;
-  prepare_boxes<kRot>(ranked, in.boxes, prm.pixel_offset, /*with_extent=*/false, b.prepared, st);
-  find_groups(m, ranked.group_key_of_priority, b.groups, cub, st);
   const int groups = static_cast<int>(readback.read(b.groups.group_of_box.data() + (m - 1), st)) + 1;
-
+  const int method = prm.method == NmsMethod::kSoftLinear ? 1 : 2;
   b.current_score.resize(m, st);
   b.alive.resize(m, st);
-  b.selection_key.resize(m, st);
-  b.sorted_selection_key.resize(m, st);
-  b.selection_score.resize(m, st);
-  b.sorted_selection_score.resize(m, st);
-  b.selected_count.resize(1, st);
-  S3D_CUDA_CHECK(cudaMemsetAsync(b.selected_count.data(), 0, sizeof(int), st));
-  const int method = prm.method == NmsMethod::kSoftLinear ? 1 : 2;
   b.input_of_position.resize(m, st);
   b.position_of_input.resize(static_cast<std::size_t>(in.count), st);
-  // the margin only matters with pixel_offset 1
-  const float margin = prune_margin(prm.pixel_offset, prm.pixel_offset ? max_abs_coordinate(m, b.prepared, st) : 0.f);
   // Groups up to small_max boxes: soft_small_kernel (shared memory sized by the largest group that can occur);
   // larger groups: soft_kernel. Each kernel returns at once for the other's groups.
   const int small_max = std::min(kSoftSmallMax, b.shared_boxes_max);
@@ -317,6 +305,31 @@ void soft_nms(const NmsInput& in, const NmsParams& prm, const Ranking& ranked, S
         b.current_score.data(), b.alive.data(), b.input_of_position.data(), b.position_of_input.data(),
         b.selection_key.data(), b.selection_score.data(), b.selected_count.data(), small_max);
   S3D_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+int soft_shared_boxes_max(int optin_bytes) {
+  return std::max(0, (optin_bytes - 2048) / static_cast<int>(sizeof(float4) + sizeof(unsigned)));
+}
+
+template <bool kRot>
+void soft_nms(const NmsInput& in, const NmsParams& prm, const Ranking& ranked, SoftBuffers& b, CubScratch& cub,
+              HostReadback& readback, DeviceResult& result, StreamHandle st) {
+  const int m = ranked.boxes;
+  prepare_boxes<kRot>(ranked, in.boxes, prm.pixel_offset, /*with_extent=*/false, b.prepared, st);
+  find_groups(m, ranked.group_key_of_priority, b.groups, cub, st);
+
+  b.selection_key.resize(m, st);
+  b.sorted_selection_key.resize(m, st);
+  b.selection_score.resize(m, st);
+  b.sorted_selection_score.resize(m, st);
+  b.selected_count.resize(1, st);
+  S3D_CUDA_CHECK(cudaMemsetAsync(b.selected_count.data(), 0, sizeof(int), st));
+  // the margin only matters with pixel_offset 1
+  const float margin = prune_margin(prm.pixel_offset, prm.pixel_offset ? max_abs_coordinate(m, b.prepared, st) : 0.f);
+  if (!soft_nms_rounds<kRot>(in, prm, ranked, b, margin, cub, readback, st))
+    soft_nms_sequential<kRot>(in, prm, ranked, b, margin, readback, st);
   cub.run(
       [&](void* t, std::size_t& bytes) {
         return cub::DeviceRadixSort::SortPairs(t, bytes, b.selection_key.data(), b.sorted_selection_key.data(),

@@ -231,7 +231,8 @@ struct SoftBuffers {
 /// Boxes of soft_small_kernel's state that fit the opt-in shared memory `optin_bytes` of one block.
 int soft_shared_boxes_max(int optin_bytes);
 
-/// Soft-NMS of the ranked boxes into `result`. Synchronizes once (the group count).
+/// Soft-NMS of the ranked boxes into `result`. Synchronizes up to three times: the rounds path's edge count and
+/// end (nms_soft_rounds.cuh), and the group count where the sequential kernels run.
 template <bool kRot>
 void soft_nms(const NmsInput& in, const NmsParams& params, const Ranking& ranked, SoftBuffers& buffers, CubScratch& cub,
               HostReadback& readback, DeviceResult& result, StreamHandle stream);
