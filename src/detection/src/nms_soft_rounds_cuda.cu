@@ -478,7 +478,9 @@ bool soft_nms_rounds(const NmsInput& in, const NmsParams& prm, const Ranking& ra
   S3D_CUDA_CHECK(cudaGetDevice(&device));
   S3D_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
   S3D_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, soft_rounds_kernel, kRoundBlock, 0));
-  if (blocks_per_sm < 1) return false;
+  int cooperative = 0;  // the grid barriers need every block resident, which only a cooperative launch promises
+  S3D_CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
+  if (blocks_per_sm < 1 || !cooperative) return false;
 
   const long long entries = readback.read(reinterpret_cast<const long long*>(state.entries), st);
   if (entries > kSoftRoundsMaxEntries || entries > kSoftRoundsMaxAverageDegree * m) return false;
