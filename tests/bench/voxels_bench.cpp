@@ -2,7 +2,8 @@
 // the download of every output are inside the time), host wall clock, warm-up 3, median and minimum of
 // --runs (>= 20). Cases: world grid 0.05 m (all points), and SECOND's settings (range [0, -40, -3, 70.4, 40, 1],
 // voxel 0.05 x 0.05 x 0.1, 5 points per voxel, 16,000 voxels); on CUDA also the latter device-resident
-// (VoxelEngine::voxelize_device: points already on the GPU, voxels left there). One JSON line per case.
+// (VoxelEngine::voxelize_device: points already on the GPU, voxels left there), repeated and with the point
+// count alternating between calls. One JSON line per case.
 //   bench_voxels --bin 000000.bin [--device cuda|cpu] [--runs 50]
 #include <algorithm>
 #include <chrono>
@@ -76,6 +77,19 @@ int main(int argc, char** argv) {
     std::sort(ms.begin(), ms.end());
     std::printf(
         "{\"case\": \"second_range_device_resident\", \"device\": \"%s\", \"points\": %zu, "
+        "\"voxels\": %lld, \"runs\": %d, \"median_ms\": %.4f, \"min_ms\": %.4f}\n",
+        device.c_str(), points.size, static_cast<long long>(v.count), runs, ms[ms.size() / 2], ms.front());
+    // The same with the point count alternating (n, n - 1): no call repeats the previous one, as when every
+    // scan differs, so the engine cannot replay a captured graph.
+    ms.clear();
+    for (int i = 0; i < runs; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      v = engine.voxelize_device({on_gpu.data(), points.size - (i & 1)}, second);
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf(
+        "{\"case\": \"second_range_device_resident_varying\", \"device\": \"%s\", \"points\": %zu, "
         "\"voxels\": %lld, \"runs\": %d, \"median_ms\": %.4f, \"min_ms\": %.4f}\n",
         device.c_str(), points.size, static_cast<long long>(v.count), runs, ms[ms.size() / 2], ms.front());
   }

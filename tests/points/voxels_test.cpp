@@ -354,6 +354,136 @@ TEST_P(VoxelDeviceTest, DeviceResidentMatchesHost) {
   EXPECT_THROW(engine.voxelize_device({points.data(), xyz.size() / 3}, p), InvalidArgument);
 }
 
+// The CUDA fast path (1 <= max_points_per_voxel <= 32, voxels_hash.cuh) and its fallback (0 or > 32) against
+// the reference and the CPU backend: odd sizes, crowded voxels, every keep rule, points outside the range,
+// batches, 64-bit keys.
+TEST_P(VoxelDeviceTest, BoundedMaxPointsEveryRule) {
+  const auto dup = test::duplicates(1999, 150, 13);
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{7}, std::size_t{1999}}) {
+    const std::vector<float> xyz(dup.begin(), dup.begin() + 3 * n);
+    for (VoxelOrigin o : kOrigins)
+      for (int max_points : {1, 2, 5, 32, 33})
+        for (std::int64_t max_voxels : {0, 1, 9, 100000})
+          for (int min_points : {1, 2, 6})
+            for (VoxelAggregate g : kAggregates) {
+              if (n < 1999 && (max_voxels == 9 || min_points == 6)) continue;
+              VoxelizeParams p = params(o, g, 0.07f);
+              p.range = {0.05f, 0.1f, 0.f, 0.9f, 0.75f, 0.8f};  // part of the cloud lies outside
+              p.max_points_per_voxel = max_points;
+              p.max_voxels = max_voxels;
+              p.min_points_per_voxel = min_points;
+              check(xyz, p, "bounded max points");
+            }
+  }
+}
+
+TEST_P(VoxelDeviceTest, BoundedMaxPointsOneCrowdedVoxel) {
+  const std::vector<float> xyz = test::uniform_cloud(4099, 17, 0.5f);  // every point in cell (0, 0, 0)
+  for (VoxelOrigin o : {VoxelOrigin::kWorld, VoxelOrigin::kRange})
+    for (int max_points : {1, 5, 32})
+      for (VoxelAggregate g : kAggregates) {
+        VoxelizeParams p = params(o, g, 1.f);
+        p.range = {0.f, 0.f, 0.f, 1.f, 1.f, 1.f};
+        p.max_points_per_voxel = max_points;
+        const Voxels v = check(xyz, p, "one crowded voxel");
+        ASSERT_EQ(v.count, 1);
+        EXPECT_EQ(v.points_per_voxel[0], max_points);
+        EXPECT_EQ(v.dropped_over_max_points, 4099 - max_points);
+      }
+}
+
+TEST_P(VoxelDeviceTest, BoundedMaxPointsBatchesAndWideKeys) {
+  const auto xyz = signed_cloud();
+  std::vector<std::int32_t> batch(xyz.size() / 3);
+  for (std::size_t i = 0; i < batch.size(); ++i) batch[i] = static_cast<std::int32_t>((i * 5) % 7);
+  for (VoxelOrigin o : kOrigins) {
+    VoxelizeParams p = params(o, VoxelAggregate::kNearestCenter, 0.4f);
+    p.max_points_per_voxel = 2;
+    p.max_voxels = 250;
+    p.min_points_per_voxel = 2;
+    check(xyz, p, "bounded batches", batch);
+  }
+  // 1 mm voxels over a 300 m span: ~3e5 cells per axis, keys beyond 32 bits.
+  std::vector<float> wide = signed_cloud();
+  for (float& v : wide) v *= 60.f;
+  for (VoxelAggregate g : kAggregates) {
+    VoxelizeParams p = params(VoxelOrigin::kWorld, g, 0.001f);
+    p.max_points_per_voxel = 3;
+    p.max_voxels = 1000;
+    check(wide, p, "64-bit keys");
+  }
+}
+
+TEST_P(VoxelDeviceTest, OneEngineAcrossSizesAndRepeats) {
+  // Buffers grow and shrink, the table is reset between calls, and a repeat gives the same bits.
+  VoxelEngine engine(GetParam());
+  VoxelEngine cpu(Device::parse("cpu"));
+  const auto big = test::duplicates(5003, 400, 3);
+  for (std::size_t n : {std::size_t{5003}, std::size_t{1}, std::size_t{64}, std::size_t{5003}, std::size_t{5003}}) {
+    const PointsView<const float> view{big.data(), n};
+    VoxelizeParams p = params(VoxelOrigin::kRange, VoxelAggregate::kMean, 0.05f);
+    p.range = {0.f, 0.f, 0.f, 1.f, 1.f, 0.5f};
+    p.max_points_per_voxel = 4;
+    p.max_voxels = 700;
+    expect_same(engine.voxelize(view, nullptr, p), cpu.voxelize(view, nullptr, p), "one engine");
+  }
+}
+
+TEST_P(VoxelDeviceTest, DeviceResidentEveryOutput) {
+  // voxelize_device with non-finite points (outside the range) against the CPU on the finite points.
+  auto xyz = test::duplicates(3001, 200, 29);
+  const std::size_t n = xyz.size() / 3;
+  const std::vector<std::size_t> bad = {0, 17, 18, 2999};
+  xyz[3 * 17 + 1] = std::numeric_limits<float>::infinity();
+  xyz[3 * 18 + 2] = -std::numeric_limits<float>::infinity();
+  xyz[3 * 0] = std::numeric_limits<float>::quiet_NaN();
+  xyz[3 * 2999 + 2] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> finite;
+  std::vector<std::int32_t> row;  // device row of each finite point
+  for (std::size_t i = 0; i < n; ++i)
+    if (std::find(bad.begin(), bad.end(), i) == bad.end()) {
+      finite.insert(finite.end(), xyz.begin() + 3 * i, xyz.begin() + 3 * i + 3);
+      row.push_back(static_cast<std::int32_t>(i));
+    }
+  VoxelEngine engine(GetParam());
+  if (!GetParam().is_cuda()) GTEST_SKIP() << "device-resident voxels need CUDA";
+  DeviceBuffer<float> points(xyz.size());
+  points.copy_from_host_async(xyz.data(), xyz.size(), nullptr);
+  s3d::synchronize(nullptr);
+  for (int max_points : {1, 5, 40})
+    for (std::int64_t max_voxels : {0, 50})
+      for (VoxelAggregate g : kAggregates) {
+        VoxelizeParams p = params(VoxelOrigin::kRange, g, 0.06f);
+        p.range = {0.1f, 0.f, 0.f, 0.9f, 1.f, 0.7f};
+        p.max_points_per_voxel = max_points;
+        p.max_voxels = max_voxels;
+        p.min_points_per_voxel = 2;
+        const Voxels want = VoxelEngine(Device::parse("cpu")).voxelize({finite.data(), finite.size() / 3}, nullptr, p);
+        for (int repeat = 0; repeat < 3; ++repeat) {  // eager, captured, replayed
+          const DeviceVoxels got = engine.voxelize_device({points.data(), n}, p);
+          ASSERT_EQ(got.count, want.count);
+          EXPECT_EQ(got.dropped_out_of_range, want.dropped_out_of_range + static_cast<std::int64_t>(bad.size()));
+          EXPECT_EQ(got.dropped_over_max_points, want.dropped_over_max_points);
+          EXPECT_EQ(got.dropped_over_max_voxels, want.dropped_over_max_voxels);
+          const std::size_t m = static_cast<std::size_t>(got.count);
+          std::vector<std::int32_t> coords(4 * m), per_voxel(m), representative(m), point_voxel(n);
+          std::vector<float> centres(3 * m);
+          s3d::detail::copy_bytes_async(coords.data(), got.coords, coords.size() * 4, 2, nullptr);
+          s3d::detail::copy_bytes_async(per_voxel.data(), got.points_per_voxel, m * 4, 2, nullptr);
+          s3d::detail::copy_bytes_async(representative.data(), got.representative, m * 4, 2, nullptr);
+          s3d::detail::copy_bytes_async(centres.data(), got.xyz, centres.size() * 4, 2, nullptr);
+          s3d::detail::copy_bytes_async(point_voxel.data(), got.point_voxel, n * 4, 2, nullptr);
+          s3d::synchronize(nullptr);
+          EXPECT_EQ(coords, want.coords);
+          EXPECT_EQ(per_voxel, want.points_per_voxel);
+          if (m) EXPECT_EQ(0, std::memcmp(centres.data(), want.xyz.data(), centres.size() * 4));
+          for (std::size_t v = 0; v < m; ++v) ASSERT_EQ(representative[v], row[want.representative[v]]) << v;
+          for (std::size_t j = 0; j < row.size(); ++j) ASSERT_EQ(point_voxel[row[j]], want.point_voxel[j]) << j;
+          for (std::size_t i : bad) EXPECT_EQ(point_voxel[i], -1) << i;
+        }
+      }
+}
+
 TEST_P(VoxelDeviceTest, RealBunny) {
   S3D_REQUIRE_DATA(path, "pointclouds/stanford_bunny/bun_zipper.ply");
   const auto xyz = test::read_ascii_ply_xyz(path);

@@ -55,6 +55,18 @@ struct VoxelHashView {
     return false;
   }
 
+  /// Inserts `key` alone and returns its slot, whether this call or another added it; -1 (and kHashFull) when
+  /// no slot is left. The slot indexes per-voxel arrays laid out beside the table.
+  __device__ std::int64_t insert_slot(Key key, unsigned* status) const {
+    std::uint64_t s = home(key);
+    for (std::uint64_t probes = 0; probes <= mask; ++probes, s = (s + 1) & mask) {
+      const Key prev = atomicCAS(keys + s, kEmpty, key);
+      if (prev == kEmpty || prev == key) return static_cast<std::int64_t>(s);
+    }
+    atomicOr(status, kHashFull);
+    return -1;
+  }
+
   /// The row of `key`, -1 when absent. Reads happen in a later kernel than the inserts.
   __device__ __forceinline__ std::int32_t find(Key key) const {
     std::uint64_t s = home(key);

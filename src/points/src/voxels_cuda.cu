@@ -1,9 +1,10 @@
-// VoxelEngine, CUDA backend, sort-based: a 64-bit linear key per point, a CUB radix sort of (key, index) (stable,
-// so each run of a key lists its points by input index), run-length encoding into voxels, the keep rules as
-// scans, then one thread per voxel aggregating its points sequentially with voxel_math.hpp — the same loop in the
-// same order as the CPU backend, so both give the same bytes. The run and voxel counts stay on the device (every
-// pass after the sort covers n slots, the ones past the last run empty; outputs are sized for n voxels), so a
-// call waits on the host once, at the end.
+// VoxelEngine, CUDA backend. A bounded max_points_per_voxel takes the hash-based fast path (voxels_hash.cuh);
+// otherwise (unlimited or large max_points_per_voxel) the sort-based path here: a 64-bit linear key per point, a CUB
+// radix sort of (key, index) (stable, so each run of a key lists its points by input index), run-length encoding into
+// voxels, the keep rules as scans, then one thread per voxel aggregating its points sequentially with voxel_math.hpp —
+// the same loop in the same order as the CPU backend, so both give the same bytes. The run and voxel counts stay on the
+// device (every pass after the sort covers n slots, the ones past the last run empty; outputs are sized for n voxels),
+// so a call waits on the host once, at the end.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "s3d/core/device_buffer.hpp"
 #include "s3d/core/scoped_device.hpp"
 #include "s3d/core/stream.hpp"
+#include "voxels_hash.cuh"
 #include "voxels_impl.hpp"
 
 namespace s3d::points::detail {
@@ -131,11 +133,15 @@ class CudaVoxels final : public VoxelEngine::Impl {
     out.representative.resize(m);
     out.xyz.resize(3 * m);
     out.point_voxel.resize(static_cast<std::size_t>(n));
-    coords_.copy_to_host_async(out.coords.data(), 4 * m, stream_);
-    per_voxel_.copy_to_host_async(out.points_per_voxel.data(), m, stream_);
-    representative_.copy_to_host_async(out.representative.data(), m, stream_);
-    out_xyz_.copy_to_host_async(out.xyz.data(), 3 * m, stream_);
-    point_voxel_.copy_to_host_async(out.point_voxel.data(), static_cast<std::size_t>(n), stream_);
+    // From d's pointers: the fast path's buffers or this path's.
+    const auto download = [&](void* host, const void* device, std::size_t bytes) {
+      if (bytes) S3D_CUDA_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream_));
+    };
+    download(out.coords.data(), d.coords, 4 * m * sizeof(std::int32_t));
+    download(out.points_per_voxel.data(), d.points_per_voxel, m * sizeof(std::int32_t));
+    download(out.representative.data(), d.representative, m * sizeof(std::int32_t));
+    download(out.xyz.data(), d.xyz, 3 * m * sizeof(float));
+    download(out.point_voxel.data(), d.point_voxel, static_cast<std::size_t>(n) * sizeof(std::int32_t));
     stream_.synchronize();
     out.dropped_out_of_range = d.dropped_out_of_range;
     out.dropped_over_max_points = d.dropped_over_max_points;
@@ -150,6 +156,7 @@ class CudaVoxels final : public VoxelEngine::Impl {
  private:
   /// Voxelises device-memory points into the engine's buffers; the counts come back to the host.
   DeviceVoxels run(const VoxelRequest& r, const float* xyz, const std::int32_t* batch) {
+    if (HashVoxels::applies(r)) return hash_.run(r, xyz, batch, stream_);
     DeviceVoxels out;
     const long long n = static_cast<long long>(r.points.size);
     const int items = static_cast<int>(n);
@@ -248,6 +255,7 @@ class CudaVoxels final : public VoxelEngine::Impl {
   }
 
   Stream stream_;
+  HashVoxels hash_;
   DeviceBuffer<float> xyz_, out_xyz_;
   DeviceBuffer<std::int32_t> batch_, index_, lengths_, offsets_, first_, kept_, voxel_id_, runs_, point_voxel_;
   DeviceBuffer<std::int32_t> coords_, per_voxel_, representative_;
