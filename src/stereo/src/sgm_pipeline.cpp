@@ -122,13 +122,18 @@ std::uint64_t SgmPipeline::retrieve(SgmResult& result) {
   if (impl_->staging_.in_flight() == 0) throw InvalidArgument("SgmPipeline::retrieve: no pair in flight");
   result.width = impl_->engine_.width();
   result.height = impl_->engine_.height();
-  result.disparity.resize(impl_->pixels_);
-  if (impl_->planes_ == 2) {
-    result.confidence.resize(impl_->pixels_);
-  } else {
-    result.confidence.clear();
-  }
-  return retrieve(result.disparity.data(), result.confidence.empty() ? nullptr : result.confidence.data());
+  // Copied straight out of the slot (assign, not resize then copy: a fresh 2 MB result is not zeroed first on
+  // the thread that feeds the GPUs).
+  const std::size_t n = impl_->pixels_;
+  const bool confidence = impl_->planes_ == 2;
+  return impl_->staging_.retrieve([&](const StagingSlot& slot) {
+    const float* out = reinterpret_cast<const float*>(slot.host_out);
+    result.disparity.assign(out, out + n);
+    if (confidence)
+      result.confidence.assign(out + n, out + 2 * n);
+    else
+      result.confidence.clear();
+  });
 }
 
 void SgmPipeline::drain() { impl_->staging_.drain(); }
