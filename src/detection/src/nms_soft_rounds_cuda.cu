@@ -431,9 +431,8 @@ bool soft_nms_rounds(const NmsInput& in, const NmsParams& prm, const Ranking& ra
   RoundsState state{};
   Carver sizer(nullptr);
   state.carve(sizer, m);
-  // Per call (SoftBuffers has no slot for this path's state): the stream-ordered pool makes it cheap.
-  DeviceBuffer<unsigned char> arena(sizer.used(), st);
-  Carver carver(arena.data());
+  b.rounds_state.resize(sizer.used(), st);
+  Carver carver(b.rounds_state.data());
   state.carve(carver, m);
 
   SoftArgs args{};
@@ -485,24 +484,27 @@ bool soft_nms_rounds(const NmsInput& in, const NmsParams& prm, const Ranking& ra
   const long long entries = readback.read(reinterpret_cast<const long long*>(state.entries), st);
   if (entries > kSoftRoundsMaxEntries || entries > kSoftRoundsMaxAverageDegree * m) return false;
 
-  DeviceBuffer<SoftEdge> adjacency(static_cast<std::size_t>(std::max(entries, 1LL)), st);
-  DeviceBuffer<SoftDecay> history(static_cast<std::size_t>(std::max(entries, 1LL)), st);
+  const std::size_t entry_count = static_cast<std::size_t>(std::max(entries, 1LL));
+  b.rounds_adjacency.resize(entry_count * sizeof(SoftEdge), st);
+  b.rounds_history.resize(entry_count * sizeof(SoftDecay), st);
+  SoftEdge* adjacency = reinterpret_cast<SoftEdge*>(b.rounds_adjacency.data());  // device allocations: 256-B aligned
+  SoftDecay* history = reinterpret_cast<SoftDecay*>(b.rounds_history.data());
   sweep_kernel<kRot, true><<<sweep_grid, kSweepBlock, 0, st>>>(
       m, state.swept, state.position, b.groups.group_of_box.data(), b.groups.group_end.data(), prep, args, state.degree,
-      state.offsets, adjacency.data(), nullptr);
+      state.offsets, adjacency, nullptr);
   S3D_CUDA_CHECK_LAUNCH();
 
   RoundsArgs ra{};
   ra.m = m;
   ra.offsets = state.offsets;
-  ra.adjacency = adjacency.data();
+  ra.adjacency = adjacency;
   ra.input_of_p = state.input_of_p;
   ra.initial = state.initial;
   ra.current = state.current;
   ra.key = state.key;
   ra.received = state.received;
   ra.folded = state.folded;
-  ra.history = history.data();
+  ra.history = history;
   ra.selection_key = b.selection_key.data();
   ra.selection_score = b.selection_score.data();
   ra.min_score = prm.soft_min_score;
