@@ -414,6 +414,28 @@ TEST_P(VoxelDeviceTest, BoundedMaxPointsBatchesAndWideKeys) {
   }
 }
 
+TEST_P(VoxelDeviceTest, BoundedMaxPointsDenseFloorOfAFineGrid) {
+  // A floor filling every cell of its layer of a 1 cm grid (30-bit keys): the CUDA fast path orders the kept
+  // voxels within buckets of consecutive keys, which the floor fills; unbounded, the sort path takes it.
+  std::vector<float> xyz;
+  for (int y = 0; y < 300; ++y)
+    for (int x = 0; x < 400; ++x)
+      for (float z : {0.503f, 0.507f}) {  // two points a cell
+        xyz.push_back(0.005f + 0.01f * static_cast<float>(x));
+        xyz.push_back(0.005f + 0.01f * static_cast<float>(y));
+        xyz.push_back(z);
+      }
+  for (std::int64_t max_voxels : {std::int64_t{0}, std::int64_t{3001}}) {
+    VoxelizeParams p = params(VoxelOrigin::kRange, VoxelAggregate::kMean, 0.01f);
+    p.range = {0.f, 0.f, 0.f, 20.f, 20.f, 2.f};
+    p.max_points_per_voxel = 1;
+    p.max_voxels = max_voxels;
+    const Voxels v = check(xyz, p, "dense floor");
+    EXPECT_EQ(v.count, max_voxels > 0 ? max_voxels : 120000);
+    EXPECT_EQ(v.dropped_over_max_points, 120000);  // every cell keeps the first of its two points
+  }
+}
+
 TEST_P(VoxelDeviceTest, OneEngineAcrossSizesAndRepeats) {
   // Buffers grow and shrink, the table is reset between calls, and a repeat gives the same bits.
   VoxelEngine engine(GetParam());
