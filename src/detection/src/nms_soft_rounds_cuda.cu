@@ -472,14 +472,17 @@ bool soft_nms_rounds(const NmsInput& in, const NmsParams& prm, const Ranking& ra
       },
       st);
 
-  // Host-side set-up of the rounds kernel while the sweep runs.
-  int device = 0, sm_count = 0, blocks_per_sm = 0;
-  S3D_CUDA_CHECK(cudaGetDevice(&device));
-  S3D_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
-  S3D_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, soft_rounds_kernel, kRoundBlock, 0));
-  int cooperative = 0;  // the grid barriers need every block resident, which only a cooperative launch promises
-  S3D_CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
-  if (blocks_per_sm < 1 || !cooperative) return false;
+  // The device's limits, asked once per engine (the grid barriers need every block resident, which only a
+  // cooperative launch promises).
+  if (b.rounds_blocks_max < 0) {
+    int device = 0, sm_count = 0, blocks_per_sm = 0, cooperative = 0;
+    S3D_CUDA_CHECK(cudaGetDevice(&device));
+    S3D_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+    S3D_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, soft_rounds_kernel, kRoundBlock, 0));
+    S3D_CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
+    b.rounds_blocks_max = cooperative ? sm_count * std::min(blocks_per_sm, kRoundBlocksPerSm) : 0;
+  }
+  if (b.rounds_blocks_max < 1) return false;
 
   const long long entries = readback.read(reinterpret_cast<const long long*>(state.entries), st);
   if (entries > kSoftRoundsMaxEntries || entries > kSoftRoundsMaxAverageDegree * m) return false;
@@ -512,7 +515,7 @@ bool soft_nms_rounds(const NmsInput& in, const NmsParams& prm, const Ranking& ra
   ra.selected_total = b.selected_count.data();
   ra.max_rounds = soft_rounds_max(m);
   const unsigned needed = grid_for(static_cast<std::size_t>(m) * kRoundLanes, kRoundBlock);
-  const unsigned grid = std::min(needed, static_cast<unsigned>(sm_count * std::min(blocks_per_sm, kRoundBlocksPerSm)));
+  const unsigned grid = std::min(needed, static_cast<unsigned>(b.rounds_blocks_max));
   void* kernel_args[] = {&ra};
   S3D_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(soft_rounds_kernel), dim3(grid),
                                              dim3(kRoundBlock), kernel_args, 0, st));

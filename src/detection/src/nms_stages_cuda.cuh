@@ -227,7 +227,9 @@ struct SoftBuffers {
   /// The rounds path's state (nms_soft_rounds_cuda.cu): per box, and per adjacency entry (the graph and the
   /// decays received), as bytes carved there; they grow with the largest call and are kept.
   DeviceBuffer<unsigned char> rounds_state, rounds_adjacency, rounds_history;
-  int shared_boxes_max = 0;                      ///< boxes whose state fits one block's shared memory on this device
+  int shared_boxes_max = 0;  ///< boxes whose state fits one block's shared memory on this device
+  /// The rounds kernel's co-resident blocks on this device (0: no cooperative launch there; -1: not yet asked).
+  int rounds_blocks_max = -1;
   std::size_t shared_bytes_allowed[2] = {0, 0};  ///< dynamic shared memory already allowed (axis, rotated)
 };
 
