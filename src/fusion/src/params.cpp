@@ -54,7 +54,8 @@ void FusionParams::validate() const {
   S3D_EXPECTS(std::isfinite(icp.min_inlier_ratio) && icp.min_inlier_ratio >= 0.0f && icp.min_inlier_ratio <= 1.0f,
               "icp: min_inlier_ratio must be in [0, 1]");
   S3D_EXPECTS(icp.max_condition > 1.0, "icp: max_condition must be > 1");
-  S3D_EXPECTS(positive(icp.max_translation_step), "icp: max_translation_step must be > 0 metres");
+  S3D_EXPECTS(positive(icp.max_translation_step) && icp.max_translation_step <= 1e4f,
+              "icp: max_translation_step must be in (0, 10^4] metres");
   S3D_EXPECTS(positive(icp.max_rotation_step) && icp.max_rotation_step <= 180.0f,
               "icp: max_rotation_step must be in (0, 180] degrees");
   volume.validate();
