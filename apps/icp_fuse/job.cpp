@@ -269,6 +269,19 @@ nlohmann::json write_fused(const cli::Item& item, Fused& fused, cli::ItemContext
   rec["invalid"] = summary.invalid;
   rec["unreadable"] = summary.unreadable;
   if (plan.params.mode == fusion::TrackingMode::kFrameToModel) rec["tracked_by_frame"] = summary.by_previous_frame;
+  if (plan.params.volume.kind == fusion::VolumeKind::kSparse) {
+    rec["volume_blocks"] = summary.volume_blocks;
+    rec["volume_blocks_refused"] = summary.volume_blocks_refused;
+    if (summary.first_refused) {
+      const std::string why = "the sparse volume's memory (--max-memory) was full from frame " +
+                              std::to_string(summary.first_refused->source.index) + " (" +
+                              std::to_string(summary.volume_blocks) +
+                              " blocks): " + std::to_string(summary.volume_blocks_refused) +
+                              " block requests refused, surfaces there not fused; raise --max-memory";
+      spdlog::warn("{}: {}", item.inputs[0], why);
+      rec["warnings"].push_back(why);
+    }
+  }
   rec["color"] = fused.color;
   if (fused.color) rec["color_frames"] = summary.color;
   rec["width"] = fused.width;

@@ -37,6 +37,8 @@ nb::dict frame_dict(const fusion::FrameResult& r) {
   d["condition"] = r.condition;
   d["iterations"] = r.iterations;
   d["reason"] = r.reason;
+  d["blocks"] = r.volume_blocks;
+  d["blocks_refused"] = r.volume_blocks_refused;
   return d;
 }
 
@@ -200,7 +202,9 @@ void bind_fusion(nb::module_& m) {
       .def("process", &PyFusionEngine::process, "depth"_a, "rgb"_a = nb::none(),
            "Tracks one frame (depth float32 [H, W] in metres; 0, NaN, inf invalid; rgb uint8 [H, W, 3] optional) and "
            "integrates it when tracked. Returns a dict: status (first, tracked, recovered, lost, invalid), pose "
-           "(4x4 camera to world), valid_pixels, inliers, inlier_ratio, residual, iterations, reason.")
+           "(4x4 camera to world), valid_pixels, inliers, inlier_ratio, residual, iterations, reason, and for the "
+           "sparse "
+           "volume blocks (allocated) and blocks_refused (by the full memory pool this frame; 0 for the dense cube).")
       .def("integrate", &PyFusionEngine::integrate, "depth"_a, "pose"_a, "rgb"_a = nb::none(),
            "Integrates one frame at a given 4x4 camera-to-world pose (no tracking).")
       .def("mesh", &PyFusionEngine::mesh,

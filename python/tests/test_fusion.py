@@ -202,6 +202,8 @@ def assert_same_as_tool(out, results):
     for record, result in zip(records, results):
         for key in ("valid_pixels", "inliers", "iterations", "inlier_ratio", "residual"):
             assert record[key] == result[key], (record["index"], key)
+        assert record.get("blocks", 0) == result["blocks"], record["index"]
+        assert record.get("blocks_refused", 0) == result["blocks_refused"], record["index"]
     trajectory, rows = read_trajectory(out / "trajectory.txt")
     assert len(trajectory) == len(results)
     for k, ((_, position, q), result) in enumerate(zip(trajectory, results)):

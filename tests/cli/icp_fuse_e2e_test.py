@@ -321,6 +321,26 @@ class IcpFuseTest(unittest.TestCase):
         self.assertEqual(item["mesh"]["vertices"], 0)
         self.assertEqual(len(item["warnings"]), 1)
 
+    def test_a_full_sparse_volume_is_counted_and_warned(self):
+        seq = self.synthetic(frames=4)
+        common = [*SMALL, seq, "--intrinsics", "60,60,32,24", "--volume", "sparse", "--json"]
+        proc = self.run_tool(*common, "-o", "roomy")
+        item = self.records(proc)[0]
+        self.assertGreater(item["volume_blocks"], 0)
+        self.assertEqual(item["volume_blocks_refused"], 0)
+        self.assertNotIn("warnings", item)
+        with open(self.path("roomy", "frames.jsonl")) as f:
+            frames = [json.loads(line) for line in f]
+        self.assertEqual(frames[-1]["blocks"], item["volume_blocks"])
+        # a pool of 8 blocks: the first frame already asks for more
+        proc = self.run_tool(*common, "-o", "tight", "--max-memory", "17K", "--max-lost", "1")
+        item = self.records(proc)[0]
+        self.assertEqual(item["status"], "ok")
+        self.assertEqual(item["volume_blocks"], 8)
+        self.assertGreater(item["volume_blocks_refused"], 0)
+        self.assertIn("memory (--max-memory) was full from frame 0 (8 blocks)", item["warnings"][0])
+        self.assertIn("raise --max-memory", proc.stderr.decode())
+
     def test_tum_folder_with_its_timestamps_and_scale(self):
         seq = self.path("tum")
         os.makedirs(os.path.join(seq, "depth"))

@@ -17,6 +17,7 @@
 #include "s3d/core/errors.hpp"
 #include "s3d/core/scoped_device.hpp"
 #include "s3d/core/select_backend.hpp"
+#include "sparse_volume.hpp"
 #include "tracking_common.hpp"
 
 namespace s3d::fusion {
@@ -163,6 +164,7 @@ class FusionEngine::Impl {
     std::optional<ScopedDevice> scope;
     enter(scope);
     if (volume_) volume_->reset();
+    refused_blocks_ = 0;
     has_reference_ = false;
     reference_grey_ = false;
     pose_ = params_.initial_pose;
@@ -338,6 +340,12 @@ class FusionEngine::Impl {
       const auto start = Clock::now();
       volume_->integrate(tracking_->raw_depth(), rgb, params_.camera, pose);
       result.integrate_ms = ms_since(start);
+      if (auto* sparse = dynamic_cast<detail::SparseVolumeBackend*>(volume_.get())) {
+        const detail::SparseStats stats = sparse->stats();
+        result.volume_blocks = stats.allocated;
+        result.volume_blocks_refused = stats.refused - refused_blocks_;
+        refused_blocks_ = stats.refused;
+      }
     }
     const auto start = Clock::now();
     if (params_.mode == TrackingMode::kFrameToModel) {
@@ -356,6 +364,7 @@ class FusionEngine::Impl {
   std::unique_ptr<detail::TrackingBackend> tracking_;
   std::unique_ptr<detail::VolumeBackend> volume_;  // null without integration in f2f mode
   bool has_reference_ = false;
+  long long refused_blocks_ = 0;  // the sparse volume's refused blocks so far (its stats sum them)
   Eigen::Isometry3d world_to_reference_ = Eigen::Isometry3d::Identity();
   Eigen::Isometry3d velocity_ = Eigen::Isometry3d::Identity();  // the last frame-to-frame motion, camera frame
   bool velocity_measured_ = false;  // velocity_ comes from two consecutive good frames (else it is a guess: none)

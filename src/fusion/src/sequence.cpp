@@ -139,6 +139,9 @@ TrackingSummary summarize_tracking(const std::vector<FrameRecord>& frames) {
     s.by_previous_frame += r.frame_fallback;
     s.color += f.color;
     s.compute_ms += r.preprocess_ms + r.track_ms + r.integrate_ms + r.raycast_ms;
+    s.volume_blocks = std::max(s.volume_blocks, r.volume_blocks);
+    s.volume_blocks_refused += r.volume_blocks_refused;
+    if (r.volume_blocks_refused > 0 && !s.first_refused) s.first_refused = &f;
     if (r.status != FrameStatus::kLost) continue;
     ++s.lost;
     if (!s.first_lost) s.first_lost = &f;

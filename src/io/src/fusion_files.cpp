@@ -33,6 +33,8 @@ nlohmann::json frame_json(const fusion::FrameRecord& f, bool color) {
   j["ms"] = {{"read", f.read_ms},   {"wait", f.wait_ms},           {"preprocess", r.preprocess_ms},
              {"track", r.track_ms}, {"integrate", r.integrate_ms}, {"raycast", r.raycast_ms}};
   if (!r.reason.empty()) j["reason"] = r.reason;
+  if (r.volume_blocks > 0) j["blocks"] = r.volume_blocks;
+  if (r.volume_blocks_refused > 0) j["blocks_refused"] = r.volume_blocks_refused;
   if (color) {
     j["color"] = f.color;
     if (!f.color_error.empty()) j["color_error"] = f.color_error;

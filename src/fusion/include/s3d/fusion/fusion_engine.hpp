@@ -40,6 +40,10 @@ struct FrameResult {
   bool frame_fallback = false;  ///< frame to model: tracked against the previous frame (the model could not)
   bool motion_start = false;    ///< ICP started from the caller's motion (process's `motion`), not the prior
   std::string reason;           ///< why a frame was lost or invalid (empty otherwise)
+  /// Sparse volume (VolumeKind::kSparse) only, else 0: the blocks allocated after this frame, and the blocks
+  /// this frame's depth asked for that the full pool refused (VolumeParams::sparse_memory_bytes): surfaces
+  /// there are not fused, so the model stops growing.
+  std::int64_t volume_blocks = 0, volume_blocks_refused = 0;
   // Milliseconds per stage (host wall clock around each stage; CUDA stages are synchronised).
   double preprocess_ms = 0.0, track_ms = 0.0, integrate_ms = 0.0, raycast_ms = 0.0;
 };

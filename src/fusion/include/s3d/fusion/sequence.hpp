@@ -101,12 +101,15 @@ struct TrackingSummary {
   std::size_t tracked = 0;
   std::size_t recovered = 0;
   std::size_t lost = 0;
-  std::size_t invalid = 0;                  ///< frames without enough valid depth
-  std::size_t unreadable = 0;               ///< not processed: not read, or another size than the first frame
-  std::size_t by_previous_frame = 0;        ///< frame to model: tracked against the previous frame instead
-  std::size_t color = 0;                    ///< with their colour image integrated
-  double compute_ms = 0.0;                  ///< pre-processing, tracking, integration and ray casting, summed
-  const FrameRecord* first_lost = nullptr;  ///< into the records given
+  std::size_t invalid = 0;                     ///< frames without enough valid depth
+  std::size_t unreadable = 0;                  ///< not processed: not read, or another size than the first frame
+  std::size_t by_previous_frame = 0;           ///< frame to model: tracked against the previous frame instead
+  std::size_t color = 0;                       ///< with their colour image integrated
+  double compute_ms = 0.0;                     ///< pre-processing, tracking, integration and ray casting, summed
+  std::int64_t volume_blocks = 0;              ///< sparse volume: blocks allocated after the last frame
+  std::int64_t volume_blocks_refused = 0;      ///< sparse volume: blocks the full pool refused, all frames
+  const FrameRecord* first_lost = nullptr;     ///< into the records given
+  const FrameRecord* first_refused = nullptr;  ///< the first frame with refused blocks, into the records given
   /// Whether the data supports the trajectory: some frame had depth, and at most `max_lost` of the processed
   /// frames were lost.
   bool supported(double max_lost) const {
