@@ -67,7 +67,8 @@ struct Case {
 std::vector<Case> pipeline_cases() {
   std::vector<Case> cases;
   // 20000: a mask sized by a read-back count and the thread-per-box scan; 900: fused path (hard, axis-aligned)
-  // or a priority-order mask; 3000: spatial order with a bounded mask. Large first: the smaller calls then run
+  // or a priority-order mask; 3000: the fused grid path (hard, axis-aligned, no active pre_top_k), else spatial
+  // order with a bounded mask. Large first: the smaller calls then run
   // on buffers a larger call filled, where reading stale entries would change the result.
   for (std::int64_t n : {20000, 900, 3000})
     for (NmsMethod method : {NmsMethod::kHard, NmsMethod::kSoftLinear})
@@ -100,40 +101,21 @@ TEST(NmsCudaEngine, OneEngineThroughEveryStageCombinationMatchesCpu) {
   }
 }
 
-/// A box set copied to device memory, as run_device_async() takes it.
-struct DeviceBoxSet {
-  DeviceBuffer<float> boxes, scores;
-  DeviceBuffer<std::int64_t> groups;
-  NmsInput input;
-
-  /// Overwrites the device copy in place when the size is unchanged (same pointers: a graph replays on it).
-  void upload(const test::BoxSet& s, StreamHandle stream) {
-    boxes.copy_from_host(s.boxes, stream);
-    scores.copy_from_host(s.scores, stream);
-    groups.copy_from_host(s.groups, stream);
-    input.boxes = boxes.data();
-    input.scores = scores.data();
-    input.group_ids = groups.data();
-    input.image_ids = nullptr;
-    input.count = s.size();
-  }
-};
-
 TEST(NmsCudaEngine, DeviceResidentGraphReplayAndStreamChangesMatchCpu) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
   const Device cpu(Device::Kind::kCpu);
   const Stream first_stream, second_stream;
-  DeviceBoxSet large, small;
+  test::DeviceBoxSet large, small;
   NmsEngine engine(Device(Device::Kind::kCuda, 0));  // destroyed first: it waits for both streams
   NmsParams p;
   p.max_dets = 100;  // without image ids: applied on the device, still capturable
-  // 3000 boxes: the bounded priority-order mask; 900: the fused path. Both are sync-free, so the second identical
+  // 3000 boxes: the fused grid path; 900: the fused path. Both are sync-free, so the second identical
   // call is captured and the third replayed.
   const test::BoxSet large_sets[] = {test::clustered(3000, 41, 5, 6), test::clustered(3000, 42, 5, 6)};
   const test::BoxSet small_sets[] = {test::clustered(900, 43, 5, 6), test::clustered(900, 44, 5, 6)};
   struct Step {
     const test::BoxSet* set;
-    DeviceBoxSet* device;
+    test::DeviceBoxSet* device;
     StreamHandle stream;
     const char* name;
   };
@@ -166,7 +148,7 @@ TEST(NmsCudaEngine, DeviceResidentGraphReplayAndStreamChangesMatchCpu) {
   }
   // A replay reads the buffers it was captured on: new boxes in the same memory give the new result. The last
   // step left a graph of the large call; the fused small call is captured anew on the second stream first.
-  for (DeviceBoxSet* device : {&large, &small}) {
+  for (test::DeviceBoxSet* device : {&large, &small}) {
     const test::BoxSet replacement = test::clustered(device->input.count, 45, 5, 6);
     if (device == &small) {
       for (int call = 0; call < 2; ++call) engine.run_device_async(small.input, p, second_stream);

@@ -257,6 +257,24 @@ TEST_P(NmsDeviceTest, SoftRotatedAndMaxDets) {
 }
 
 // CUDA-only comparisons against the CPU backend (bit-identical keep lists and scores).
+/// `calls` device-resident runs of `s` (with its groups) on `engine` and `stream` (eager, captured, then
+/// replayed), each checked against the CPU backend; returns how many ran as a graph.
+int device_calls_match_cpu(NmsEngine& engine, const BoxSet& s, const NmsParams& p, int calls, Stream& stream) {
+  test::DeviceBoxSet on_device;
+  on_device.upload(s, stream);
+  const auto expect = nms(Device(Device::Kind::kCpu), s.input(true, false), p);
+  int graphs = 0;
+  for (int call = 0; call < calls; ++call) {
+    engine.run_device_async(on_device.input, p, stream);
+    graphs += engine.last_stats().graph ? 1 : 0;
+    const auto got = engine.download(stream);
+    EXPECT_EQ(got.keep, expect.keep) << s.size() << " boxes, call " << call;
+    EXPECT_EQ(got.scores, expect.scores) << s.size() << " boxes, call " << call;
+  }
+  stream.synchronize();
+  return graphs;
+}
+
 class NmsCudaVsCpuTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -446,31 +464,146 @@ TEST_F(NmsCudaVsCpuTest, FusedSmallPathChainsTiesAndGraphs) {
       }
     }
   }
-  auto s = test::clustered(10000, 4242, 5, 7, 0.03f, 1500.f, 16);
-  DeviceBuffer<float> boxes, scores;
-  DeviceBuffer<std::int64_t> groups;
-  boxes.copy_from_host(s.boxes, stream);
-  scores.copy_from_host(s.scores, stream);
-  groups.copy_from_host(s.groups, stream);
-  NmsInput in;
-  in.boxes = boxes.data();
-  in.scores = scores.data();
-  in.group_ids = groups.data();
-  in.count = s.size();
   NmsParams p;
   p.min_score = 0.3f;
   p.max_dets = 300;
-  const auto expect = nms(cpu, s.input(true, false), p);
-  int graphs = 0;
-  for (int call = 0; call < 4; ++call) {
-    engine.run_device_async(in, p, stream);
-    graphs += engine.last_stats().graph ? 1 : 0;
-    const auto got = engine.download(stream);
-    EXPECT_EQ(got.keep, expect.keep) << call;
-    EXPECT_EQ(got.scores, expect.scores) << call;
+  EXPECT_GE(device_calls_match_cpu(engine, test::clustered(10000, 4242, 5, 7, 0.03f, 1500.f, 16), p, 4, stream), 2);
+}
+
+// The fused grid path (hard, axis-aligned, up to 16,384 boxes: counting rank, dense triangle mask, cooperative
+// rounds and compaction). The one-block fused path is turned off for these engines (the engine reads
+// S3D_NMS_FUSED_MAX_BOXES when it is constructed), so the grid path takes every size from 1 to 16,384; 16,385
+// takes the general pipeline. Keep lists and scores identical to the CPU backend.
+struct FusedOffGuard {
+  FusedOffGuard() { setenv("S3D_NMS_FUSED_MAX_BOXES", "0", 1); }
+  ~FusedOffGuard() { unsetenv("S3D_NMS_FUSED_MAX_BOXES"); }
+};
+
+TEST_F(NmsCudaVsCpuTest, FusedGridPathOddSizesMatchCpu) {
+  const FusedOffGuard fused_off;
+  const Device cpu(Device::Kind::kCpu);
+  NmsEngine engine(Device(Device::Kind::kCuda, 0));  // one engine: sizes up and down reuse its buffers
+  int variant = 0;
+  for (std::int64_t n :
+       {0, 1, 2, 31, 32, 33, 63, 64, 65, 127, 129, 1000, 1025, 4097, 9999, 16383, 16384, 16385, 3, 12000}) {
+    for (int groups : {1, 7}) {
+      const auto s = test::clustered(n, static_cast<std::uint32_t>(n * 7 + groups), groups, (n + groups) % 3 ? 6 : 0,
+                                     0.05f, n > 4000 ? 2500.f : 500.f, 13);
+      for (int k = 0; k < 2; ++k, ++variant) {
+        NmsParams p;
+        p.iou_threshold = k == 0 ? 0.5f : variant % 3 == 0 ? 0.3f : 0.8f;
+        if (variant % 4 == 1) p.suppress_at_equal = true;
+        if (variant % 5 == 2) p.pixel_offset = 1;
+        if (variant % 3 == 1) p.min_score = 0.45f;
+        if (variant % 7 == 3) p.max_dets = 29;
+        if (variant % 6 == 5) p.pre_top_k = static_cast<int>(n) + 5;  // inactive: still the grid path
+        const bool images = variant % 2 == 0;
+        const auto a = nms(cpu, s.input(true, images), p);
+        const auto b = engine.run(s.input(true, images), p);
+        EXPECT_EQ(a.keep, b.keep) << "n " << n << " groups " << groups << " variant " << variant;
+        EXPECT_EQ(a.scores, b.scores) << "n " << n << " groups " << groups << " variant " << variant;
+        if (n > 0) EXPECT_GE(engine.last_stats().rounds, 0) << n;
+      }
+    }
   }
-  EXPECT_GE(graphs, 2);
+}
+
+// Ties (all scores equal: input order decides), none suppressed (disjoint boxes), all but one suppressed
+// (identical boxes), NaN and filtered scores, chains across tiles; then device-resident calls of changing sizes
+// on one stream, each captured and replayed, staying exact.
+TEST_F(NmsCudaVsCpuTest, FusedGridPathTiesExtremesAndGraphs) {
+  const FusedOffGuard fused_off;
+  const Device cpu(Device::Kind::kCpu);
+  Stream stream;  // outlives the engine
+  NmsEngine engine(Device(Device::Kind::kCuda, 0));
+  std::mt19937 rng(7);
+  for (std::int64_t n : {5, 64, 777, 5000, 16384}) {
+    for (int kind = 0; kind < 4; ++kind) {
+      if (kind >= 2 && n > 5000) continue;  // chains: a round per few boxes, each a grid sync
+      test::BoxSet s;
+      for (std::int64_t i = 0; i < n; ++i) {
+        float x = 0.f, y = 0.f, score = static_cast<float>(rng() % 997) / 997.f;
+        if (kind == 0) {  // disjoint: all kept
+          x = static_cast<float>(i % 128) * 50.f;
+          y = static_cast<float>(i / 128) * 50.f;
+        } else if (kind == 1) {  // identical: one kept
+          score = static_cast<float>(rng() % 5) / 5.f;
+        } else if (kind == 2) {  // a chain along x, all tied
+          x = static_cast<float>(i) * 4.f;
+          score = 0.25f;
+        } else {  // a chain with NaN and negative scores mixed in
+          x = static_cast<float>(i) * 3.f;
+          if (i % 11 == 0) score = std::nanf("");
+          if (i % 13 == 0) score = -score;
+        }
+        s.boxes.insert(s.boxes.end(), {x, y, x + 40.f, y + 40.f});
+        s.scores.push_back(score);
+        s.groups.push_back(static_cast<std::int64_t>(i % 3));
+      }
+      for (float thr : {0.0f, 0.5f}) {
+        NmsParams p;
+        p.iou_threshold = thr;
+        if (kind == 3) p.min_score = -0.5f;
+        for (bool grouped : {false, true}) {
+          const auto a = nms(cpu, s.input(grouped, false), p);
+          const auto b = engine.run(s.input(grouped, false), p);
+          EXPECT_EQ(a.keep, b.keep) << n << " kind " << kind << " thr " << thr << " grouped " << grouped;
+          EXPECT_EQ(a.scores, b.scores) << n << " kind " << kind;
+          if (kind == 0 && thr > 0.f) {
+            EXPECT_EQ(b.keep.size(), static_cast<std::size_t>(n));
+          }
+          if (kind == 1 && !grouped) {
+            EXPECT_EQ(b.keep.size(), 1u);
+          }
+        }
+      }
+    }
+  }
+  int graphs = 0;
+  for (std::int64_t n : {9000, 2000, 16384, 9000}) {
+    NmsParams p;
+    p.min_score = 0.2f;
+    p.max_dets = 500;
+    graphs += device_calls_match_cpu(
+        engine, test::clustered(n, static_cast<std::uint32_t>(n) + 3, 4, 9, 0.03f, 1800.f, 16), p, 3, stream);
+  }
+  std::printf("fused grid path: %d of 12 device calls ran as a graph\n", graphs);
   stream.synchronize();
+}
+
+// With both fused paths off (S3D_NMS_FUSED_MAX_BOXES=0, S3D_NMS_FUSED_GRID_MAX_BOXES=0, read when the engine is
+// made), hard axis-aligned calls up to 16,384 boxes take the general pipeline again (priority-order mask up to
+// 2048 boxes, spatial bounded mask above): it stays covered at the sizes the fused paths now take by default.
+TEST_F(NmsCudaVsCpuTest, GeneralPipelineAtFusedSizesMatchesCpu) {
+  struct Guard {
+    Guard() {
+      setenv("S3D_NMS_FUSED_MAX_BOXES", "0", 1);
+      setenv("S3D_NMS_FUSED_GRID_MAX_BOXES", "0", 1);
+    }
+    ~Guard() {
+      unsetenv("S3D_NMS_FUSED_MAX_BOXES");
+      unsetenv("S3D_NMS_FUSED_GRID_MAX_BOXES");
+    }
+  } general_only;
+  const Device cpu(Device::Kind::kCpu);
+  NmsEngine engine(Device(Device::Kind::kCuda, 0));
+  int variant = 0;
+  for (std::int64_t n : {900, 2048, 2049, 10000, 16384}) {
+    for (int groups : {1, 9}) {
+      const auto s = test::clustered(n, static_cast<std::uint32_t>(n * 5 + groups), groups, n % 2 ? 0 : 7, 0.04f,
+                                     n > 4000 ? 2500.f : 700.f, 15);
+      NmsParams p;
+      p.iou_threshold = variant % 2 ? 0.5f : 0.7f;
+      if (variant % 3 == 1) p.min_score = 0.3f;
+      if (variant % 4 == 2) p.max_dets = 41;
+      ++variant;
+      const auto a = nms(cpu, s.input(true, false), p);
+      const auto b = engine.run(s.input(true, false), p);
+      EXPECT_EQ(a.keep, b.keep) << "n " << n << " groups " << groups;
+      EXPECT_EQ(a.scores, b.scores) << "n " << n << " groups " << groups;
+      EXPECT_GE(engine.last_stats().rounds, 0) << n;
+    }
+  }
 }
 
 TEST_F(NmsCudaVsCpuTest, TwoMillionBoxes) {

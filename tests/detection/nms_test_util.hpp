@@ -8,6 +8,8 @@
 #include <random>
 #include <vector>
 
+#include "s3d/core/device_buffer.hpp"
+#include "s3d/core/stream.hpp"
 #include "s3d/detection/nms.hpp"
 
 namespace s3d::detection::test {
@@ -186,5 +188,24 @@ inline NmsResult reference_soft(const BoxSet& s, const NmsParams& p) {
   }
   return r;
 }
+
+/// A box set copied to device memory, as run_device_async() takes it.
+struct DeviceBoxSet {
+  DeviceBuffer<float> boxes, scores;
+  DeviceBuffer<std::int64_t> groups;
+  NmsInput input;
+
+  /// Overwrites the device copy in place when the size is unchanged (same pointers: a graph replays on it).
+  void upload(const BoxSet& s, StreamHandle stream) {
+    boxes.copy_from_host(s.boxes, stream);
+    scores.copy_from_host(s.scores, stream);
+    groups.copy_from_host(s.groups, stream);
+    input.boxes = boxes.data();
+    input.scores = scores.data();
+    input.group_ids = groups.data();
+    input.image_ids = nullptr;
+    input.count = s.size();
+  }
+};
 
 }  // namespace s3d::detection::test

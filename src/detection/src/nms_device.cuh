@@ -1,6 +1,7 @@
 #pragma once
 // Device helpers shared by the NMS CUDA stages: key encodings, the box type per mode, launch sizing, and the
 // host-side scratch every stage borrows from the engine (CUB temporary storage, a pinned read-back slot).
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -55,6 +56,28 @@ __device__ inline bool bounds_may_intersect(float4 a, float4 b, float margin) {
 struct MaxOp {
   __device__ int operator()(int a, int b) const { return a > b ? a : b; }
 };
+
+/// The tile (r, c), c <= r, of the lower triangle that block `b` covers, the blocks numbered row by row.
+__device__ inline void lower_triangle_tile(long long b, int& r, int& c) {
+  r = static_cast<int>((sqrt(8.0 * static_cast<double>(b) + 1.0) - 1.0) * 0.5);
+  while (static_cast<long long>(r) * (r + 1) / 2 > b) --r;
+  while (static_cast<long long>(r + 1) * (r + 2) / 2 <= b) ++r;
+  c = static_cast<int>(b - static_cast<long long>(r) * (r + 1) / 2);
+}
+
+/// Ends a round of a cooperative scan: adds the undecided boxes counted by each warp to the round's counter,
+/// clears the next round's, and waits for the whole grid. True when no box is left undecided (`rounds_out` then
+/// holds the number of rounds). Counters rotate over three slots so a slot is never cleared while still read.
+__device__ __forceinline__ bool round_settles_all(cooperative_groups::grid_group& grid, unsigned* counters, int round,
+                                                  unsigned undecided, int* rounds_out) {
+  for (int o = 16; o > 0; o >>= 1) undecided += __shfl_down_sync(0xFFFFFFFFu, undecided, o);
+  if ((threadIdx.x & 31) == 0 && undecided) atomicAdd(&counters[round % 3], undecided);
+  if (grid.thread_rank() == 0) counters[(round + 1) % 3] = 0;
+  grid.sync();
+  if (static_cast<volatile unsigned*>(counters)[round % 3] != 0) return false;
+  if (grid.thread_rank() == 0) *rounds_out = round + 1;
+  return true;
+}
 
 /// Blocks of `block` threads for `n` items; at least one, so an empty launch is still a valid launch.
 inline unsigned grid_for(std::size_t n, unsigned block = 256) {

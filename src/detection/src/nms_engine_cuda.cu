@@ -1,5 +1,6 @@
 // NmsEngine, CUDA backend: owns every stage's buffers for its lifetime and runs the pipeline
-//   fused small path (hard, axis-aligned, small) | rank -> hard NMS or soft-NMS, then max_dets.
+//   fused small path (hard, axis-aligned, small) | fused grid path (the same, up to 16384 boxes)
+//   | rank -> hard NMS or soft-NMS, then max_dets.
 // Device-resident calls that need no host synchronization are captured into a CUDA graph when they repeat.
 #include <cuda_runtime.h>
 
@@ -62,6 +63,7 @@ class CudaEngine final : public NmsEngine::Impl {
     soft_.shared_boxes_max = soft_shared_boxes_max(optin);
     fused_.max_boxes = fused_max_boxes_for(optin, fused_max_boxes_from_env());
     configure_fused_kernels(fused_.max_boxes);
+    configure_fused_grid(device.index(), optin, fused_grid_max_boxes_from_env(), fused_grid_);
   }
 
   /// Each buffer is freed on the stream that last grew it, which is not ordered after a later call on another
@@ -102,7 +104,7 @@ class CudaEngine final : public NmsEngine::Impl {
   }
 
   /// Calls whose launch sequence needs no host synchronization (hard NMS of at most kBoundedMaskMaxTiles tiles,
-  /// no active min_score / pre_top_k filter, max_dets without image ids; or the fused path) are captured into a
+  /// no active min_score / pre_top_k filter, max_dets without image ids; or a fused path) are captured into a
   /// graph the second time the same call is made, and the graph is replayed while it repeats: the same kernels
   /// on the same buffers, so results are identical. The first call runs eagerly and sizes every buffer, so the
   /// captured call allocates nothing; any other call runs eagerly and drops the graph (it may reallocate).
@@ -123,6 +125,13 @@ class CudaEngine final : public NmsEngine::Impl {
 
   NmsEngine::Stats last_stats() const override {
     NmsEngine::Stats st = stats_;
+    if (grid_rounds_) {  // the fused grid path's round count, read lazily
+      const ScopedDevice scope(device_.index());
+      int rounds = 0;
+      call_done_.at(last_call_).event.synchronize();
+      S3D_CUDA_CHECK(cudaMemcpy(&rounds, fused_grid_.rounds.data(), sizeof(int), cudaMemcpyDeviceToHost));
+      st.rounds = rounds;
+    }
     if (mask_tiles_ > 0) {  // read lazily: the scan's round count and the mask's real pair count
       const ScopedDevice scope(device_.index());
       int rounds = 0;
@@ -143,7 +152,8 @@ class CudaEngine final : public NmsEngine::Impl {
     const bool capturable =
         !graphs_disabled_ && st != nullptr && prm.method == NmsMethod::kHard && in.count > 0 &&
         (prm.max_dets == 0 || in.image_ids == nullptr) &&
-        (fused_applies(in, prm, fused_.max_boxes) ||  // the fused path applies min_score on the device
+        (fused_applies(in, prm, fused_.max_boxes) ||  // the fused paths apply min_score on the device
+         fused_grid_applies(in, prm, fused_grid_.max_boxes) ||
          (in.count <= static_cast<std::int64_t>(kBoundedMaskMaxTiles) * kTile && !(prm.min_score > -INFINITY) &&
           (prm.pre_top_k == 0 || prm.pre_top_k >= in.count)));
     if (!capturable) {
@@ -158,6 +168,7 @@ class CudaEngine final : public NmsEngine::Impl {
       graph_.launch(st);
       stats_ = graph_stats_;
       mask_tiles_ = graph_mask_tiles_;
+      grid_rounds_ = graph_grid_rounds_;
       stats_.graph = true;
       return;
     }
@@ -179,6 +190,7 @@ class CudaEngine final : public NmsEngine::Impl {
     graph_key_ = key;
     graph_stats_ = stats_;
     graph_mask_tiles_ = mask_tiles_;
+    graph_grid_rounds_ = grid_rounds_;
     stats_.graph = true;
     graph_.launch(st);
   }
@@ -188,6 +200,7 @@ class CudaEngine final : public NmsEngine::Impl {
     stats_ = {};
     stats_.rounds = -1;
     mask_tiles_ = 0;
+    grid_rounds_ = false;
     const int n = static_cast<int>(in.count);
     result_.count.resize(1, st);
     S3D_CUDA_CHECK(cudaMemsetAsync(result_.count.data(), 0, sizeof(std::int64_t), st));
@@ -197,6 +210,13 @@ class CudaEngine final : public NmsEngine::Impl {
     if (fused_applies(in, prm, fused_.max_boxes)) {
       stats_.boxes = n;  // upper bound: boxes failing min_score are dropped on the device
       stats_.tile_pairs = fused_nms(in, prm, fused_, result_, st);
+      if (prm.max_dets > 0 && in.image_ids) apply_max_dets(in, prm, max_dets_, cub_, readback_, result_, st);
+      return;
+    }
+    if (fused_grid_applies(in, prm, fused_grid_.max_boxes)) {
+      stats_.boxes = n;  // upper bound, as above
+      stats_.tile_pairs = fused_grid_nms(in, prm, sm_count_, fused_grid_, result_, st);
+      grid_rounds_ = true;
       if (prm.max_dets > 0 && in.image_ids) apply_max_dets(in, prm, max_dets_, cub_, readback_, result_, st);
       return;
     }
@@ -257,10 +277,12 @@ class CudaEngine final : public NmsEngine::Impl {
   HardBuffers hard_;
   SoftBuffers soft_;
   FusedBuffers fused_;
+  FusedGridBuffers fused_grid_;
   MaxDetsBuffers max_dets_;
   DeviceResult result_;
   NmsEngine::Stats stats_;
-  int mask_tiles_ = 0;  ///< tiles of the last call's sparse mask (0: none), for last_stats()
+  int mask_tiles_ = 0;        ///< tiles of the last call's sparse mask (0: none), for last_stats()
+  bool grid_rounds_ = false;  ///< the last call took the fused grid path (its round count is on the device)
   // the graph of the last sync-free call, replayed while the same call repeats
   CudaGraph graph_;
   CallKey graph_key_, seen_key_;
@@ -268,6 +290,7 @@ class CudaEngine final : public NmsEngine::Impl {
   bool graphs_disabled_ = false;  ///< the driver could not capture or instantiate a call on this engine
   NmsEngine::Stats graph_stats_;
   int graph_mask_tiles_ = 0;
+  bool graph_grid_rounds_ = false;
   struct CallDone {
     unsigned long long stream_id;
     Event event;

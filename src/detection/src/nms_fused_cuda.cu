@@ -87,12 +87,8 @@ __global__ void __launch_bounds__(kTile)
     fused_mask_kernel(int cap, const int* m_ptr, const int* order, const float* boxes, const std::int64_t* groups,
                       int offset, float thr, bool ge, int* list_count, unsigned short* list_col,
                       unsigned long long* list_word) {
-  // block -> (r, c), c <= r, of the lower triangle
-  const long long b = blockIdx.x;
-  int r = static_cast<int>((sqrt(8.0 * static_cast<double>(b) + 1.0) - 1.0) * 0.5);
-  while (static_cast<long long>(r) * (r + 1) / 2 > b) --r;
-  while (static_cast<long long>(r + 1) * (r + 2) / 2 <= b) ++r;
-  const int c = static_cast<int>(b - static_cast<long long>(r) * (r + 1) / 2);
+  int r, c;
+  lower_triangle_tile(blockIdx.x, r, c);
   const int m = *m_ptr;
   if (r * kTile >= m) return;  // uniform over the block
   __shared__ AxisBox sbox[kTile];

@@ -46,20 +46,6 @@ __device__ __forceinline__ void inspect_suppressors(volatile unsigned char* vsta
   }
 }
 
-/// Ends a round of the scan: adds the undecided boxes counted by each warp to the round's counter, clears the
-/// next round's, and waits for the whole grid. True when no box is left undecided (`rounds_out` then holds the
-/// number of rounds). Counters rotate over three slots so a slot is never cleared while still being read.
-__device__ __forceinline__ bool round_settles_all(cg::grid_group& grid, unsigned* counters, int round,
-                                                  unsigned undecided, int* rounds_out) {
-  for (int o = 16; o > 0; o >>= 1) undecided += __shfl_down_sync(0xFFFFFFFFu, undecided, o);
-  if ((threadIdx.x & 31) == 0 && undecided) atomicAdd(&counters[round % 3], undecided);
-  if (grid.thread_rank() == 0) counters[(round + 1) % 3] = 0;
-  grid.sync();
-  if (static_cast<volatile unsigned*>(counters)[round % 3] != 0) return false;
-  if (grid.thread_rank() == 0) *rounds_out = round + 1;
-  return true;
-}
-
 /// All rounds of the parallel greedy scan in one cooperative kernel, one thread per box. state: 0 undecided,
 /// 1 kept, 2 removed.
 __global__ void scan_rounds_kernel(int m, const long long* offsets, const int* pair_col,

@@ -266,6 +266,39 @@ bool fused_applies(const NmsInput& in, const NmsParams& params, int max_boxes);
 long long fused_nms(const NmsInput& in, const NmsParams& params, FusedBuffers& buffers, DeviceResult& result,
                     StreamHandle stream);
 
+// ---- fused grid hard NMS, mid-sized calls (nms_fused_grid_cuda.cu) ----
+
+/// The fused grid path's capacity: calls above the one-block fused path's limit and up to this size take it.
+constexpr int kFusedGridMaxBoxes = 16384;
+
+struct FusedGridBuffers {
+  DeviceBuffer<int> input_of_rank;
+  DeviceBuffer<float4> boxes;                                ///< by rank: x1, y1, x2, y2
+  DeviceBuffer<float> areas;                                 ///< by rank: the AxisBox area
+  DeviceBuffer<std::int64_t> groups;                         ///< by rank (grouped calls)
+  DeviceBuffer<unsigned long long> kept_bits, removed_bits;  ///< the scan's state: a bit per box by rank
+  DeviceBuffer<int> live_count;
+  DeviceBuffer<unsigned> counters;  ///< the scan's three rotating per-round counters
+  DeviceBuffer<int> rounds;
+  DeviceBuffer<int> suppressor_count;                ///< per box: entries in its list
+  DeviceBuffer<unsigned short> suppressor_tile;      ///< per box, per entry: column tile
+  DeviceBuffer<unsigned long long> suppressor_word;  ///< per box, per entry: bits of that tile
+  int max_boxes = 0;                                 ///< calls up to this size may take the path (0: off)
+  int blocks_per_sm = 0;                             ///< co-resident blocks of the cooperative scan kernel
+};
+
+/// The fused grid path's limit, S3D_NMS_FUSED_GRID_MAX_BOXES (0..16384; default 16384; 0 = off).
+int fused_grid_max_boxes_from_env();
+/// Sets `buffers.max_boxes` for the current device `device`: `requested` clamped to what its opt-in shared memory
+/// per block (`optin_bytes`) allows, 0 where it cannot launch cooperatively.
+void configure_fused_grid(int device, int optin_bytes, int requested, FusedGridBuffers& buffers);
+/// Hard axis-aligned NMS without an active pre_top_k, up to `max_boxes` boxes.
+bool fused_grid_applies(const NmsInput& in, const NmsParams& params, int max_boxes);
+/// Three kernels, no host synchronization (min_score and max_dets without image ids on the device). Returns the
+/// tile pairs of the dense lower triangle it evaluates; the round count stays on the device (buffers.rounds).
+long long fused_grid_nms(const NmsInput& in, const NmsParams& params, int sm_count, FusedGridBuffers& buffers,
+                         DeviceResult& result, StreamHandle stream);
+
 // ---- max_dets (nms_max_dets_cuda.cu) ----
 
 struct MaxDetsBuffers {
