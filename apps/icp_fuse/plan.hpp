@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "evo_report.hpp"
+#include "flag_values.hpp"
 #include "s3d/cli/tool.hpp"
 #include "s3d/fusion/params.hpp"
 
@@ -78,20 +79,6 @@ struct Plan {
 
 /// Checks the flags and builds the plan. @throws InvalidArgument naming the flag (exit 2).
 Plan make_plan(const Flags& flags);
-
-/// `N`, `NK`, `NM`, `NG` (binary units) -> bytes, in [1, 2^40] (--max-memory). @throws InvalidArgument
-std::int64_t parse_bytes(const std::string& text);
-
-/// `kinect` or `stereo:BASELINE_M[,DISPARITY_SIGMA_PX]` (--depth-noise). @throws InvalidArgument
-fusion::DepthNoise parse_depth_noise(const std::string& spec);
-
-/// `A:B`, `A:`, `:B` (half-open, 0-based) -> [first, last). @throws InvalidArgument
-void parse_frame_range(const std::string& text, std::size_t* first, std::size_t* last);
-
-/// `fx,fy,cx,cy` (commas or spaces) in pixels, or nullopt when `spec` is not four numbers (then it names a
-/// file). fy may be negative (ICL-NUIM's -480). @throws InvalidArgument for four numbers that are no camera:
-/// non-finite, a zero or non-positive fx, zero fy, or beyond 10^6 pixels.
-std::optional<fusion::CameraIntrinsics> parse_inline_intrinsics(const std::string& spec);
 
 /// The folder an item writes into: -o (a path or template), else --output-dir/NAME where NAME is the
 /// manifest's "name" or the sequence's folder name (a list file: its name without extension).
