@@ -126,6 +126,33 @@ TEST_P(NmsDeviceTest, TorchvisionTiesAndDegenerateBoxes) {
   EXPECT_EQ(r.keep, (std::vector<std::int64_t>{3, 2, 0}));
 }
 
+// Integer boxes give exact rational IoUs, many exactly at the threshold or rounding onto it: the GPU decides
+// most pairs without the division (quotient_side), and must keep what the division keeps. The sizes take the
+// one-block fused path, the fused grid path and the general pipeline.
+TEST_P(NmsDeviceTest, NearTieIousDecideAsTheDivision) {
+  for (const int n : {900, 3001, 17003}) {
+    std::mt19937 rng(static_cast<unsigned>(n));
+    const int span = n < 2000 ? 40 : (n < 10000 ? 80 : 200);
+    std::uniform_int_distribution<int> at(0, span), size(1, 8);
+    std::uniform_real_distribution<float> score(0.f, 1.f);
+    BoxSet s;
+    for (int i = 0; i < n; ++i) {
+      const int x = at(rng), y = at(rng);
+      s.boxes.insert(s.boxes.end(), {static_cast<float>(x), static_cast<float>(y), static_cast<float>(x + size(rng)),
+                                     static_cast<float>(y + size(rng))});
+      s.scores.push_back(score(rng));
+    }
+    for (const float thr : {0.5f, 1.f / 3.f, 0.3f, 2.f / 7.f, 0.6f})
+      for (const bool ge : {false, true}) {
+        if (n > 10000 && thr != 0.5f) continue;  // the general pipeline: ties at 0.5 only (the CPU reference is slow)
+        NmsParams p;
+        p.iou_threshold = thr;
+        p.suppress_at_equal = ge;
+        EXPECT_EQ(run(s, p).keep, test::reference_hard(s, p)) << "n=" << n << " thr=" << thr << " ge=" << ge;
+      }
+  }
+}
+
 TEST_P(NmsDeviceTest, PixelOffsetChangesTheIou) {
   BoxSet s;
   s.boxes = {0, 0, 9, 9, 5, 0, 14, 9};  // +1: inter 5x10=50, union 150 -> 1/3; no +1: 36/126

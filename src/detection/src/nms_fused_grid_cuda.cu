@@ -31,8 +31,8 @@ namespace {
 
 namespace cg = cooperative_groups;
 
-constexpr int kRankBlock = 256;
-constexpr int kRankRows = 32;  // boxes ranked per block (the lanes of a warp); its 8 warps split the keys
+constexpr int kRankBlock = 512;
+constexpr int kRankRows = 32;  // boxes ranked per block (the lanes of a warp); its warps split the keys
 constexpr int kRankSlices = kRankBlock / 32;
 constexpr int kGridMaxTiles = kFusedGridMaxBoxes / kTile;
 constexpr int kGridScanBlock = 256;
@@ -41,7 +41,7 @@ constexpr int kScanLanes = 8;  // lanes per box in the scan
 constexpr int kBoxesPerWarp = 32 / kScanLanes;
 constexpr int kScanBatch = 4;          // list entries per lane whose loads are in flight together
 constexpr int kKeyLoads = 8;           // score loads in flight per thread while the rank kernel fills its keys
-constexpr int kRankStaticSmem = 2048;  // bound of the rank kernel's static shared memory (checked in configure)
+constexpr int kRankStaticSmem = 4096;  // bound of the rank kernel's static shared memory (checked in configure)
 
 __device__ __forceinline__ unsigned fused_grid_key(float s, float min_score) {
   unsigned bits;
@@ -186,11 +186,80 @@ __device__ __forceinline__ unsigned long long load_bits(const unsigned long long
   return *static_cast<const volatile unsigned long long*>(p);
 }
 
+/// kScanBatch entries of a box's list for one lane: entries e0, e0 + kScanLanes, ... (word 0 past the end).
+struct ListBatch {
+  int col[kScanBatch];
+  unsigned long long word[kScanBatch];
+};
+
+__device__ __forceinline__ ListBatch load_batch(std::size_t row, int e0, int cnt, const unsigned short* list_col,
+                                                const unsigned long long* list_word) {
+  ListBatch b;
+#pragma unroll
+  for (int u = 0; u < kScanBatch; ++u) {
+    const int e = e0 + u * kScanLanes;
+    b.col[u] = e < cnt ? list_col[row + e] : 0;
+    b.word[u] = e < cnt ? list_word[row + e] : 0;
+  }
+  return b;
+}
+
+/// Checks a batch against the state: `removed` once a suppressor is kept, `pending` while one is undecided.
+__device__ __forceinline__ void check_batch(const ListBatch& b, const unsigned long long* kept_bits,
+                                            const unsigned long long* removed_bits, bool& removed, bool& pending) {
+  unsigned long long k[kScanBatch], r[kScanBatch];
+#pragma unroll
+  for (int u = 0; u < kScanBatch; ++u) {  // independent loads, in flight together
+    k[u] = b.word[u] ? load_bits(kept_bits + b.col[u]) : 0;
+    r[u] = b.word[u] ? load_bits(removed_bits + b.col[u]) : 0;
+  }
+#pragma unroll
+  for (int u = 0; u < kScanBatch; ++u) {
+    if (b.word[u] & k[u]) removed = true;
+    if (b.word[u] & ~(k[u] | r[u])) pending = true;
+  }
+}
+
+/// One lane group's round on box i: checks its list (from `first` on: the batch already in registers, or none)
+/// and records the decision, if any; the ballots need every lane of the warp. True once i is decided.
+__device__ __forceinline__ bool decide_box(int i, bool open_box, int cnt, std::size_t row, const ListBatch* first,
+                                           int sub_lane, unsigned sub_mask, const unsigned short* list_col,
+                                           const unsigned long long* list_word, unsigned long long* kept_bits,
+                                           unsigned long long* removed_bits, unsigned& undecided) {
+  constexpr int kStride = kScanLanes * kScanBatch;
+  bool removed = false, pending = false;
+  if (open_box) {
+    int e0 = sub_lane;
+    if (first) {
+      check_batch(*first, kept_bits, removed_bits, removed, pending);
+      e0 += kStride;
+    }
+    for (; e0 < cnt && !removed; e0 += kStride)
+      check_batch(load_batch(row, e0, cnt, list_col, list_word), kept_bits, removed_bits, removed, pending);
+  }
+  const unsigned any_removed = __ballot_sync(0xFFFFFFFFu, removed) & sub_mask;
+  const unsigned any_pending = __ballot_sync(0xFFFFFFFFu, pending) & sub_mask;
+  if (!open_box) return true;
+  const bool decided = any_removed || !any_pending;
+  if (sub_lane == 0) {
+    const unsigned long long bit = 1ull << (i % kTile);
+    if (any_removed)
+      atomicOr(removed_bits + i / kTile, bit);
+    else if (!any_pending)
+      atomicOr(kept_bits + i / kTile, bit);
+    else
+      ++undecided;
+  }
+  return decided;
+}
+
 /// Greedy NMS by rounds (the general scan's rule: an undecided box is removed once one of its suppressors is
 /// kept, kept once all of them are removed; decisions are final, so reading a newer state within a round is
 /// exact). The state is two bitmaps by rank (kept, removed: each box sets one bit, once, by an atomic OR), so a
 /// list entry (column tile, word) is checked with two word loads. kScanLanes lanes walk a box's list, a batch of
-/// kScanBatch entries per lane with independent loads; the loop is warp-uniform for the ballots.
+/// kScanBatch entries per lane with independent loads; the loop is warp-uniform for the ballots. When the grid
+/// has a lane group for every box, each group keeps its box's count, its first batch of the list and its own
+/// decision in registers across the rounds, so a round is only the state's loads and the grid sync.
 __global__ void __launch_bounds__(kGridScanBlock)
     fused_grid_scan_kernel(int cap, const int* m_ptr, const int* list_count, const unsigned short* list_col,
                            const unsigned long long* list_word, unsigned long long* kept_bits,
@@ -204,54 +273,35 @@ __global__ void __launch_bounds__(kGridScanBlock)
   const int warps = static_cast<int>((gridDim.x * blockDim.x) >> 5);
   const int sub = lane / kScanLanes, sub_lane = lane % kScanLanes;
   const unsigned sub_mask = ((1u << kScanLanes) - 1u) << (sub * kScanLanes);
-  for (int round = 0;; ++round) {
-    unsigned local = 0;
-    for (int i0 = warp_id * kBoxesPerWarp; i0 < m; i0 += warps * kBoxesPerWarp) {
-      const int i = i0 + sub;
-      const unsigned long long bit = 1ull << (i % kTile);
-      bool open_box = false;  // only this group sets i's bits, after the ballots: the same for its lanes
-      int cnt = 0;            // loaded beside the bitmaps
-      if (i < m) {
-        cnt = list_count[i];
-        open_box = !((load_bits(kept_bits + i / kTile) | load_bits(removed_bits + i / kTile)) & bit);
-      }
-      bool removed = false, pending = false;
-      if (open_box) {
-        const std::size_t row = static_cast<std::size_t>(i) * cap;
-        for (int e0 = sub_lane; e0 < cnt && !removed; e0 += kScanLanes * kScanBatch) {
-          int col[kScanBatch];
-          unsigned long long word[kScanBatch], k[kScanBatch], r[kScanBatch];
-#pragma unroll
-          for (int b = 0; b < kScanBatch; ++b) {
-            const int e = e0 + b * kScanLanes;
-            col[b] = e < cnt ? list_col[row + e] : 0;
-            word[b] = e < cnt ? list_word[row + e] : 0;
-          }
-#pragma unroll
-          for (int b = 0; b < kScanBatch; ++b) {
-            k[b] = word[b] ? load_bits(kept_bits + col[b]) : 0;
-            r[b] = word[b] ? load_bits(removed_bits + col[b]) : 0;
-          }
-#pragma unroll
-          for (int b = 0; b < kScanBatch; ++b) {
-            if (word[b] & k[b]) removed = true;
-            if (word[b] & ~(k[b] | r[b])) pending = true;
-          }
-        }
-      }
-      const unsigned any_removed = __ballot_sync(0xFFFFFFFFu, removed) & sub_mask;
-      const unsigned any_pending = __ballot_sync(0xFFFFFFFFu, pending) & sub_mask;
-      if (open_box && sub_lane == 0) {
-        if (any_removed) {
-          atomicOr(removed_bits + i / kTile, bit);
-        } else if (!any_pending) {
-          atomicOr(kept_bits + i / kTile, bit);
-        } else {
-          ++local;
-        }
-      }
+  if (m <= warps * kBoxesPerWarp) {  // uniform over the grid
+    const int i = warp_id * kBoxesPerWarp + sub;
+    const int cnt = i < m ? list_count[i] : 0;
+    const std::size_t row = static_cast<std::size_t>(i) * cap;
+    const ListBatch first = load_batch(row, sub_lane, cnt, list_col, list_word);
+    bool open_box = i < m;
+    for (int round = 0;; ++round) {
+      unsigned undecided = 0;
+      open_box = !decide_box(i, open_box, cnt, row, &first, sub_lane, sub_mask, list_col, list_word, kept_bits,
+                             removed_bits, undecided);
+      if (round_settles_all(grid, counters, round, undecided, rounds_out)) break;
     }
-    if (round_settles_all(grid, counters, round, local, rounds_out)) break;
+  } else {
+    for (int round = 0;; ++round) {
+      unsigned undecided = 0;
+      for (int i0 = warp_id * kBoxesPerWarp; i0 < m; i0 += warps * kBoxesPerWarp) {
+        const int i = i0 + sub;
+        bool open_box = false;  // only this group sets i's bits, after the ballots: the same for its lanes
+        int cnt = 0;            // loaded beside the bitmaps
+        if (i < m) {
+          const unsigned long long bit = 1ull << (i % kTile);
+          cnt = list_count[i];
+          open_box = !((load_bits(kept_bits + i / kTile) | load_bits(removed_bits + i / kTile)) & bit);
+        }
+        decide_box(i, open_box, cnt, static_cast<std::size_t>(i) * cap, nullptr, sub_lane, sub_mask, list_col,
+                   list_word, kept_bits, removed_bits, undecided);
+      }
+      if (round_settles_all(grid, counters, round, undecided, rounds_out)) break;
+    }
   }
   // Compaction in rank order: every block scans the kept counts of all tiles (thread t: tile t), then the warps
   // of the grid write a tile each. Boxes from m on are never kept.
