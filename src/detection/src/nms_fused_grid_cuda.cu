@@ -156,22 +156,36 @@ __global__ void __launch_bounds__(kTile)
   if (i >= m) return;
   const int kend = c == r ? t : min(kTile, m - c * kTile);  // only higher-ranked live boxes
   const float off = static_cast<float>(offset);
-  unsigned long long bits = 0;
-  for (int k = 0; k < kend; ++k) {
+  // Two passes, so that a warp pays for an IoU only where a lane has a candidate: first the pre-test of a positive
+  // intersection against all 64 columns, branch-free, into candidate bits (fminf/fmaxf differ from min_f/max_f
+  // only in the sign of a zero, which no comparison sees; coordinates are finite): without the +1 offset, inter >
+  // 0 needs min(x2) > max(x1) and min(y2) > max(y1); with it, the product of the clamped sides must not be 0.
+  unsigned cand_lo = 0, cand_hi = 0;
+#pragma unroll
+  for (int k = 0; k < kTile; ++k) {
     const float4 o = cbounds[k];
-    // Pre-test of a positive intersection (fminf/fmaxf differ from min_f/max_f only in the sign of a zero,
-    // which no comparison sees; coordinates are finite): without the +1 offset, inter > 0 needs
-    // min(x2) > max(x1) and min(y2) > max(y1); with it, min(x2) + 1 > max(x1) and the same in y.
     const float xx1 = fmaxf(o.x, mine.x1), yy1 = fmaxf(o.y, mine.y1);
     const float xx2 = fminf(o.z, mine.x2), yy2 = fminf(o.w, mine.y2);
-    if (offset == 0) {
-      if (!(xx2 > xx1 && yy2 > yy1)) continue;
-    } else {
-      if (max_f(0.f, xx2 - xx1 + off) * max_f(0.f, yy2 - yy1 + off) == 0.f) continue;
+    const bool hit =
+        offset == 0 ? (xx2 > xx1 && yy2 > yy1) : max_f(0.f, xx2 - xx1 + off) * max_f(0.f, yy2 - yy1 + off) != 0.f;
+    if (hit) {
+      if (k < 32)
+        cand_lo |= 1u << k;
+      else
+        cand_hi |= 1u << (k - 32);
     }
+  }
+  unsigned long long cand = (static_cast<unsigned long long>(cand_hi) << 32) | cand_lo;
+  if (kend < kTile) cand &= (1ull << kend) - 1ull;
+  // Then the IoU of each candidate (the columns past m are never candidates once masked by kend).
+  unsigned long long bits = 0;
+  while (cand) {
+    const int k = __ffsll(static_cast<long long>(cand)) - 1;
+    cand &= cand - 1ull;
     if constexpr (kGrouped) {
       if (cgroup[k] != gi) continue;
     }
+    const float4 o = cbounds[k];
     const AxisBox ob{o.x, o.y, o.z, o.w, carea[k]};
     if (iou_passes(axis_iou(ob, mine, offset), thr, ge)) bits |= 1ull << k;
   }
