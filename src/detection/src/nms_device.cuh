@@ -53,6 +53,49 @@ __device__ inline bool bounds_may_intersect(float4 a, float4 b, float margin) {
   return a.z + margin >= b.x && b.z + margin >= a.x && a.w + margin >= b.y && b.w + margin >= a.y;
 }
 
+__device__ __forceinline__ float4 corners(const float4& b) { return b; }
+__device__ __forceinline__ float4 corners(const AxisBox& b) { return make_float4(b.x1, b.y1, b.x2, b.y2); }
+
+/// The columns k < kend of a kTile-box tile (float4 bounds or AxisBoxes in shared memory) whose intersection
+/// with `mine` has positive area, as bits: the IoU's pre-test, branch-free over the whole tile, so that a mask
+/// kernel then computes the IoU of these candidates only (a warp no longer pays for an IoU wherever one lane
+/// overlaps). The same decisions as axis_iou: inter = 0 gives IoU 0, -0 or NaN, which never passes (thr >= 0,
+/// and > 0 with `ge`). Without the +1 offset, inter > 0 needs min(x2) > max(x1) and min(y2) > max(y1) (fminf
+/// and fmaxf differ from min_f and max_f only in the sign of a zero, which no comparison sees); with it, the
+/// product of the clamped sides must not be 0. Zero-area and inverted boxes (without the offset) are never
+/// candidates: min(x2) <= their x2 <= their x1 <= max(x1). Columns from kend on may hold anything.
+template <int kTileBoxes, typename Box>
+__device__ __forceinline__ unsigned long long overlap_candidates(const Box* cols, const AxisBox& mine, int offset,
+                                                                 int kend) {
+  static_assert(kTileBoxes == 64, "two 32-bit halves");
+  const float off = static_cast<float>(offset);
+  unsigned lo = 0, hi = 0;
+#pragma unroll
+  for (int k = 0; k < kTileBoxes; ++k) {
+    const float4 o = corners(cols[k]);
+    const float xx1 = fmaxf(o.x, mine.x1), yy1 = fmaxf(o.y, mine.y1);
+    const float xx2 = fminf(o.z, mine.x2), yy2 = fminf(o.w, mine.y2);
+    const bool hit =
+        offset == 0 ? (xx2 > xx1 && yy2 > yy1) : max_f(0.f, xx2 - xx1 + off) * max_f(0.f, yy2 - yy1 + off) != 0.f;
+    if (hit) {
+      if (k < 32)
+        lo |= 1u << k;
+      else
+        hi |= 1u << (k - 32);
+    }
+  }
+  unsigned long long cand = (static_cast<unsigned long long>(hi) << 32) | lo;
+  if (kend < kTileBoxes) cand &= (1ull << kend) - 1ull;
+  return cand;
+}
+
+/// Takes the lowest set bit of `bits` off and returns its index.
+__device__ __forceinline__ int pop_lowest(unsigned long long& bits) {
+  const int k = __ffsll(static_cast<long long>(bits)) - 1;
+  bits &= bits - 1ull;
+  return k;
+}
+
 struct MaxOp {
   __device__ int operator()(int a, int b) const { return a > b ? a : b; }
 };

@@ -93,15 +93,12 @@ __global__ void __launch_bounds__(kTile)
   if (r * kTile >= m) return;  // uniform over the block
   __shared__ AxisBox sbox[kTile];
   __shared__ std::int64_t sgroup[kTile];
-  __shared__ unsigned char sok[kTile];
   const int t = threadIdx.x;
   const int j = c * kTile + t;
-  sok[t] = 0;
   if (j < m) {
     const float* q = boxes + static_cast<std::size_t>(order[j]) * 4;
     sbox[t] = make_axis_box(q, offset);
     sgroup[t] = groups ? groups[order[j]] : 0;
-    sok[t] = (offset != 0 || (q[2] > q[0] && q[3] > q[1])) ? 1 : 0;
   }
   __syncthreads();
   const int i = r * kTile + t;
@@ -110,23 +107,13 @@ __global__ void __launch_bounds__(kTile)
   if (!(offset != 0 || (q[2] > q[0] && q[3] > q[1]))) return;  // cannot overlap anything: no bits
   const AxisBox mine = make_axis_box(q, offset);
   const std::int64_t gi = groups ? groups[order[i]] : 0;
-  const int kend = c == r ? t : kTile;  // only higher-ranked boxes
+  const int kend = c == r ? t : min(kTile, m - c * kTile);  // only higher-ranked live boxes
+  unsigned long long cand = overlap_candidates<kTile>(sbox, mine, offset, kend);
   unsigned long long bits = 0;
-  for (int k = 0; k < kend; ++k) {
-    if (!sok[k] || sgroup[k] != gi) continue;
-    const AxisBox& o = sbox[k];
-    // Same formula as axis_iou; inter == 0 gives IoU 0, -0 or NaN, which never passes (thr >= 0, and > 0 with
-    // `ge`): the division is skipped then, the decision is the same. Without the +1 offset, inter > 0 needs
-    // min(x2) > max(x1) and min(y2) > max(y1) (a difference of distinct floats is never 0: no FTZ here).
-    const float xx1 = max_f(o.x1, mine.x1), yy1 = max_f(o.y1, mine.y1);
-    const float xx2 = min_f(o.x2, mine.x2), yy2 = min_f(o.y2, mine.y2);
-    if (offset == 0) {
-      if (!(xx2 > xx1 && yy2 > yy1)) continue;
-    } else {
-      const float off = static_cast<float>(offset);
-      if (max_f(0.f, xx2 - xx1 + off) * max_f(0.f, yy2 - yy1 + off) == 0.f) continue;
-    }
-    if (iou_passes(axis_iou(o, mine, offset), thr, ge)) bits |= 1ull << k;
+  while (cand) {
+    const int k = pop_lowest(cand);
+    if (sgroup[k] != gi) continue;
+    if (iou_passes(axis_iou(sbox[k], mine, offset), thr, ge)) bits |= 1ull << k;
   }
   if (bits) {
     const int pos = atomicAdd(&list_count[i], 1);

@@ -123,8 +123,8 @@ __global__ void __launch_bounds__(kRankBlock)
   list_count[r] = 0;
 }
 
-/// A box that cannot overlap anything (zero-area or inverted, without the +1 offset) fails the pre-test below
-/// with every box: min(x2) <= its x2 <= its x1 <= max(x1) (or the same in y), so no flag is needed here.
+/// A box that cannot overlap anything (zero-area or inverted, without the +1 offset) is never a candidate of
+/// overlap_candidates, so no flag is needed here.
 template <bool kGrouped>
 __global__ void __launch_bounds__(kTile)
     fused_grid_mask_kernel(int cap, const int* m_ptr, const float4* sbox, const float* sarea,
@@ -155,33 +155,11 @@ __global__ void __launch_bounds__(kTile)
   __syncthreads();
   if (i >= m) return;
   const int kend = c == r ? t : min(kTile, m - c * kTile);  // only higher-ranked live boxes
-  const float off = static_cast<float>(offset);
-  // Two passes, so that a warp pays for an IoU only where a lane has a candidate: first the pre-test of a positive
-  // intersection against all 64 columns, branch-free, into candidate bits (fminf/fmaxf differ from min_f/max_f
-  // only in the sign of a zero, which no comparison sees; coordinates are finite): without the +1 offset, inter >
-  // 0 needs min(x2) > max(x1) and min(y2) > max(y1); with it, the product of the clamped sides must not be 0.
-  unsigned cand_lo = 0, cand_hi = 0;
-#pragma unroll
-  for (int k = 0; k < kTile; ++k) {
-    const float4 o = cbounds[k];
-    const float xx1 = fmaxf(o.x, mine.x1), yy1 = fmaxf(o.y, mine.y1);
-    const float xx2 = fminf(o.z, mine.x2), yy2 = fminf(o.w, mine.y2);
-    const bool hit =
-        offset == 0 ? (xx2 > xx1 && yy2 > yy1) : max_f(0.f, xx2 - xx1 + off) * max_f(0.f, yy2 - yy1 + off) != 0.f;
-    if (hit) {
-      if (k < 32)
-        cand_lo |= 1u << k;
-      else
-        cand_hi |= 1u << (k - 32);
-    }
-  }
-  unsigned long long cand = (static_cast<unsigned long long>(cand_hi) << 32) | cand_lo;
-  if (kend < kTile) cand &= (1ull << kend) - 1ull;
-  // Then the IoU of each candidate (the columns past m are never candidates once masked by kend).
+  // The candidates first (overlap_candidates), then the IoU of each.
+  unsigned long long cand = overlap_candidates<kTile>(cbounds, mine, offset, kend);
   unsigned long long bits = 0;
   while (cand) {
-    const int k = __ffsll(static_cast<long long>(cand)) - 1;
-    cand &= cand - 1ull;
+    const int k = pop_lowest(cand);
     if constexpr (kGrouped) {
       if (cgroup[k] != gi) continue;
     }

@@ -160,15 +160,18 @@ __global__ void mask_kernel(long long pairs, const long long* d_pairs, int m, co
     if (i < m && can_q[i]) {
       const Box mine = prep_q[i];
       const int pi = priority_q[i], gi = group_q[i];
-      for (int k = 0; k < kTile; ++k) {
-        if (!scan_ok[k] || sgroup[k] != gi || sprio[k] >= pi) continue;
-        float iou;
-        if constexpr (kRot) {
-          iou = rot_iou(sbox[k], mine);
-        } else {
-          iou = axis_iou(sbox[k], mine, offset);
+      if constexpr (kRot) {
+        for (int k = 0; k < kTile; ++k) {
+          if (!scan_ok[k] || sgroup[k] != gi || sprio[k] >= pi) continue;
+          if (iou_passes(rot_iou(sbox[k], mine), thr, ge)) bits |= 1ull << k;
         }
-        if (iou_passes(iou, thr, ge)) bits |= 1ull << k;
+      } else {  // the candidates first (overlap_candidates; columns past m are dropped by scan_ok), then the IoU
+        unsigned long long cand = overlap_candidates<kTile>(sbox, mine, offset, kTile);
+        while (cand) {
+          const int k = pop_lowest(cand);
+          if (!scan_ok[k] || sgroup[k] != gi || sprio[k] >= pi) continue;
+          if (iou_passes(axis_iou(sbox[k], mine, offset), thr, ge)) bits |= 1ull << k;
+        }
       }
     }
     words[pair * kTile + t] = bits;
