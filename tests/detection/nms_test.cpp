@@ -126,10 +126,10 @@ TEST_P(NmsDeviceTest, TorchvisionTiesAndDegenerateBoxes) {
   EXPECT_EQ(r.keep, (std::vector<std::int64_t>{3, 2, 0}));
 }
 
-// Integer boxes give exact rational IoUs, many exactly at the threshold or rounding onto it: the GPU decides
-// most pairs without the division (quotient_side), and must keep what the division keeps. The sizes take the
-// one-block fused path, the fused grid path and the general pipeline.
-TEST_P(NmsDeviceTest, NearTieIousDecideAsTheDivision) {
+// Integer boxes give exact rational IoUs, many exactly at the threshold or rounding onto it, and many pairs that
+// touch without overlapping (the mask kernels' candidate pre-test): every path keeps what the reference keeps,
+// with > and with >=. The sizes take the one-block fused path, the fused grid path and the general pipeline.
+TEST_P(NmsDeviceTest, TiedAndTouchingIousMatchTheReference) {
   for (const int n : {900, 3001, 17003}) {
     std::mt19937 rng(static_cast<unsigned>(n));
     const int span = n < 2000 ? 40 : (n < 10000 ? 80 : 200);
