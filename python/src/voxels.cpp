@@ -95,14 +95,15 @@ nb::dict voxelize(points::VoxelEngine& engine, nb::handle points_obj, const Size
   const StreamHandle stream = resolve_stream(stream_obj, pts);
   const Framework framework = framework_of(points_obj);
   const std::int64_t n = pts.dim(0);
-  if (pts.device.is_cuda() && params.origin == points::VoxelOrigin::kRange && !batch) {
+  if (pts.device.is_cuda()) {
     // voxelize_device runs on the engine's own stream: the caller's stream is drained first (its points may still
     // be being written) and after the copies below (the engine's next call reuses the buffers they read).
     points::DeviceVoxels v;
     {
       nb::gil_scoped_release release;
       synchronize(stream);
-      v = engine.voxelize_device({pts.as<float>(), static_cast<std::size_t>(n)}, params);
+      v = engine.voxelize_device({pts.as<float>(), static_cast<std::size_t>(n)},
+                                 batch ? batch->as<std::int32_t>() : nullptr, params);
     }
     nb::dict d = voxel_dict(v.count, v.shape, v.origin, v.dropped_out_of_range, v.dropped_over_max_points,
                             v.dropped_over_max_voxels);

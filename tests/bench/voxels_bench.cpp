@@ -3,7 +3,10 @@
 // --runs (>= 20). Cases: world grid 0.05 m (all points), and SECOND's settings (range [0, -40, -3, 70.4, 40, 1],
 // voxel 0.05 x 0.05 x 0.1, 5 points per voxel, 16,000 voxels); on CUDA also the latter device-resident
 // (VoxelEngine::voxelize_device: points already on the GPU, voxels left there), repeated and with the point
-// count alternating between calls. One JSON line per case.
+// count alternating between calls, and device-resident: the world and min-bound grids at 0.05 m with 5 points
+// per voxel, the world grid without a limit (the sort path), and SECOND's settings with batch ids: the scan
+// alone (ids all 0: the range grid's time plus the pass that checks the ids) and four copies (ids 0..3). One JSON line
+// per case.
 //   bench_voxels --bin 000000.bin [--device cuda|cpu] [--runs 50]
 #include <algorithm>
 #include <chrono>
@@ -13,6 +16,7 @@
 #include <vector>
 
 #include "s3d/core/device_buffer.hpp"
+#include "s3d/core/stream.hpp"
 #include "s3d/points/voxels.hpp"
 
 int main(int argc, char** argv) {
@@ -92,6 +96,48 @@ int main(int argc, char** argv) {
         "{\"case\": \"second_range_device_resident_varying\", \"device\": \"%s\", \"points\": %zu, "
         "\"voxels\": %lld, \"runs\": %d, \"median_ms\": %.4f, \"min_ms\": %.4f}\n",
         device.c_str(), points.size, static_cast<long long>(v.count), runs, ms[ms.size() / 2], ms.front());
+
+    // Grids that need the points' bounds (found on the GPU), and batch ids.
+    const std::size_t n = points.size;
+    DeviceBuffer<float> four(4 * xyz.size());
+    std::vector<std::int32_t> ids(4 * n);
+    for (int c = 0; c < 4; ++c) {
+      s3d::detail::copy_bytes_async(four.data() + c * xyz.size(), xyz.data(), xyz.size() * sizeof(float), 1, nullptr);
+      std::fill(ids.begin() + c * n, ids.begin() + (c + 1) * n, c);
+    }
+    DeviceBuffer<std::int32_t> four_ids(ids.size());
+    four_ids.copy_from_host_async(ids.data(), ids.size(), nullptr);
+    s3d::synchronize(nullptr);
+    VoxelizeParams world5 = world, min_bound5 = world;
+    world5.max_points_per_voxel = 5;
+    min_bound5.max_points_per_voxel = 5;
+    min_bound5.origin = VoxelOrigin::kMinBound;
+    struct DeviceCase {
+      const char* name;
+      const float* xyz;
+      const std::int32_t* batch;
+      std::size_t n;
+      VoxelizeParams params;
+    };
+    for (const DeviceCase& c :
+         {DeviceCase{"world_0.05_max5_device_resident", on_gpu.data(), nullptr, n, world5},
+          DeviceCase{"min_bound_0.05_max5_device_resident", on_gpu.data(), nullptr, n, min_bound5},
+          DeviceCase{"world_0.05_device_resident", on_gpu.data(), nullptr, n, world},
+          DeviceCase{"second_range_batch1_device_resident", four.data(), four_ids.data(), n, second},
+          DeviceCase{"second_range_batch4_device_resident", four.data(), four_ids.data(), 4 * n, second}}) {
+      for (int i = 0; i < 3; ++i) v = engine.voxelize_device({c.xyz, c.n}, c.batch, c.params);
+      ms.clear();
+      for (int i = 0; i < runs; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        v = engine.voxelize_device({c.xyz, c.n}, c.batch, c.params);
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::sort(ms.begin(), ms.end());
+      std::printf(
+          "{\"case\": \"%s\", \"device\": \"%s\", \"points\": %zu, \"voxels\": %lld, \"runs\": %d, "
+          "\"median_ms\": %.4f, \"min_ms\": %.4f}\n",
+          c.name, device.c_str(), c.n, static_cast<long long>(v.count), runs, ms[ms.size() / 2], ms.front());
+    }
   }
   return 0;
 }

@@ -350,8 +350,107 @@ TEST_P(VoxelDeviceTest, DeviceResidentMatchesHost) {
     for (std::size_t v = 0; v < m; ++v)  // rows after the dropped NaN point moved down by one on the host side
       ASSERT_EQ(representative[v], want.representative[v] + (want.representative[v] >= 11 ? 1 : 0)) << v;
   }
-  p.origin = VoxelOrigin::kWorld;
-  EXPECT_THROW(engine.voxelize_device({points.data(), xyz.size() / 3}, p), InvalidArgument);
+  p.origin = VoxelOrigin::kWorld;  // the world grid needs finite points, as the host API does
+  EXPECT_THROW(engine.voxelize_device({points.data(), xyz.size() / 3}, p), DataError);
+}
+
+/// DeviceVoxels brought to the host, in Voxels' layout.
+Voxels download(const DeviceVoxels& d, std::size_t n) {
+  Voxels v;
+  v.count = d.count;
+  v.shape = d.shape;
+  v.origin = d.origin;
+  const std::size_t m = static_cast<std::size_t>(d.count);
+  v.coords.resize(4 * m);
+  v.points_per_voxel.resize(m);
+  v.representative.resize(m);
+  v.xyz.resize(3 * m);
+  v.point_voxel.resize(n);
+  if (m) {
+    s3d::detail::copy_bytes_async(v.coords.data(), d.coords, v.coords.size() * 4, 2, nullptr);
+    s3d::detail::copy_bytes_async(v.points_per_voxel.data(), d.points_per_voxel, m * 4, 2, nullptr);
+    s3d::detail::copy_bytes_async(v.representative.data(), d.representative, m * 4, 2, nullptr);
+    s3d::detail::copy_bytes_async(v.xyz.data(), d.xyz, v.xyz.size() * 4, 2, nullptr);
+  }
+  if (n) s3d::detail::copy_bytes_async(v.point_voxel.data(), d.point_voxel, n * 4, 2, nullptr);
+  s3d::synchronize(nullptr);
+  v.dropped_out_of_range = d.dropped_out_of_range;
+  v.dropped_over_max_points = d.dropped_over_max_points;
+  v.dropped_over_max_voxels = d.dropped_over_max_voxels;
+  return v;
+}
+
+TEST_P(VoxelDeviceTest, DeviceResidentEveryGridAndBatches) {
+  // voxelize_device under the world and min-bound grids (bounds found on the GPU) and with batch ids, on both
+  // CUDA paths (unlimited points: the sort; 3 a voxel: the hash), against the CPU's voxelize.
+  const auto xyz = signed_cloud();
+  const std::size_t n = xyz.size() / 3;
+  std::vector<std::int32_t> ids(n);
+  for (std::size_t i = 0; i < n; ++i) ids[i] = static_cast<std::int32_t>((i * 7) % 5);
+  VoxelEngine engine(GetParam());
+  if (!GetParam().is_cuda()) {
+    EXPECT_THROW(engine.voxelize_device({xyz.data(), n}, nullptr, params(VoxelOrigin::kWorld, VoxelAggregate::kMean)),
+                 InvalidArgument);
+    return;
+  }
+  VoxelEngine cpu(Device::parse("cpu"));
+  DeviceBuffer<float> points(xyz.size());
+  points.copy_from_host_async(xyz.data(), xyz.size(), nullptr);
+  DeviceBuffer<std::int32_t> batch(n);
+  batch.copy_from_host_async(ids.data(), n, nullptr);
+  s3d::synchronize(nullptr);
+  for (VoxelOrigin o : kOrigins)
+    for (bool batched : {false, true})
+      for (int max_points : {0, 3})
+        for (VoxelAggregate g : {VoxelAggregate::kMean, VoxelAggregate::kNearestCenter}) {
+          VoxelizeParams p = params(o, g);
+          p.max_points_per_voxel = max_points;
+          p.max_voxels = 200;
+          for (std::size_t count : {n, n - 1, std::size_t{1}}) {
+            const Voxels want = cpu.voxelize({xyz.data(), count}, batched ? ids.data() : nullptr, p);
+            const DeviceVoxels got =
+                engine.voxelize_device({points.data(), count}, batched ? batch.data() : nullptr, p);
+            expect_same(download(got, count), want, batched ? "device, batches" : "device");
+          }
+        }
+  // No points: an empty grid, as voxelize gives.
+  const DeviceVoxels empty =
+      engine.voxelize_device({points.data(), 0}, params(VoxelOrigin::kWorld, VoxelAggregate::kMean));
+  EXPECT_EQ(empty.count, 0);
+  EXPECT_EQ(empty.shape, (std::array<std::int64_t, 3>{0, 0, 0}));
+  // A non-finite point: a DataError under the world and min-bound grids; dropped under a range grid, batch ids or
+  // not. A negative batch id: InvalidArgument, naming the point.
+  std::vector<float> bad = xyz;
+  bad[3 * 700 + 1] = std::numeric_limits<float>::infinity();
+  points.copy_from_host_async(bad.data(), bad.size(), nullptr);
+  s3d::synchronize(nullptr);
+  for (VoxelOrigin o : {VoxelOrigin::kWorld, VoxelOrigin::kMinBound}) {
+    try {
+      engine.voxelize_device({points.data(), n}, batch.data(), params(o, VoxelAggregate::kMean));
+      ADD_FAILURE() << "no DataError";
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find("point 700 "), std::string::npos) << e.what();
+    }
+  }
+  const DeviceVoxels ranged =
+      engine.voxelize_device({points.data(), n}, batch.data(), params(VoxelOrigin::kRange, VoxelAggregate::kMean));
+  std::vector<float> finite = xyz;
+  std::vector<std::int32_t> finite_ids = ids;
+  finite.erase(finite.begin() + 3 * 700, finite.begin() + 3 * 701);
+  finite_ids.erase(finite_ids.begin() + 700);
+  const Voxels want_ranged =
+      cpu.voxelize({finite.data(), n - 1}, finite_ids.data(), params(VoxelOrigin::kRange, VoxelAggregate::kMean));
+  EXPECT_EQ(ranged.count, want_ranged.count);
+  EXPECT_EQ(ranged.dropped_out_of_range, want_ranged.dropped_out_of_range + 1);
+  ids[911] = -2;
+  batch.copy_from_host_async(ids.data(), n, nullptr);
+  s3d::synchronize(nullptr);
+  try {
+    engine.voxelize_device({points.data(), n}, batch.data(), params(VoxelOrigin::kRange, VoxelAggregate::kMean));
+    ADD_FAILURE() << "no InvalidArgument";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("point 911 "), std::string::npos) << e.what();
+  }
 }
 
 // The CUDA fast path (1 <= max_points_per_voxel <= 32, voxels_hash.cuh) and its fallback (0 or > 32) against

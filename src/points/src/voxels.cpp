@@ -166,25 +166,41 @@ Voxels VoxelEngine::voxelize(PointsView<const float> points, const std::int32_t*
   return out;
 }
 
-DeviceVoxels VoxelEngine::voxelize_device(PointsView<const float> points, const VoxelizeParams& params) {
+DeviceVoxels VoxelEngine::voxelize_device(PointsView<const float> points, const std::int32_t* batch,
+                                          const VoxelizeParams& params) {
   params.validate();
   S3D_EXPECTS(!impl_->device_.is_cpu(), "VoxelEngine::voxelize_device needs a CUDA engine");
-  S3D_EXPECTS(
-      params.origin == VoxelOrigin::kRange,
-      "VoxelEngine::voxelize_device needs a range grid (the world and min-bound grids need the cloud's bounds)");
   const std::size_t n = points.size;
   S3D_EXPECTS(n == 0 || points.xyz != nullptr, "voxelize_device: null coordinates");
   S3D_EXPECTS(n < (std::size_t{1} << 31), "voxelize_device: more than 2^31 - 1 points");
-  const float unused[3] = {0.f, 0.f, 0.f};
-  const detail::VoxelGrid grid = plan_grid(params, unused, unused, 1);
+  float lo[3] = {0.f, 0.f, 0.f}, hi[3] = {0.f, 0.f, 0.f};
+  long long batches = 1;
+  if (n > 0 && (params.origin != VoxelOrigin::kRange || batch != nullptr)) {
+    const CloudSummary s = impl_->summarize_device(points, batch);
+    if (params.origin != VoxelOrigin::kRange && s.first_non_finite >= 0)
+      throw DataError("voxelize_device: point " + std::to_string(s.first_non_finite) + " has a non-finite coordinate");
+    S3D_EXPECTS(s.first_negative_batch < 0,
+                "voxelize_device: point " + std::to_string(s.first_negative_batch) + " has a negative batch id");
+    for (int a = 0; a < 3; ++a) {
+      lo[a] = s.lo[a];
+      hi[a] = s.hi[a];
+    }
+    batches = s.max_batch + 1LL;
+  }
   DeviceVoxels out;
+  if (n == 0 && params.origin != VoxelOrigin::kRange) return out;  // no bounds: an empty 0 x 0 x 0 grid
+  const detail::VoxelGrid grid = plan_grid(params, lo, hi, batches);
   out.shape = {grid.dims[2], grid.dims[1], grid.dims[0]};
   out.origin = {grid.corner[0], grid.corner[1], grid.corner[2]};
   if (n == 0) return out;
-  DeviceVoxels got = impl_->run_device(request_of(points, nullptr, grid, params));
+  DeviceVoxels got = impl_->run_device(request_of(points, batch, grid, params));
   got.shape = out.shape;
   got.origin = out.origin;
   return got;
+}
+
+DeviceVoxels VoxelEngine::voxelize_device(PointsView<const float> points, const VoxelizeParams& params) {
+  return voxelize_device(points, nullptr, params);
 }
 
 std::vector<double> aggregate_attribute(const Voxels& voxels, VoxelAggregate aggregate, const double* values,

@@ -18,6 +18,9 @@ class CpuVoxels final : public VoxelEngine::Impl {
   DeviceVoxels run_device(const VoxelRequest&) override {
     throw InvalidArgument("VoxelEngine::voxelize_device needs a CUDA engine");
   }
+  CloudSummary summarize_device(PointsView<const float>, const std::int32_t*) override {
+    throw InvalidArgument("VoxelEngine::voxelize_device needs a CUDA engine");
+  }
 
   void run_host(const VoxelRequest& r, Voxels& out) override {
     const std::int64_t n = static_cast<std::int64_t>(r.points.size);

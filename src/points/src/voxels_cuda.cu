@@ -19,6 +19,7 @@
 #include "s3d/core/stream.hpp"
 #include "voxels_hash.cuh"
 #include "voxels_impl.hpp"
+#include "voxels_summary_cuda.cuh"
 
 namespace s3d::points::detail {
 namespace {
@@ -150,7 +151,12 @@ class CudaVoxels final : public VoxelEngine::Impl {
 
   DeviceVoxels run_device(const VoxelRequest& r) override {
     ScopedDevice on(device_.index());
-    return run(r, r.points.xyz, nullptr);
+    return run(r, r.points.xyz, r.batch);
+  }
+
+  CloudSummary summarize_device(PointsView<const float> points, const std::int32_t* batch) override {
+    ScopedDevice on(device_.index());
+    return summarizer_.run(points.xyz, batch, static_cast<long long>(points.size), stream_);
   }
 
  private:
@@ -256,6 +262,7 @@ class CudaVoxels final : public VoxelEngine::Impl {
 
   Stream stream_;
   HashVoxels hash_;
+  CloudSummarizer summarizer_;
   DeviceBuffer<float> xyz_, out_xyz_;
   DeviceBuffer<std::int32_t> batch_, index_, lengths_, offsets_, first_, kept_, voxel_id_, runs_, point_voxel_;
   DeviceBuffer<std::int32_t> coords_, per_voxel_, representative_;

@@ -88,9 +88,14 @@ class VoxelEngine {
   /// than 2^31 - 1 cells per axis), CudaError, OutOfMemory.
   Voxels voxelize(PointsView<const float> points, const std::int32_t* batch, const VoxelizeParams& params);
 
-  /// CUDA engines only: `points` in device memory, one cloud (batch 0), a kRange grid (the range gives the
-  /// grid without reading the points' bounds). A non-finite point falls outside the range. Same voxels, in the
-  /// same order, as voxelize. Synchronous. @throws InvalidArgument (CPU engine, another origin), CudaError.
+  /// CUDA engines only: `points` and `batch` (null, or one id >= 0 per point) in device memory, any grid. The
+  /// same voxels, in the same order, as voxelize. A kRange grid of one cloud is planned from the range alone;
+  /// the world and min-bound grids and batch ids take one pass over the points on the GPU first (their bounds,
+  /// the largest id) and one more wait for it. A non-finite point falls outside a range grid; under the other
+  /// grids it is a DataError, as in voxelize. Synchronous. @throws InvalidArgument (CPU engine, a negative batch
+  /// id), DataError, CudaError.
+  DeviceVoxels voxelize_device(PointsView<const float> points, const std::int32_t* batch, const VoxelizeParams& params);
+  /// voxelize_device of one cloud (no batch ids).
   DeviceVoxels voxelize_device(PointsView<const float> points, const VoxelizeParams& params);
 
   const Device& device() const;
