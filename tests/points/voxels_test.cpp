@@ -440,8 +440,13 @@ TEST_P(VoxelDeviceTest, DeviceResidentEveryGridAndBatches) {
   finite_ids.erase(finite_ids.begin() + 700);
   const Voxels want_ranged =
       cpu.voxelize({finite.data(), n - 1}, finite_ids.data(), params(VoxelOrigin::kRange, VoxelAggregate::kMean));
-  EXPECT_EQ(ranged.count, want_ranged.count);
-  EXPECT_EQ(ranged.dropped_out_of_range, want_ranged.dropped_out_of_range + 1);
+  const Voxels got_ranged = download(ranged, n);
+  ASSERT_EQ(got_ranged.count, want_ranged.count);
+  EXPECT_EQ(got_ranged.dropped_out_of_range, want_ranged.dropped_out_of_range + 1);
+  EXPECT_EQ(got_ranged.coords, want_ranged.coords);
+  EXPECT_EQ(got_ranged.points_per_voxel, want_ranged.points_per_voxel);
+  EXPECT_EQ(got_ranged.xyz, want_ranged.xyz);
+  EXPECT_EQ(got_ranged.point_voxel[700], -1);
   ids[911] = -2;
   batch.copy_from_host_async(ids.data(), n, nullptr);
   s3d::synchronize(nullptr);
@@ -451,6 +456,27 @@ TEST_P(VoxelDeviceTest, DeviceResidentEveryGridAndBatches) {
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("point 911 "), std::string::npos) << e.what();
   }
+}
+
+TEST_P(VoxelDeviceTest, DeviceResidentWorldAndMinBoundOnARealScan) {
+  // The bounds pass over a whole scan (more points than its grid has threads: each thread takes several),
+  // under the world and min-bound grids, both CUDA paths, against the CPU's voxelize.
+  S3D_REQUIRE_DATA(path, "pointclouds/kitti_velodyne/000000.bin");
+  const auto xyz = test::read_kitti_bin(path);
+  const std::size_t n = xyz.size() / 3;
+  if (!GetParam().is_cuda()) GTEST_SKIP() << "device-resident voxels need CUDA";
+  VoxelEngine engine(GetParam());
+  VoxelEngine cpu(Device::parse("cpu"));
+  DeviceBuffer<float> points(xyz.size());
+  points.copy_from_host_async(xyz.data(), xyz.size(), nullptr);
+  s3d::synchronize(nullptr);
+  for (VoxelOrigin o : {VoxelOrigin::kWorld, VoxelOrigin::kMinBound})
+    for (int max_points : {0, 5}) {
+      VoxelizeParams p = params(o, VoxelAggregate::kMean, 0.05f);
+      p.max_points_per_voxel = max_points;
+      const Voxels want = cpu.voxelize({xyz.data(), n}, nullptr, p);
+      expect_same(download(engine.voxelize_device({points.data(), n}, p), n), want, "kitti, device");
+    }
 }
 
 // The CUDA fast path (1 <= max_points_per_voxel <= 32, voxels_hash.cuh) and its fallback (0 or > 32) against

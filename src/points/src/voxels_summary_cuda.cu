@@ -1,8 +1,8 @@
 // CloudSummary on the GPU (voxels_summary_cuda.cuh): a grid-stride pass, each block reducing its points'
 // bounds, first bad indices and largest batch id, then one atomic per block and value. Coordinates are reduced
 // as ints whose order is the floats' (only finite values take part), so atomicMin / atomicMax give the least
-// and greatest; -0 and +0 may come out either way, which no grid tells apart (floor and the min-bound offset
-// give the same cells).
+// and greatest. That order puts -0 below +0 (the host's comparisons keep whichever comes first); no grid tells
+// them apart: floor and the min-bound offset give the same cells.
 #include <algorithm>
 #include <climits>
 #include <cmath>
