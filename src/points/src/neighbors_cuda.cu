@@ -8,6 +8,7 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "neighbors_impl.hpp"
+#include "ordered_float.hpp"
 #include "s3d/core/cuda_check.cuh"
 #include "s3d/core/device_buffer.hpp"
 #include "s3d/core/event.hpp"
@@ -22,13 +23,6 @@ unsigned blocks_for(long long n) {
   return static_cast<unsigned>(std::max<long long>(1, (n + kThreads - 1) / kThreads));
 }
 
-/// Floats as signed ints that order like the floats (for atomicMin/atomicMax).
-__device__ __forceinline__ int ordered(float v) {
-  const int i = __float_as_int(v);
-  return i >= 0 ? i : i ^ 0x7fffffff;
-}
-__device__ __forceinline__ float from_ordered(int i) { return __int_as_float(i >= 0 ? i : i ^ 0x7fffffff); }
-
 __global__ void init_bounds_kernel(int* bounds) {
   if (threadIdx.x < 3)
     bounds[threadIdx.x] = INT_MAX;
@@ -41,7 +35,7 @@ __global__ void bounds_kernel(const float* __restrict__ xyz, long long n, int* b
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * blockDim.x)
     for (int a = 0; a < 3; ++a) {
-      const int v = ordered(xyz[3 * i + a]);
+      const int v = ordered_float(xyz[3 * i + a]);
       lo[a] = min(lo[a], v);
       hi[a] = max(hi[a], v);
     }
@@ -61,8 +55,8 @@ __global__ void shape_kernel(const int* bounds, long long n, float points_per_ce
                              GridShape* shape) {
   float lo[3], hi[3];
   for (int a = 0; a < 3; ++a) {
-    lo[a] = from_ordered(bounds[a]);
-    hi[a] = from_ordered(bounds[3 + a]);
+    lo[a] = from_ordered_float(bounds[a]);
+    hi[a] = from_ordered_float(bounds[3 + a]);
   }
   *shape = make_grid_shape(lo, hi, n, points_per_cell, min_cell, max_cells);
 }

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <cstring>
 
+#include "ordered_float.hpp"
 #include "s3d/core/cuda_check.cuh"
 #include "s3d/core/stream.hpp"
 #include "voxels_summary_cuda.cuh"
@@ -18,18 +18,6 @@ namespace {
 constexpr int kThreads = 256;
 constexpr long long kMaxBlocks = 264;  // two an SM of an H100 / H200; each thread takes several points
 constexpr unsigned long long kNone = ~0ULL;
-
-__device__ __forceinline__ int ordered(float f) {
-  const int i = __float_as_int(f);
-  return i >= 0 ? i : i ^ 0x7fffffff;
-}
-
-float from_ordered(int o) {
-  const int i = o >= 0 ? o : o ^ 0x7fffffff;
-  float f;
-  std::memcpy(&f, &i, sizeof f);
-  return f;
-}
 
 __global__ void reset_kernel(SummaryWords* w) {
   for (int a = 0; a < 3; ++a) {
@@ -54,7 +42,7 @@ __global__ void __launch_bounds__(kThreads)
         finite = false;
         continue;
       }
-      const int o = ordered(v);
+      const int o = ordered_float(v);
       lo[a] = min(lo[a], o);
       hi[a] = max(hi[a], o);
     }
@@ -123,8 +111,8 @@ CloudSummary CloudSummarizer::run(const float* xyz, const std::int32_t* batch, l
   const SummaryWords& h = host_.data()[0];
   CloudSummary s{};
   for (int a = 0; a < 3; ++a) {
-    s.lo[a] = h.lo[a] == INT_MAX ? INFINITY : from_ordered(h.lo[a]);
-    s.hi[a] = h.hi[a] == INT_MIN ? -INFINITY : from_ordered(h.hi[a]);
+    s.lo[a] = h.lo[a] == INT_MAX ? INFINITY : from_ordered_float(h.lo[a]);
+    s.hi[a] = h.hi[a] == INT_MIN ? -INFINITY : from_ordered_float(h.hi[a]);
   }
   s.max_batch = h.max_batch;
   s.first_non_finite = h.first_non_finite == kNone ? -1 : static_cast<long long>(h.first_non_finite);
