@@ -135,10 +135,17 @@ S3D_TARGET_AVX2 void bilateral_rows_avx2(const float* src, int w, int h, int y_b
   bilateral_rows_body(src, w, h, y_begin, y_end, radius, space, inv, scratch, dst);
 }
 
+S3D_TARGET_AVX512 void bilateral_rows_avx512(const float* src, int w, int h, int y_begin, int y_end, int radius,
+                                             const float* space, float inv, float* scratch, float* dst) {
+  bilateral_rows_body(src, w, h, y_begin, y_end, radius, space, inv, scratch, dst);
+}
+
 }  // namespace
 
 void bilateral_cpu(const float* src, int w, int h, int radius, const float* space, float inv_two_sigma_d2, float* dst) {
-  const auto rows = cpu_avx2_enabled() ? bilateral_rows_avx2 : bilateral_rows_baseline;
+  const auto rows = cpu_avx512_enabled() ? bilateral_rows_avx512
+                    : cpu_avx2_enabled() ? bilateral_rows_avx2
+                                         : bilateral_rows_baseline;
   const ForwardTaps taps{radius, w};
   const std::size_t scratch_size =
       static_cast<std::size_t>(radius + 1) * taps.count() * w + 2 * static_cast<std::size_t>(w);

@@ -22,10 +22,16 @@
 #if defined(__GNUC__) && defined(__x86_64__)
 #define S3D_CPU_DISPATCH 1
 #define S3D_TARGET_AVX2 __attribute__((target("avx2")))
+#if defined(__clang__)
+#define S3D_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq")))
+#else  // 16-lane loops: GCC keeps 256-bit vectors on many tunings unless told
+#define S3D_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,prefer-vector-width=512")))
+#endif
 #define S3D_ALWAYS_INLINE inline __attribute__((always_inline))
 #else
 #define S3D_CPU_DISPATCH 0
 #define S3D_TARGET_AVX2
+#define S3D_TARGET_AVX512
 #define S3D_ALWAYS_INLINE inline
 #endif
 
@@ -55,6 +61,16 @@ inline int cpu_isa_cap() {
 inline bool cpu_avx2_enabled() {
 #if S3D_CPU_DISPATCH
   return cpu_isa_cap() >= 1 && __builtin_cpu_supports("avx2");
+#else
+  return false;
+#endif
+}
+
+/// Whether the S3D_TARGET_AVX512 variants run: the CPU has AVX-512 F, VL, BW and DQ and cpu_isa_cap() is 2.
+inline bool cpu_avx512_enabled() {
+#if S3D_CPU_DISPATCH
+  return cpu_isa_cap() >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
 #else
   return false;
 #endif
