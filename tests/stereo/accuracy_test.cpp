@@ -137,16 +137,24 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b, int wid
   return true;
 }
 
-// The 3x3 median's vectorised network (interior, all-valid windows) against sorting the valid values.
-TEST(SgmCpuFastPaths, MedianMatchesSortedValidValues) {
+// The 3x3 median's vectorised rank selection (interior rows) and the border pixels' median3x3_at against a
+// stable sort of the valid values in raster order, bit for bit: +0.0 and -0.0 compare equal, so the element
+// picked among equals must be the one the stable order puts at n/2.
+TEST(SgmCpuFastPaths, MedianMatchesStablySortedValidValues) {
   for (float invalid : {0.0f, 0.1f, 0.6f}) {
     const int W = 97, H = 41;
     std::mt19937 rng(11);
     std::uniform_real_distribution<float> value(-20.0f, 60.0f);
     std::uniform_real_distribution<float> u(0.0f, 1.0f);
     std::vector<float> d(static_cast<std::size_t>(W) * H);
-    for (auto& v : d) v = u(rng) < invalid ? kInvalidDisparity : std::round(value(rng) * 4.0f) / 4.0f;  // ties too
+    for (auto& v : d) {
+      const float r = u(rng);
+      v = r < invalid          ? kInvalidDisparity
+          : r < invalid + 0.1f ? (r < invalid + 0.05f ? -0.0f : 0.0f)
+                               : std::round(value(rng) * 4.0f) / 4.0f;  // ties too
+    }
     const std::vector<float> got = stages::median3x3(kCpuDev, d, W, H);
+    int signed_zeros = 0;
     for (int y = 0; y < H; ++y)
       for (int x = 0; x < W; ++x) {
         const float c = d[y * W + x];
@@ -156,11 +164,14 @@ TEST(SgmCpuFastPaths, MedianMatchesSortedValidValues) {
           for (int yy = std::max(y - 1, 0); yy <= std::min(y + 1, H - 1); ++yy)
             for (int xx = std::max(x - 1, 0); xx <= std::min(x + 1, W - 1); ++xx)
               if (is_valid_disparity(d[yy * W + xx])) v.push_back(d[yy * W + xx]);
-          std::sort(v.begin(), v.end());
+          std::stable_sort(v.begin(), v.end());
           want = v[v.size() / 2];
         }
-        ASSERT_EQ(got[y * W + x], want) << x << "," << y << " invalid fraction " << invalid;
+        signed_zeros += want == 0.0f && std::signbit(want);
+        ASSERT_EQ(std::memcmp(&got[y * W + x], &want, sizeof want), 0)
+            << x << "," << y << " invalid fraction " << invalid << ": " << got[y * W + x] << " vs " << want;
       }
+    EXPECT_GT(signed_zeros, 0) << "the case of -0.0 among equals is exercised";
   }
 }
 

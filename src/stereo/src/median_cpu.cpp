@@ -29,13 +29,20 @@ void median_row(const float* __restrict a, const float* __restrict b, const floa
       n += ok;
       w[i] = ok ? v[i] : kInf;
     }
+    // rank[j]: how many values come before w[j]; of a pair i < j, i comes first when w[i] <= w[j] (a tie goes
+    // by position), else j. One comparison a pair (36), not one a rank term (81).
+    int rank[9] = {};
+#pragma GCC unroll 9
+    for (int j = 1; j < 9; ++j)
+#pragma GCC unroll 9
+      for (int i = 0; i < j; ++i) {
+        const int i_first = w[i] <= w[j];
+        rank[j] += i_first;
+        rank[i] += 1 - i_first;
+      }
     const int k = n >> 1;
     float result = b[x];
-    for (int j = 0; j < 9; ++j) {
-      int rank = 0;
-      for (int i = 0; i < 9; ++i) rank += (w[i] < w[j]) | ((i < j) & (w[i] == w[j]));
-      result = rank == k ? w[j] : result;
-    }
+    for (int j = 0; j < 9; ++j) result = rank[j] == k ? w[j] : result;
     const bool centre_ok = b[x] < 3.0e38f && b[x] > -3.0e38f;
     out[x] = centre_ok ? result : b[x];
   }
