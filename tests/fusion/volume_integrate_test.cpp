@@ -205,7 +205,7 @@ TEST(VolumeIntegrateCpu, AvxLanesMatchTheScalarLoop) {
     const detail::IntegrateArgs a =
         detail::make_integrate_args(detail::make_grid(tiny), depth.cview(), {2.0f, 2.0f, 1.5f, 1.5f},
                                     detail::Rigid{{1, 0, 0, 0, 1, 0, 0, 0, 1}, {0, 0, 0}});
-    ASSERT_EQ(detail::integrate_lanes_cpu(voxels.data(), nullptr, a, depth.data.data(), depth.width, nullptr),
+    ASSERT_EQ(detail::integrate_lanes_cpu(voxels.data(), nullptr, a, depth.data.data(), depth.width, nullptr, nullptr),
               cpu_avx2_enabled());
   }
   VolumeParams odd = redkitchen_volume(64, 0.04f);

@@ -1,7 +1,7 @@
-// The CPU backend's ray casts: 8 rays at a time with AVX2 (raycast_lanes.hpp), else skipping empty space
-// (raycast_skipping.hpp). Their maps must equal the plain march (raycast_pixel, the one the CUDA kernel runs) bit
-// for bit, the skipping one in its AVX2 and baseline row loops alike, and the brick distances must be the
-// Chebyshev distances to the bricks with a negative voxel.
+// The CPU backend's ray casts: 8 rays at a time with AVX2 (raycast_lanes.hpp), each lane skipping empty space as
+// the scalar march without AVX2 does (raycast_skipping.hpp). Their maps must equal the plain march (raycast_pixel, the
+// one the CUDA kernel runs) bit for bit, the skipping one in its AVX2 and baseline row loops alike, and the brick
+// distances must be the Chebyshev distances to the bricks with a negative voxel.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -62,14 +62,18 @@ int compare_marches(const std::vector<Voxel>& voxels, const VolumeGrid& g, const
     detail::raycast_skipping_cpu(voxels.data(), bricks, a, rows.vertices.data(), rows.normals.data());
     EXPECT_TRUE(same_maps(plain, rows)) << isa;
   }
-  // 8 rays at a time (widths here are not all multiples of 8), into maps that start out wrong.
-  HostMaps lanes = skipping;
-  std::fill(lanes.vertices.begin(), lanes.vertices.end(), Vec3f{1e30f, -2.0f, 3.0f});
-  lanes.normals = lanes.vertices;
-  if (detail::raycast_lanes_cpu(voxels.data(), a, lanes.vertices.data(), lanes.normals.data()))
-    EXPECT_TRUE(same_maps(plain, lanes)) << "8 rays at a time";
-  else
-    EXPECT_FALSE(cpu_avx2_enabled()) << "the AVX2 ray cast refused a grid of " << g.count() << " voxels";
+  // 8 rays at a time (widths here are not all multiples of 8), each lane stepping through every sample and each
+  // lane counting off the samples in empty space, into maps that start out wrong.
+  for (const BrickMap* distances : {static_cast<const BrickMap*>(nullptr), &bricks}) {
+    HostMaps lanes = skipping;
+    std::fill(lanes.vertices.begin(), lanes.vertices.end(), Vec3f{1e30f, -2.0f, 3.0f});
+    lanes.normals = lanes.vertices;
+    const char* how = distances != nullptr ? "8 rays at a time, skipping" : "8 rays at a time";
+    if (detail::raycast_lanes_cpu(voxels.data(), distances, a, lanes.vertices.data(), lanes.normals.data()))
+      EXPECT_TRUE(same_maps(plain, lanes)) << how;
+    else
+      EXPECT_FALSE(cpu_avx2_enabled()) << "the AVX2 ray cast refused a grid of " << g.count() << " voxels";
+  }
   return hits;
 }
 
@@ -162,8 +166,9 @@ TEST(RaycastSkipping, EqualsThePlainMarchFromOutsideAndOnOddGrids) {
 }
 
 // The backend itself: integrate, ray cast, integrate, ... against the plain march over the voxels it holds at
-// each ray cast, with AVX2 (8 rays at a time) and without (skipping: the marks the integration leaves, the
-// distances recomputed after each integration; also on a grid whose longest side (300) takes bricks of 8^3).
+// each ray cast, with AVX2 (8 rays at a time, counting off samples in bricks the integration left unmarked) and
+// without (skipping by the distances, recomputed after each integration from those marks); also on a grid whose
+// longest side (300) takes bricks of 8^3.
 TEST(RaycastSkipping, BackendEqualsThePlainMarchFrameAfterFrame) {
   S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299");
   VolumeParams wide = redkitchen_volume(64, 0.03f);

@@ -34,7 +34,8 @@ void fuse_color_lanes(ColorVoxel* colors, long long first_voxel, const std::uint
 /// Voxels (x lanes at px, py, pz), the lanes of `ok` only: tsdf_sample + tsdf_fuse into row[0..7], and
 /// color_fuse into color_row[0..7] where it is set and the sample takes colour. The 8 voxels are contiguous.
 inline void integrate_row(Voxel* row, ColorVoxel* color_row, const IntegrateArgs& a, const float* depth, int pitch,
-                          const std::uint8_t* rgb, __m256 px, float py, float pz, __m256 ok) {
+                          const std::uint8_t* rgb, __m256 px, float py, float pz, __m256 ok, BrickMap* marks, int i0,
+                          int j, int k) {
   const VolumeGrid& g = a.grid;
   const Rigid& m = a.world_to_camera;
   const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
@@ -99,6 +100,11 @@ inline void integrate_row(Voxel* row, ColorVoxel* color_row, const IntegrateArgs
   const __m256i out = _mm256_or_si256(_mm256_slli_epi32(weight, 16),
                                       _mm256_and_si256(_mm256_cvttps_epi32(s), _mm256_set1_epi32(0xffff)));
   _mm256_maskstore_epi32(words, mask, out);
+  if (marks != nullptr) {  // the bricks of the voxels now stored negative (s is a whole number or -0)
+    for (int negative = _mm256_movemask_ps(_mm256_and_ps(ok, _mm256_cmp_ps(s, zero, _CMP_LT_OQ))); negative != 0;
+         negative &= negative - 1)
+      marks->mark(i0 + __builtin_ctz(static_cast<unsigned>(negative)), j, k);
+  }
   if (color_row != nullptr) {
     const int takes = _mm256_movemask_ps(_mm256_and_ps(ok, _mm256_cmp_ps(tsdf, one, _CMP_LT_OQ)));
     if (takes != 0) fuse_color_lanes(color_row, 0, rgb, a.width, g.max_weight, takes, ur, vr);
@@ -143,7 +149,7 @@ inline GroupRange group_range(const IntegrateArgs& a, int i0, int j) {
 /// and x innermost, so that the rows of one k follow each other in memory (x is the fastest axis). Going down
 /// each column instead jumps a whole x-y plane from row to row: a new page, and half a cache line used.
 void integrate_slab(Voxel* vol, ColorVoxel* colors, const IntegrateArgs& a, const float* depth, int pitch,
-                    const std::uint8_t* rgb, int j, GroupRange* ranges) {
+                    const std::uint8_t* rgb, int j, GroupRange* ranges, BrickMap* marks) {
   const VolumeGrid& g = a.grid;
   const int groups = (g.nx + kLanes - 1) / kLanes;
   int k_begin = g.nz, k_end = -1;
@@ -165,7 +171,7 @@ void integrate_slab(Voxel* vol, ColorVoxel* colors, const IntegrateArgs& a, cons
       const int i0 = group * kLanes;
       const long long first_voxel = i0 + g.nx * static_cast<long long>(j) + plane * k;
       integrate_row(vol + first_voxel, colors != nullptr ? colors + first_voxel : nullptr, a, depth, pitch, rgb,
-                    centres_x(g, i0), py, pz, ok);
+                    centres_x(g, i0), py, pz, ok, marks, i0, j, k);
     }
   }
 }
@@ -181,7 +187,8 @@ void integrate_block(Voxel* voxels, ColorVoxel* colors, const IntegrateArgs& a, 
     for (int y = 0; y < kLanes; ++y) {
       const float py = g.origin.y + (static_cast<float>(j0 + y) + 0.5f) * g.voxel.y;
       const int row = kLanes * (y + kLanes * z);
-      integrate_row(voxels + row, colors != nullptr ? colors + row : nullptr, a, depth, pitch, rgb, px, py, pz, all);
+      integrate_row(voxels + row, colors != nullptr ? colors + row : nullptr, a, depth, pitch, rgb, px, py, pz, all,
+                    nullptr, 0, 0, 0);
     }
   }
 }
@@ -190,7 +197,7 @@ void integrate_block(Voxel* voxels, ColorVoxel* colors, const IntegrateArgs& a, 
 S3D_AVX2_REGION_END
 
 bool integrate_lanes_cpu(Voxel* vol, ColorVoxel* colors, const IntegrateArgs& a, const float* depth, long long pitch,
-                         const std::uint8_t* rgb) {
+                         const std::uint8_t* rgb, BrickMap* marks) {
   const VolumeGrid& g = a.grid;
   if (!cpu_avx2_enabled() || g.count() > 0x7fffffffLL || pitch * a.height > 0x7fffffffLL) return false;
   const int groups = (g.nx + kLanes - 1) / kLanes;
@@ -198,7 +205,7 @@ bool integrate_lanes_cpu(Voxel* vol, ColorVoxel* colors, const IntegrateArgs& a,
 #pragma omp parallel for schedule(dynamic, 2)
   for (int j = 0; j < g.ny; ++j) {
     GroupRange ranges[kMaxGroups];  // the slab's, on the thread's stack (48 KiB)
-    integrate_slab(vol, colors, a, depth, static_cast<int>(pitch), rgb, j, ranges);
+    integrate_slab(vol, colors, a, depth, static_cast<int>(pitch), rgb, j, ranges, marks);
   }
   return true;
 }
@@ -209,7 +216,8 @@ bool integrate_block_lanes_cpu(Voxel* voxels, ColorVoxel* colors, const Integrat
   return true;
 }
 #else
-bool integrate_lanes_cpu(Voxel*, ColorVoxel*, const IntegrateArgs&, const float*, long long, const std::uint8_t*) {
+bool integrate_lanes_cpu(Voxel*, ColorVoxel*, const IntegrateArgs&, const float*, long long, const std::uint8_t*,
+                         BrickMap*) {
   return false;
 }
 bool integrate_block_lanes_cpu(Voxel*, ColorVoxel*, const IntegrateArgs&, const float*, long long, const std::uint8_t*,

@@ -1,5 +1,6 @@
 #include "raycast_lanes.hpp"
 
+#include <cmath>
 #include <cstdint>
 
 #include "voxel_lanes.hpp"
@@ -21,8 +22,17 @@ struct GridLanes {
   __m256 voxel[3], last[3], below_last[3];
   __m256i nx, nxy;
   const int* words;
+  const std::uint8_t* marks = nullptr;  ///< the brick marks, null: no skipping
+  int shift = 0;
+  __m256i bricks_x, bricks_xy;
 
-  GridLanes(const Voxel* vol, const VolumeGrid& g) {
+  GridLanes(const Voxel* vol, const BrickMap* bricks, const VolumeGrid& g) {
+    if (bricks != nullptr) {
+      marks = bricks->marks();
+      shift = bricks->shift();
+      bricks_x = _mm256_set1_epi32(bricks->count(0));
+      bricks_xy = _mm256_set1_epi32(bricks->count(0) * bricks->count(1));
+    }
     const float v[3] = {g.voxel.x, g.voxel.y, g.voxel.z};
     const int n[3] = {g.nx, g.ny, g.nz};
     for (int a = 0; a < 3; ++a) {
@@ -41,6 +51,20 @@ struct GridLanes {
     const __m256i i = _mm256_cvttps_epi32(cell[0]), j = _mm256_cvttps_epi32(cell[1]), k = _mm256_cvttps_epi32(cell[2]);
     return _mm256_and_si256(_mm256_castps_si256(mask), _mm256_add_epi32(_mm256_add_epi32(i, _mm256_mullo_epi32(nx, j)),
                                                                         _mm256_mullo_epi32(nxy, k)));
+  }
+
+  /// The marks of the cells' bricks in the lanes of `mask` (0 in the others).
+  __m256i brick_mark(const __m256 cell[3], __m256 mask) const {
+    const __m128i count = _mm_cvtsi32_si128(shift);
+    const __m256i bi = _mm256_srl_epi32(_mm256_cvttps_epi32(cell[0]), count);
+    const __m256i bj = _mm256_srl_epi32(_mm256_cvttps_epi32(cell[1]), count);
+    const __m256i bk = _mm256_srl_epi32(_mm256_cvttps_epi32(cell[2]), count);
+    const __m256i index = _mm256_and_si256(
+        _mm256_castps_si256(mask),
+        _mm256_add_epi32(_mm256_add_epi32(bi, _mm256_mullo_epi32(bricks_x, bj)), _mm256_mullo_epi32(bricks_xy, bk)));
+    const __m256i bytes = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), reinterpret_cast<const int*>(marks),
+                                                      index, _mm256_castps_si256(mask), 1);
+    return _mm256_and_si256(bytes, _mm256_set1_epi32(0xff));
   }
 };
 
@@ -198,9 +222,55 @@ MarchLanes begin_lanes(const GridLanes& gl, const RaycastArgs& a, int x0, int y,
   return m;
 }
 
+/// The first stretch of the march in 8 lanes, through bricks without a negative voxel: while a lane's samples
+/// lie in unmarked bricks (and the entry sample is >= 0), they are all >= 0, so none can end the march (a back
+/// face needs a sample < 0 before, a surface a sample < 0 after), and the lane counts them off without reading
+/// them. It stops before its first sample in a marked brick (or at max_t) and reads the sample at its t, so
+/// that the plain march goes on from there with the same t and sample; a lane whose next sample leaves the grid
+/// ends (off in `active`), as the plain march does. As in that march, `run` advances in every lane whatever the
+/// marks said (one float add a step, the same sums), so that the next step's mark loads do not wait for this
+/// step's; each lane keeps the t where it stopped.
+S3D_ALWAYS_INLINE void skip_to_the_surface(const GridLanes& gl, const RaycastArgs& a, const MarchLanes& m, __m256& t,
+                                           __m256& tsdf, __m256& active) {
+  const __m256 zero = _mm256_setzero_ps();
+  const __m256 step = _mm256_set1_ps(march_step(a.grid)), max_t = _mm256_set1_ps(march_limit(a.grid));
+  __m256 skipping = _mm256_andnot_ps(_mm256_cmp_ps(tsdf, zero, _CMP_LT_OQ), active);
+  __m256 counted = zero;  // the lanes whose sample at t was counted off
+  __m256 run = t;
+  for (;;) {
+    const __m256 expired = _mm256_andnot_ps(_mm256_cmp_ps(run, max_t, _CMP_LT_OQ), skipping);
+    t = _mm256_blendv_ps(t, run, expired);
+    skipping = _mm256_andnot_ps(expired, skipping);
+    if (_mm256_movemask_ps(skipping) == 0) break;
+    const __m256 next = _mm256_add_ps(run, step);
+    __m256 cell[3], inside = skipping;
+    for (int axis = 0; axis < 3; ++axis) {
+      cell[axis] = _mm256_floor_ps(
+          _mm256_div_ps(_mm256_add_ps(m.start[axis], _mm256_mul_ps(next, m.dir[axis])), gl.voxel[axis]));
+      inside = _mm256_and_ps(inside, _mm256_and_ps(_mm256_cmp_ps(cell[axis], zero, _CMP_GE_OQ),
+                                                   _mm256_cmp_ps(cell[axis], gl.last[axis], _CMP_LE_OQ)));
+    }
+    active = _mm256_andnot_ps(_mm256_andnot_ps(inside, skipping), active);  // sample_cell failed: no hit
+    const __m256 free = _mm256_and_ps(
+        inside, _mm256_castsi256_ps(_mm256_cmpeq_epi32(gl.brick_mark(cell, inside), _mm256_setzero_si256())));
+    t = _mm256_blendv_ps(t, run, _mm256_andnot_ps(free, skipping));  // stopped: before the marked brick
+    skipping = free;
+    counted = _mm256_or_ps(counted, free);
+    run = next;
+  }
+  counted = _mm256_and_ps(counted, active);
+  if (_mm256_movemask_ps(counted) == 0) return;
+  __m256 cell[3];  // the counted-off sample at t, inside the grid
+  for (int axis = 0; axis < 3; ++axis)
+    cell[axis] =
+        _mm256_floor_ps(_mm256_div_ps(_mm256_add_ps(m.start[axis], _mm256_mul_ps(t, m.dir[axis])), gl.voxel[axis]));
+  tsdf = _mm256_blendv_ps(tsdf, gather_tsdf(gl.words, gl.index(cell, counted), counted), counted);
+}
+
 /// raycast_pixel for pixels x0 .. x0 + 7 of row y (those below a.width): the 8 marches step together, one gather
 /// of the 8 samples' voxels a step, each lane leaving the loop where raycast_pixel's loop ends; the lanes that
-/// found a + to - change then refine together.
+/// found a + to - change then refine together. With brick marks (gl.marks), the samples before the first marked
+/// brick are counted off first (skip_to_the_surface).
 void raycast_group(const GridLanes& gl, const RaycastArgs& a, int x0, int y, Vec3f* vertices, Vec3f* normals) {
   const MarchLanes m = begin_lanes(gl, a, x0, y, vertices, normals);
   if (_mm256_movemask_ps(m.started) == 0) return;
@@ -211,6 +281,7 @@ void raycast_group(const GridLanes& gl, const RaycastArgs& a, int x0, int y, Vec
   const __m256 zero = _mm256_setzero_ps(), started = m.started;
   __m256 t = m.t, tsdf = m.tsdf, active = started;
   __m256 hit = zero, hit_t = zero, hit_q[3] = {zero, zero, zero};
+  if (gl.marks != nullptr) skip_to_the_surface(gl, a, m, t, tsdf, active);
   // `t` advances in every lane whatever its samples said, so that the next gather's addresses and mask do not
   // wait for this gather's data and the loads of several steps are in flight together; `active` (the lanes still
   // marching) depends on the samples, but only selects.
@@ -242,26 +313,27 @@ void raycast_group(const GridLanes& gl, const RaycastArgs& a, int x0, int y, Vec
     refine_lanes(gl, a.grid, start, dir, hit_t, step_length, hit_q, hit, vertices, normals);
 }
 
-__attribute__((flatten)) void raycast_row_lanes(const Voxel* vol, const RaycastArgs& a, int y, Vec3f* vertices,
-                                                Vec3f* normals) {
-  const GridLanes gl(vol, a.grid);
+__attribute__((flatten)) void raycast_row_lanes(const Voxel* vol, const BrickMap* bricks, const RaycastArgs& a, int y,
+                                                Vec3f* vertices, Vec3f* normals) {
+  const GridLanes gl(vol, bricks, a.grid);
   for (int x0 = 0; x0 < a.width; x0 += kLanes) raycast_group(gl, a, x0, y, vertices + x0, normals + x0);
 }
 
 }  // namespace
 S3D_AVX2_REGION_END
 
-bool raycast_lanes_cpu(const Voxel* vol, const RaycastArgs& a, Vec3f* vertices, Vec3f* normals) {
+bool raycast_lanes_cpu(const Voxel* vol, const BrickMap* bricks, const RaycastArgs& a, Vec3f* vertices,
+                       Vec3f* normals) {
   if (!cpu_avx2_enabled() || a.grid.count() > 0x7fffffffLL) return false;
 #pragma omp parallel for schedule(dynamic, 4)
   for (int y = 0; y < a.height; ++y) {
     const std::size_t first = static_cast<std::size_t>(y) * a.width;
-    raycast_row_lanes(vol, a, y, vertices + first, normals + first);
+    raycast_row_lanes(vol, bricks, a, y, vertices + first, normals + first);
   }
   return true;
 }
 #else
-bool raycast_lanes_cpu(const Voxel*, const RaycastArgs&, Vec3f*, Vec3f*) { return false; }
+bool raycast_lanes_cpu(const Voxel*, const BrickMap*, const RaycastArgs&, Vec3f*, Vec3f*) { return false; }
 #endif
 
 }  // namespace s3d::fusion::detail

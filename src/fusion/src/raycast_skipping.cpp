@@ -61,14 +61,15 @@ void BrickMap::reset(const VolumeGrid& g) {
   bx_ = ((g.nx - 1) >> shift_) + 1;
   by_ = ((g.ny - 1) >> shift_) + 1;
   bz_ = ((g.nz - 1) >> shift_) + 1;
-  marks_.assign(static_cast<std::size_t>(bx_) * by_ * bz_, 0);
-  distance_.assign(marks_.size(), kMaxDistance);
+  const std::size_t bricks = static_cast<std::size_t>(bx_) * by_ * bz_;
+  marks_.assign(bricks + 3, 0);  // the padding: see marks()
+  distance_.assign(bricks, kMaxDistance);
 }
 
 void BrickMap::update_distances() {
   std::uint8_t* dist = distance_.data();
   const std::uint8_t* marks = marks_.data();
-  const std::ptrdiff_t bricks = static_cast<std::ptrdiff_t>(marks_.size());
+  const std::ptrdiff_t bricks = static_cast<std::ptrdiff_t>(distance_.size());
   const int bx = bx_, by = by_, bz = bz_;
   const std::ptrdiff_t sx = 1, sy = bx, sz = static_cast<std::ptrdiff_t>(bx) * by;
   const int longest = std::max(bx, std::max(by, bz));

@@ -47,6 +47,9 @@ class BrickMap {
 
   /// The distance of the brick holding voxel (i, j, k).
   int distance(int i, int j, int k) const { return distance_[brick_index(i >> shift_, j >> shift_, k >> shift_)]; }
+  /// The marks (1: the brick may hold a negative voxel), x fastest; 3 bytes follow the last, so that a 32-bit
+  /// load at any brick stays inside.
+  const std::uint8_t* marks() const { return marks_.data(); }
   /// log2 of the brick side.
   int shift() const { return shift_; }
   /// Bricks along axis 0 (x), 1 (y) or 2 (z).
@@ -72,6 +75,7 @@ struct SkipRay {
   bool ascending[3];
   double margin;
 
+  SkipRay() = default;
   SkipRay(Vec3f start, Vec3f dir, double margin_m) : margin(margin_m) {
     const float o[3] = {start.x, start.y, start.z}, d[3] = {dir.x, dir.y, dir.z};
     for (int a = 0; a < 3; ++a) {

@@ -63,8 +63,8 @@ class CpuVolume final : public VolumeBackend {
     ColorVoxel* colors = colors_.empty() || rgb == nullptr ? nullptr : colors_.data();
     const float* depth = depth_m.data;
     const long long pitch = depth_m.pitch;
-    // AVX2, 8 voxels at a time, where it need not mark bricks (marks: only after a skipping ray cast).
-    if (!marking && integrate_lanes_cpu(vol, colors, a, depth, pitch, rgb)) return;
+    // AVX2, 8 voxels at a time (marks: only after a ray cast, which skips empty space by them).
+    if (integrate_lanes_cpu(vol, colors, a, depth, pitch, rgb, marking ? &bricks : nullptr)) return;
     const VolumeGrid g = grid_;
 #pragma omp parallel for collapse(2) schedule(dynamic, 64)
     for (int j = 0; j < g.ny; ++j)
@@ -89,15 +89,15 @@ class CpuVolume final : public VolumeBackend {
   void raycast(const CameraIntrinsics& camera, const Rigid& camera_to_world, Maps out) override {
     const RaycastArgs a = make_raycast_args(grid_, camera, camera_to_world, out.width, out.height);
     const Voxel* vol = voxels_.data();
-    if (raycast_lanes_cpu(vol, a, out.vertices, out.normals)) return;  // AVX2: 8 rays at a time, no bricks
-    // Elsewhere the march skips empty space. The first ray cast marks the bricks from the voxels; from then on
-    // the integration keeps the marks (a volume that is never ray cast, frame to frame, does not pay for them).
+    // The march skips empty space. The first ray cast marks the bricks from the voxels; from then on the
+    // integration keeps the marks (a volume that is never ray cast, frame to frame, does not pay for them).
     if (!marking_) {
       bricks_.build(vol, grid_);
       marking_ = true;
-    } else if (!distances_current_) {
-      bricks_.update_distances();
+      distances_current_ = true;
     }
+    if (raycast_lanes_cpu(vol, &bricks_, a, out.vertices, out.normals)) return;  // AVX2: 8 rays at a time, by marks
+    if (!distances_current_) bricks_.update_distances();                         // the scalar march skips by distances
     distances_current_ = true;
     raycast_skipping_cpu(vol, bricks_, a, out.vertices, out.normals);
   }
