@@ -205,7 +205,8 @@ TEST(VolumeIntegrateCpu, AvxLanesMatchTheScalarLoop) {
     const detail::IntegrateArgs a =
         detail::make_integrate_args(detail::make_grid(tiny), depth.cview(), {2.0f, 2.0f, 1.5f, 1.5f},
                                     detail::Rigid{{1, 0, 0, 0, 1, 0, 0, 0, 1}, {0, 0, 0}});
-    ASSERT_EQ(detail::integrate_lanes_cpu(voxels.data(), nullptr, a, depth.data.data(), depth.width, nullptr, nullptr),
+    ASSERT_EQ(detail::integrate_lanes_cpu(voxels.data(), nullptr, a, depth.data.data(), depth.width, nullptr, nullptr,
+                                          nullptr),
               cpu_avx2_enabled());
   }
   VolumeParams odd = redkitchen_volume(64, 0.04f);
@@ -246,6 +247,62 @@ TEST(VolumeIntegrateCpu, AvxLanesMatchTheScalarLoop) {
       ASSERT_EQ(weight[0][v], weight[1][v]) << "voxel " << v << ", " << p.resolution[0] << " voxels in x";
       ASSERT_EQ(tsdf[0][v], tsdf[1][v]) << "voxel " << v << ", " << p.resolution[0] << " voxels in x";
     }
+  }
+}
+
+/// The voxels of the blocks IntegrateCulling culls, each checked against tsdf_sample (the per-voxel rule of both
+/// backends); returns how many there were.
+long long check_culled_voxels(const detail::VolumeGrid& g, const Image<float>& depth, const CameraIntrinsics& camera,
+                              const Eigen::Isometry3d& pose) {
+  const detail::IntegrateArgs a = detail::make_integrate_args(g, depth.cview(), camera, to_rigid(pose));
+  detail::IntegrateCulling culling;
+  culling.update(a, depth.data.data(), depth.width);
+  long long culled = 0;
+  for (int k = 0; k < g.nz; ++k)
+    for (int j = 0; j < g.ny; ++j)
+      for (int i = 0; i < g.nx; ++i) {
+        if (!culling.culled(i, j, k)) continue;
+        ++culled;
+        float tsdf = 0.0f;
+        long long pixel = 0;
+        if (detail::tsdf_sample(a, depth.data.data(), depth.width, i, j, k, tsdf, pixel)) {
+          ADD_FAILURE() << "voxel " << i << "," << j << "," << k << " is culled but takes tsdf " << tsdf
+                        << " from pixel " << pixel;
+          return culled;
+        }
+      }
+  return culled;
+}
+
+/// The integration passes over blocks the frame cannot change (integrate_culling.hpp): no voxel of a culled block
+/// is one tsdf_sample would update, on real frames with the camera inside the grid (the default depth-grown
+/// truncation and a constant one, a grid of 16^3 blocks and one with partial blocks) and on synthetic views from
+/// outside it, one looking away; and on the real frames it culls a large share of the grid (else it buys nothing).
+TEST(VolumeIntegrateCpu, CulledBlocksHoldNoVoxelTheFrameUpdates) {
+  S3D_REQUIRE_DATA(dir, "rgbd/7scenes_redkitchen_f000-299");
+  VolumeParams constant = redkitchen_volume(128, 0.03f);
+  constant.truncation_growth = 0.0f;
+  VolumeParams odd = redkitchen_volume(64, 0.02f);
+  odd.resolution = {101, 77, 93};
+  for (const VolumeParams& p : {redkitchen_volume(128, 0.03f), constant, odd}) {
+    const detail::VolumeGrid g = detail::make_grid(p);
+    for (int f : {0, 150, 299}) {
+      const long long culled =
+          check_culled_voxels(g, s3d::test::read_redkitchen_depth(f), redkitchen_camera(), read_redkitchen_pose(f));
+      EXPECT_GT(culled, g.count() / 4) << "frame " << f << ", " << p.resolution[0] << " voxels in x";
+    }
+  }
+  VolumeParams small;
+  small.resolution = {37, 41, 29};
+  small.size = {0.74f, 0.82f, 0.58f};
+  small.origin = {-0.37f, -0.41f, 0.71f};
+  small.truncation = 0.05f;
+  const Eigen::Vector3d centre(0.0, 0.0, 1.0);
+  for (int f = 0; f < 4; ++f) {
+    const Eigen::Vector3d eye = centre + Eigen::Vector3d(0.3 * std::cos(f * 1.3), 0.2 * std::sin(f * 1.3), -1.0);
+    const Eigen::Isometry3d pose = look_at(eye, f == 3 ? centre + Eigen::Vector3d(0.0, 3.0, 0.0) : centre);
+    check_culled_voxels(detail::make_grid(small), render_sphere(synthetic_camera(), pose, 631, 479, centre, 0.2),
+                        synthetic_camera(), pose);
   }
 }
 

@@ -100,10 +100,14 @@ inline void integrate_row(Voxel* row, ColorVoxel* color_row, const IntegrateArgs
   const __m256i out = _mm256_or_si256(_mm256_slli_epi32(weight, 16),
                                       _mm256_and_si256(_mm256_cvttps_epi32(s), _mm256_set1_epi32(0xffff)));
   _mm256_maskstore_epi32(words, mask, out);
-  if (marks != nullptr) {  // the bricks of the voxels now stored negative (s is a whole number or -0)
-    for (int negative = _mm256_movemask_ps(_mm256_and_ps(ok, _mm256_cmp_ps(s, zero, _CMP_LT_OQ))); negative != 0;
-         negative &= negative - 1)
-      marks->mark(i0 + __builtin_ctz(static_cast<unsigned>(negative)), j, k);
+  if (marks != nullptr) {  // the bricks of the voxels now stored negative (s is a whole number or -0), once each
+    int negative = _mm256_movemask_ps(_mm256_and_ps(ok, _mm256_cmp_ps(s, zero, _CMP_LT_OQ)));
+    while (negative != 0) {
+      const int i = i0 + __builtin_ctz(static_cast<unsigned>(negative));
+      marks->mark(i, j, k);
+      const int next_brick = ((i >> marks->shift()) + 1) << marks->shift();  // lanes before it: this brick
+      negative &= next_brick - i0 >= kLanes ? 0 : -(1 << (next_brick - i0));
+    }
   }
   if (color_row != nullptr) {
     const int takes = _mm256_movemask_ps(_mm256_and_ps(ok, _mm256_cmp_ps(tsdf, one, _CMP_LT_OQ)));
@@ -149,7 +153,8 @@ inline GroupRange group_range(const IntegrateArgs& a, int i0, int j) {
 /// and x innermost, so that the rows of one k follow each other in memory (x is the fastest axis). Going down
 /// each column instead jumps a whole x-y plane from row to row: a new page, and half a cache line used.
 void integrate_slab(Voxel* vol, ColorVoxel* colors, const IntegrateArgs& a, const float* depth, int pitch,
-                    const std::uint8_t* rgb, int j, GroupRange* ranges, BrickMap* marks) {
+                    const std::uint8_t* rgb, int j, GroupRange* ranges, BrickMap* marks,
+                    const IntegrateCulling* culling) {
   const VolumeGrid& g = a.grid;
   const int groups = (g.nx + kLanes - 1) / kLanes;
   int k_begin = g.nz, k_end = -1;
@@ -166,6 +171,7 @@ void integrate_slab(Voxel* vol, ColorVoxel* colors, const IntegrateArgs& a, cons
     for (int group = 0; group < groups; ++group) {
       const GroupRange& r = ranges[group];
       if (k < r.k_begin || k > r.k_end) continue;
+      if (culling != nullptr && culling->culled(group * kLanes, j, k)) continue;
       const __m256 ok = _mm256_castsi256_ps(_mm256_andnot_si256(
           _mm256_or_si256(_mm256_cmpgt_epi32(r.first, kk), _mm256_cmpgt_epi32(kk, r.last)), _mm256_set1_epi32(-1)));
       const int i0 = group * kLanes;
@@ -197,15 +203,16 @@ void integrate_block(Voxel* voxels, ColorVoxel* colors, const IntegrateArgs& a, 
 S3D_AVX2_REGION_END
 
 bool integrate_lanes_cpu(Voxel* vol, ColorVoxel* colors, const IntegrateArgs& a, const float* depth, long long pitch,
-                         const std::uint8_t* rgb, BrickMap* marks) {
+                         const std::uint8_t* rgb, BrickMap* marks, IntegrateCulling* culling) {
   const VolumeGrid& g = a.grid;
   if (!cpu_avx2_enabled() || g.count() > 0x7fffffffLL || pitch * a.height > 0x7fffffffLL) return false;
   const int groups = (g.nx + kLanes - 1) / kLanes;
   if (groups > kMaxGroups) return false;
+  if (culling != nullptr) culling->update(a, depth, pitch);
 #pragma omp parallel for schedule(dynamic, 2)
   for (int j = 0; j < g.ny; ++j) {
     GroupRange ranges[kMaxGroups];  // the slab's, on the thread's stack (48 KiB)
-    integrate_slab(vol, colors, a, depth, static_cast<int>(pitch), rgb, j, ranges, marks);
+    integrate_slab(vol, colors, a, depth, static_cast<int>(pitch), rgb, j, ranges, marks, culling);
   }
   return true;
 }
@@ -217,7 +224,7 @@ bool integrate_block_lanes_cpu(Voxel* voxels, ColorVoxel* colors, const Integrat
 }
 #else
 bool integrate_lanes_cpu(Voxel*, ColorVoxel*, const IntegrateArgs&, const float*, long long, const std::uint8_t*,
-                         BrickMap*) {
+                         BrickMap*, IntegrateCulling*) {
   return false;
 }
 bool integrate_block_lanes_cpu(Voxel*, ColorVoxel*, const IntegrateArgs&, const float*, long long, const std::uint8_t*,

@@ -64,7 +64,7 @@ class CpuVolume final : public VolumeBackend {
     const float* depth = depth_m.data;
     const long long pitch = depth_m.pitch;
     // AVX2, 8 voxels at a time (marks: only after a ray cast, which skips empty space by them).
-    if (integrate_lanes_cpu(vol, colors, a, depth, pitch, rgb, marking ? &bricks : nullptr)) return;
+    if (integrate_lanes_cpu(vol, colors, a, depth, pitch, rgb, marking ? &bricks : nullptr, &culling_)) return;
     const VolumeGrid g = grid_;
 #pragma omp parallel for collapse(2) schedule(dynamic, 64)
     for (int j = 0; j < g.ny; ++j)
@@ -242,6 +242,7 @@ class CpuVolume final : public VolumeBackend {
   VolumeGrid grid_;
   std::vector<Voxel, HugePageAllocator<Voxel>> voxels_;
   std::vector<ColorVoxel, HugePageAllocator<ColorVoxel>> colors_;  // empty without colour
+  IntegrateCulling culling_;                                       // integrate_lanes_cpu's scratch
   BrickMap bricks_;       // marked by the integration once marking_; distances current when distances_current_
   bool marking_ = false;  // set by the first ray cast
   bool distances_current_ = false;
