@@ -1,6 +1,5 @@
 #include "raycast_lanes.hpp"
 
-#include <cmath>
 #include <cstdint>
 
 #include "voxel_lanes.hpp"
