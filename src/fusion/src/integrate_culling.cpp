@@ -43,7 +43,8 @@ void IntegrateCulling::update(const IntegrateArgs& a, const float* depth, long l
           bound = std::max(bound, reach * (1.0 + kRelative) + kAbsolute);
         }
       }
-      tiles[static_cast<std::size_t>(ty) * tiles_x + tx] = static_cast<float>(bound * (1.0 + kRelative));
+      bound *= 1.0 + kRelative;  // and a float that holds it (beyond the float range: +inf)
+      tiles[static_cast<std::size_t>(ty) * tiles_x + tx] = bound < 3.0e38 ? static_cast<float>(bound) : INFINITY;
     }
   for (std::size_t l = 1; l < pyramid_.size(); ++l) {
     const std::vector<float>& below = pyramid_[l - 1];
