@@ -52,6 +52,18 @@ struct GridLanes {
                                                                         _mm256_mullo_epi32(nxy, k)));
   }
 
+  /// sample_cell in lanes: the floor voxels of volume-local points q into `cell`; returns the lanes of `mask`
+  /// whose cell lies in the grid.
+  __m256 sample_cells(const __m256 q[3], __m256 cell[3], __m256 mask) const {
+    const __m256 zero = _mm256_setzero_ps();
+    for (int a = 0; a < 3; ++a) {
+      cell[a] = _mm256_floor_ps(_mm256_div_ps(q[a], voxel[a]));
+      mask = _mm256_and_ps(
+          mask, _mm256_and_ps(_mm256_cmp_ps(cell[a], zero, _CMP_GE_OQ), _mm256_cmp_ps(cell[a], last[a], _CMP_LE_OQ)));
+    }
+    return mask;
+  }
+
   /// The marks of the cells' bricks in the lanes of `mask` (0 in the others).
   __m256i brick_mark(const __m256 cell[3], __m256 mask) const {
     const __m128i count = _mm_cvtsi32_si128(shift);
@@ -221,6 +233,11 @@ MarchLanes begin_lanes(const GridLanes& gl, const RaycastArgs& a, int x0, int y,
   return m;
 }
 
+/// ray_point in lanes: start + t * dir.
+S3D_ALWAYS_INLINE void ray_points(const __m256 start[3], const __m256 dir[3], __m256 t, __m256 q[3]) {
+  for (int axis = 0; axis < 3; ++axis) q[axis] = _mm256_add_ps(start[axis], _mm256_mul_ps(t, dir[axis]));
+}
+
 /// The first stretch of the march in 8 lanes, through bricks without a negative voxel: while a lane's samples
 /// lie in unmarked bricks (and the entry sample is >= 0), they are all >= 0, so none can end the march (a back
 /// face needs a sample < 0 before, a surface a sample < 0 after), and the lane counts them off without reading
@@ -242,13 +259,9 @@ S3D_ALWAYS_INLINE void skip_to_the_surface(const GridLanes& gl, const RaycastArg
     skipping = _mm256_andnot_ps(expired, skipping);
     if (_mm256_movemask_ps(skipping) == 0) break;
     const __m256 next = _mm256_add_ps(run, step);
-    __m256 cell[3], inside = skipping;
-    for (int axis = 0; axis < 3; ++axis) {
-      cell[axis] = _mm256_floor_ps(
-          _mm256_div_ps(_mm256_add_ps(m.start[axis], _mm256_mul_ps(next, m.dir[axis])), gl.voxel[axis]));
-      inside = _mm256_and_ps(inside, _mm256_and_ps(_mm256_cmp_ps(cell[axis], zero, _CMP_GE_OQ),
-                                                   _mm256_cmp_ps(cell[axis], gl.last[axis], _CMP_LE_OQ)));
-    }
+    __m256 q[3], cell[3];
+    ray_points(m.start, m.dir, next, q);
+    const __m256 inside = gl.sample_cells(q, cell, skipping);
     active = _mm256_andnot_ps(_mm256_andnot_ps(inside, skipping), active);  // sample_cell failed: no hit
     const __m256 free = _mm256_and_ps(
         inside, _mm256_castsi256_ps(_mm256_cmpeq_epi32(gl.brick_mark(cell, inside), _mm256_setzero_si256())));
@@ -259,10 +272,9 @@ S3D_ALWAYS_INLINE void skip_to_the_surface(const GridLanes& gl, const RaycastArg
   }
   counted = _mm256_and_ps(counted, active);
   if (_mm256_movemask_ps(counted) == 0) return;
-  __m256 cell[3];  // the counted-off sample at t, inside the grid
-  for (int axis = 0; axis < 3; ++axis)
-    cell[axis] =
-        _mm256_floor_ps(_mm256_div_ps(_mm256_add_ps(m.start[axis], _mm256_mul_ps(t, m.dir[axis])), gl.voxel[axis]));
+  __m256 q[3], cell[3];  // the counted-off sample at t, inside the grid
+  ray_points(m.start, m.dir, t, q);
+  gl.sample_cells(q, cell, counted);
   tsdf = _mm256_blendv_ps(tsdf, gather_tsdf(gl.words, gl.index(cell, counted), counted), counted);
 }
 
@@ -289,13 +301,9 @@ void raycast_group(const GridLanes& gl, const RaycastArgs& a, int x0, int y, Vec
     active = _mm256_and_ps(active, before_limit);
     if (_mm256_movemask_ps(active) == 0) break;
     const __m256 next = _mm256_add_ps(t, step);
-    __m256 q[3], cell[3], inside = _mm256_and_ps(started, before_limit);
-    for (int axis = 0; axis < 3; ++axis) {
-      q[axis] = _mm256_add_ps(start[axis], _mm256_mul_ps(next, dir[axis]));
-      cell[axis] = _mm256_floor_ps(_mm256_div_ps(q[axis], gl.voxel[axis]));
-      inside = _mm256_and_ps(inside, _mm256_and_ps(_mm256_cmp_ps(cell[axis], zero, _CMP_GE_OQ),
-                                                   _mm256_cmp_ps(cell[axis], gl.last[axis], _CMP_LE_OQ)));
-    }
+    __m256 q[3], cell[3];
+    ray_points(start, dir, next, q);
+    const __m256 inside = gl.sample_cells(q, cell, _mm256_and_ps(started, before_limit));
     const __m256 sample = gather_tsdf(gl.words, gl.index(cell, inside), inside);
     active = _mm256_and_ps(active, inside);  // sample_cell failed: the march ends without a hit
     const __m256 back = _mm256_and_ps(_mm256_cmp_ps(tsdf, zero, _CMP_LT_OQ), _mm256_cmp_ps(sample, zero, _CMP_GT_OQ));
