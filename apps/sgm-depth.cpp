@@ -51,6 +51,12 @@ void add_matching_flags(CLI::App& app, Flags& f) {
       ->capture_default_str()
       ->group(g);
   app.add_flag("--no-lr-check", f.no_lr_check, "no left-right check")->excludes("--lr-check")->group(g);
+  app.add_option("--lr-method", f.lr_method,
+                 "the right view's disparities for the left-right check: volume (from the left view's aggregated "
+                 "costs, no second aggregation) or right-sgm (a second SGM run with the right image as reference)")
+      ->check(CLI::IsMember({"volume", "right-sgm"}))
+      ->capture_default_str()
+      ->group(g);
   auto* med = app.add_flag("--median", f.median_on, std::string("3x3 median filter") + (p.median ? " (default)" : ""))
                   ->group(g);
   app.add_flag("--no-median", f.median_off, "no median filter")->excludes(med)->group(g);

@@ -54,6 +54,7 @@ Plan make_plan(const Flags& f, const cli::CommonSettings& s) {
   p = f.params;
   stereo::parse_census(f.census, p.census, p.census_width, p.census_height);
   p.lr_check = !f.no_lr_check;
+  p.lr_method = stereo::parse_lr_method(f.lr_method);
   if (f.subpixel_on) p.subpixel = true;
   if (f.subpixel_off) p.subpixel = false;
   if (f.median_on) p.median = true;

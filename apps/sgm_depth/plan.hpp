@@ -20,6 +20,7 @@ struct Flags {
   std::string census = "9x7";
   float lr_tol = stereo::SgmParams{}.lr_max_diff;
   bool no_lr_check = false;
+  std::string lr_method = stereo::lr_method_name(stereo::SgmParams{}.lr_method);
   bool subpixel_on = false, subpixel_off = false, median_on = false, median_off = false;
   bool fill_on = false, fill_off = false;
   std::vector<std::string> emit_names;

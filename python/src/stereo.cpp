@@ -52,6 +52,8 @@ stereo::SgmParams sgm_params(const nb::kwargs& kwargs) {
       p.lr_check = keyword<bool>(name, value, "bool");
     else if (name == "lr_max_diff")
       p.lr_max_diff = keyword<float>(name, value, "float");
+    else if (name == "lr_method")
+      p.lr_method = stereo::parse_lr_method(keyword<std::string>(name, value, "str"));
     else if (name == "median")
       p.median = keyword<bool>(name, value, "bool");
     else if (name == "speckle_size")
@@ -70,11 +72,11 @@ stereo::SgmParams sgm_params(const nb::kwargs& kwargs) {
 
 bool same_params(const stereo::SgmParams& a, const stereo::SgmParams& b) {
   return std::tie(a.disparities, a.min_disparity, a.paths, a.p1, a.p2, a.census, a.census_width, a.census_height,
-                  a.uniqueness, a.subpixel, a.lr_check, a.lr_max_diff, a.median, a.speckle_size, a.speckle_range,
-                  a.fill, a.confidence) == std::tie(b.disparities, b.min_disparity, b.paths, b.p1, b.p2, b.census,
-                                                    b.census_width, b.census_height, b.uniqueness, b.subpixel,
-                                                    b.lr_check, b.lr_max_diff, b.median, b.speckle_size,
-                                                    b.speckle_range, b.fill, b.confidence);
+                  a.uniqueness, a.subpixel, a.lr_check, a.lr_method, a.lr_max_diff, a.median, a.speckle_size,
+                  a.speckle_range, a.fill, a.confidence) ==
+         std::tie(b.disparities, b.min_disparity, b.paths, b.p1, b.p2, b.census, b.census_width, b.census_height,
+                  b.uniqueness, b.subpixel, b.lr_check, b.lr_method, b.lr_max_diff, b.median, b.speckle_size,
+                  b.speckle_range, b.fill, b.confidence);
 }
 
 /// One pair through `engine`: disparity float32 [H, W] (+inf invalid), and the confidence when the engine's
@@ -159,8 +161,8 @@ const char* kSgmDoc =
     "Semi-global matching on rectified grey images (uint8 or uint16 [H, W], left and right): disparity float32 "
     "[H, W] in pixels, left view, +inf where invalid; with confidence=True also the confidence. Keyword arguments "
     "are SgmParams' fields (docs/SGM-DEPTH.md): disparities, min_disparity, paths, p1, p2, census (\"9x7\", "
-    "\"cs9x7\"), uniqueness, subpixel, lr_check, lr_max_diff, median, speckle_size, speckle_range, fill, "
-    "confidence.";
+    "\"cs9x7\"), uniqueness, subpixel, lr_check, lr_method (\"right-sgm\", \"volume\"), lr_max_diff, median, "
+    "speckle_size, speckle_range, fill, confidence.";
 
 }  // namespace
 

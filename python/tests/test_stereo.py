@@ -191,6 +191,7 @@ FLAG_SETS = [
     pytest.param(["-D", 80, "--min-disparity", -8, "--census", "7x5", "--no-lr-check", "--speckle-size", 30,
                   "--speckle-range", 1], dict(disparities=80, min_disparity=-8, census="7x5", lr_check=False,
                                               speckle_size=30, speckle_range=1.0), id="negative-min-7x5"),
+    pytest.param(["-D", 64, "--lr-method", "volume"], dict(disparities=64, lr_method="volume"), id="lr-volume"),
 ]
 
 
@@ -363,6 +364,7 @@ def test_bad_images_raise_value_error_naming_the_argument(sample, make, message)
     (dict(census="9by7"), "census"),
     (dict(uniqueness=-1), "uniqueness"),
     (dict(lr_max_diff=float("nan")), "lr_max_diff"),
+    (dict(lr_method="left"), "lr_method"),
 ])
 def test_bad_parameters_raise_invalid_argument(sample, kwargs, message):
     with pytest.raises(s3d.InvalidArgument, match=message) as raised:

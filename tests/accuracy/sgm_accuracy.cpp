@@ -2,7 +2,7 @@
 // same process, same grey pair, same D. Writes the markdown table of docs/ACCURACY.md and JSON Lines.
 //
 //   sgm-accuracy [--data DIR] [--scene SUBSTR] [--no-sgbm] [--p1 N --p2 N --census 9x7 --uniqueness N
-//                 --paths N] [--fill|--no-fill] [--markdown FILE] [--json FILE]
+//                 --paths N --lr-method volume|right-sgm] [--fill|--no-fill] [--markdown FILE] [--json FILE]
 //
 // The library's defaults (SgmParams) unless flags say otherwise; --no-fill turns the occlusion fill
 // (SgmParams::fill, on by default) off, --fill on. Besides the two tables
@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   bool with_sgbm = true;
   int sgbm_block = 3;
   stereo::SgmParams base;
-  std::string census;
+  std::string census, lr_method;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -78,6 +78,8 @@ int main(int argc, char** argv) {
       census = next();
     else if (a == "--lr-check")
       base.lr_max_diff = std::stof(next());
+    else if (a == "--lr-method")
+      lr_method = next();
     else if (a == "--no-lr-check")
       base.lr_check = false;
     else if (a == "--speckle-size")
@@ -105,6 +107,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (!census.empty()) stereo::parse_census(census, base.census, base.census_width, base.census_height);
+    if (!lr_method.empty()) base.lr_method = stereo::parse_lr_method(lr_method);
     base.validate();
   } catch (const Error& e) {
     std::fprintf(stderr, "sgm-accuracy: %s\n", e.what());
@@ -184,8 +187,10 @@ int main(int argc, char** argv) {
   md << "s3d SGM (CPU): census " << base.census_width << "x" << base.census_height
      << (base.census == stereo::CensusKind::kFull ? " full" : " centre-symmetric") << ", " << base.paths
      << " paths, P1 " << base.p1 << ", P2 " << base.p2 << ", uniqueness " << base.uniqueness << ", LR check "
-     << (base.lr_check ? std::to_string(base.lr_max_diff).substr(0, 4) + " px" : std::string("off")) << ", subpixel "
-     << (base.subpixel ? "on" : "off") << ", median " << (base.median ? "on" : "off") << ", speckle "
+     << (base.lr_check
+             ? std::to_string(base.lr_max_diff).substr(0, 4) + " px (" + stereo::lr_method_name(base.lr_method) + ")"
+             : std::string("off"))
+     << ", subpixel " << (base.subpixel ? "on" : "off") << ", median " << (base.median ? "on" : "off") << ", speckle "
      << base.speckle_size << " px / " << base.speckle_range << " px, fill " << (base.fill ? "on" : "off") << ".  \n"
      << "OpenCV " << accuracy::opencv_version() << " StereoSGBM: block " << sgbm_block << ", P1 "
      << 8 * sgbm_block * sgbm_block << " (8*block^2), P2 " << 32 * sgbm_block * sgbm_block

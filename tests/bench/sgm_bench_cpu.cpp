@@ -1,7 +1,8 @@
 // bench_sgm_cpu: Google Benchmark of the CPU SgmEngine beside OpenCV StereoSGBM (MODE_SGBM_3WAY) on a
 // KITTI-size pair (the real KITTI frame when OpenCV and the data are present, else a random texture),
 // D128, 2 threads (S3D_BENCH_THREADS=N to change), in the same process. s3d runs with its defaults
-// (SgmParams{}: census 9x7, P1 24, P2 80, uniqueness 0, median, speckle, fill) plus the paths / LR given below.
+// (SgmParams{}: census 9x7, P1 24, P2 80, uniqueness 0, median, speckle, fill) plus the paths / LR given below
+// (the LR check's right view from a second SGM run, or from the left view's volume).
 // The load of a shared machine moves both by tens of percent: compare the ratio within one run, over several
 // runs (docs/PERFORMANCE.md).
 #include <benchmark/benchmark.h>
@@ -64,7 +65,8 @@ void BM_s3d_sgm_cpu(benchmark::State& state) {
   s3d::stereo::SgmParams params;
   params.disparities = 128;
   params.paths = static_cast<int>(state.range(0));
-  params.lr_check = state.range(1) != 0;
+  params.lr_check = state.range(1) != 0;  // 1: right-view SGM, 2: from the left volume
+  params.lr_method = state.range(1) == 2 ? s3d::stereo::LrMethod::kVolume : s3d::stereo::LrMethod::kRightSgm;
   s3d::stereo::SgmEngine engine(s3d::Device(s3d::Device::Kind::kCpu), params, p.w, p.h);
   std::vector<float> disp(p.l.size());
   const s3d::ImageView<const std::uint8_t> l{p.l.data(), p.w, p.h, p.w}, r{p.r.data(), p.w, p.h, p.w};
@@ -73,9 +75,17 @@ void BM_s3d_sgm_cpu(benchmark::State& state) {
     benchmark::DoNotOptimize(disp.data());
   }
   state.SetLabel(std::to_string(p.w) + "x" + std::to_string(p.h) + " D128 paths " + std::to_string(params.paths) +
-                 (params.lr_check ? " +LR(right-view SGM)" : " no LR"));
+                 (!params.lr_check                                     ? " no LR"
+                  : params.lr_method == s3d::stereo::LrMethod::kVolume ? " +LR(volume)"
+                                                                       : " +LR(right-view SGM)"));
 }
-BENCHMARK(BM_s3d_sgm_cpu)->Args({8, 1})->Args({8, 0})->Args({4, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_s3d_sgm_cpu)
+    ->Args({8, 1})
+    ->Args({8, 2})
+    ->Args({8, 0})
+    ->Args({4, 0})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 #if S3D_BENCH_HAVE_OPENCV
 void BM_opencv_sgbm_3way(benchmark::State& state) {

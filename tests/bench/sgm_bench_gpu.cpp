@@ -32,7 +32,8 @@ using namespace s3d;
 struct Setting {
   std::string name;
   int width, height, disparities, paths;
-  bool full;  ///< true: library defaults (true right-view LR check, speckle); false: libSGM-like core
+  bool full;               ///< true: library defaults (true right-view LR check, speckle); false: libSGM-like core
+  bool lr_volume = false;  ///< full, with the LR check's right view from the left volume (LrMethod::kVolume)
 };
 
 /// Random texture smoothed horizontally, and its copy shifted by a smooth disparity field.
@@ -213,16 +214,22 @@ int main(int argc, char** argv) {
   std::printf("device: %s, measured copy bandwidth %.0f GB/s\n", device_name.c_str(), bw);
 
   const std::vector<Setting> settings = {
-      {"1024x440 D128 4p sub", 1024, 440, 128, 4, false}, {"1024x440 D128 8p sub", 1024, 440, 128, 8, false},
-      {"1242x375 D128 8p", 1242, 375, 128, 8, false},     {"1242x375 D256 8p", 1242, 375, 256, 8, false},
-      {"1920x1080 D128 8p", 1920, 1080, 128, 8, false},   {"1920x1080 D256 8p", 1920, 1080, 256, 8, false},
-      {"1242x375 D128 8p full", 1242, 375, 128, 8, true}, {"1920x1080 D256 8p full", 1920, 1080, 256, 8, true},
+      {"1024x440 D128 4p sub", 1024, 440, 128, 4, false},
+      {"1024x440 D128 8p sub", 1024, 440, 128, 8, false},
+      {"1242x375 D128 8p", 1242, 375, 128, 8, false},
+      {"1242x375 D256 8p", 1242, 375, 256, 8, false},
+      {"1920x1080 D128 8p", 1920, 1080, 128, 8, false},
+      {"1920x1080 D256 8p", 1920, 1080, 256, 8, false},
+      {"1242x375 D128 8p full", 1242, 375, 128, 8, true},
+      {"1920x1080 D256 8p full", 1920, 1080, 256, 8, true},
+      {"1242x375 D128 8p full, LR volume", 1242, 375, 128, 8, true, true},
+      {"1920x1080 D256 8p full, LR volume", 1920, 1080, 256, 8, true, true},
   };
   const int kSets = 3, kWarm = 3, kRuns = 20;
   std::string json = "{\n  \"device\": \"" + device_name + "\",\n  \"bandwidth_gbs\": " + std::to_string(bw) +
                      ",\n  \"runs_per_set\": " + std::to_string(kRuns) + ", \"input_sets\": " + std::to_string(kSets) +
                      ",\n  \"results\": [\n";
-  std::printf("%-24s %9s %9s %9s %10s %10s\n", "setting", "d2d ms", "d2d wall", "e2e ms", "floor ms",
+  std::printf("%-34s %9s %9s %9s %10s %10s\n", "setting", "d2d ms", "d2d wall", "e2e ms", "floor ms",
               "ours-traffic ms");
   bool first = true;
   for (const Setting& s : settings) {
@@ -236,6 +243,7 @@ int main(int argc, char** argv) {
       p.fill = false;
       p.uniqueness = 5;  // libSGM's uniqueness 0.95 (its benchmark's setting)
     }
+    if (s.lr_volume) p.lr_method = stereo::LrMethod::kVolume;
     stereo::SgmEngine engine(dev, p, s.width, s.height);
     cudaStream_t st = engine.stream();
     const std::size_t n = static_cast<std::size_t>(s.width) * s.height;
@@ -281,15 +289,16 @@ int main(int argc, char** argv) {
     // the right-view pass (full).
     const double voxels = double(n) * s.disparities;
     const double floor_ms = voxels * 4.0 / (bw * 1e9) * 1e3;
-    const double passes = s.full ? 2.0 : 1.0;
+    const double passes = s.full && !s.lr_volume ? 2.0 : 1.0;
     const double ours_ms = passes * double(n) * stereo::detail::cuda::per_path_pitch(s.disparities) *
                            (1.0 + 3.0 * s.paths) / (bw * 1e9) * 1e3;
-    std::printf("%-24s %9.3f %9.3f %9.3f %10.3f %10.3f\n", s.name.c_str(), md, mw, me, floor_ms, ours_ms);
+    std::printf("%-34s %9.3f %9.3f %9.3f %10.3f %10.3f\n", s.name.c_str(), md, mw, me, floor_ms, ours_ms);
     std::fflush(stdout);
     json += std::string(first ? "" : ",\n") + "    {\"setting\": \"" + s.name +
             "\", \"width\": " + std::to_string(s.width) + ", \"height\": " + std::to_string(s.height) +
             ", \"disparities\": " + std::to_string(s.disparities) + ", \"paths\": " + std::to_string(s.paths) +
-            ", \"subpixel\": true" + ", \"lr_check\": " + (s.full ? "true" : "false") +
+            ", \"subpixel\": true" + ", \"lr_check\": " + (s.full ? "true" : "false") + ", \"lr_method\": \"" +
+            (s.full ? stereo::lr_method_name(p.lr_method) : "off") + "\"" +
             ", \"d2d_ms_median\": " + std::to_string(md) + ", \"d2d_wall_ms_median\": " + std::to_string(mw) +
             ", \"e2e_ms_median\": " + std::to_string(me) + ", \"floor_ms\": " + std::to_string(floor_ms) +
             ", \"volume_traffic_ms\": " + std::to_string(ours_ms) + "}";

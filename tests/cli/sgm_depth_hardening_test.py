@@ -106,6 +106,13 @@ class SgmDepthHardeningTest(ToolCase):
             self.assertIs(s[on], True, on)
             self.assertIs(s["no-" + on], False, on)
         self.assertIs(s["no-lr-check"], False)
+        self.assertEqual(s["lr-method"], "right-sgm")
+        p = self.run_tool(self.left, self.right, "-D", "48", "--lr-method", "volume", "-o", self.path("v.pfm"), "--json")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(self.records(p.stdout)[-1]["settings"]["lr-method"], "volume")
+        p = self.run_tool(self.left, self.right, "-D", "48", "--lr-method", "left", "-o", self.path("w.pfm"))
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertFalse(os.path.exists(self.path("w.pfm")))
         p = self.run_tool(self.left, self.right, "-D", "48", "--no-median", "--no-fill", "--no-lr-check", "-o",
                           self.path("b.pfm"), "--json")
         self.assertEqual(p.returncode, 0, p.stderr)

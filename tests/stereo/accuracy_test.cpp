@@ -249,6 +249,27 @@ TEST(SgmOcclusionFill, OccludedRunTakesTheBackground) {
   EXPECT_GE(count(filled, 160, 200, 6.0f, &valid), 24 * 40 * 95 / 100);  // the background right of it
 }
 
+/// The right view's disparities from the left view's total volume, as LrMethod::kVolume defines them:
+/// d_R(x_r) = the least S(x_r + min_d + d, d) over the left pixels that exist, the lowest d among equal sums.
+std::vector<float> right_view_from_volume(const std::vector<std::uint16_t>& volume, int W, int H, int D, int min_d) {
+  std::vector<float> right(static_cast<std::size_t>(W) * H, kInvalidDisparity);
+  for (int y = 0; y < H; ++y)
+    for (int xr = 0; xr < W; ++xr) {
+      int best = -1, best_sum = 0;
+      for (int d = 0; d < D; ++d) {
+        const int x = xr + min_d + d;
+        if (x < 0 || x >= W) continue;
+        const int sum = volume[(static_cast<std::size_t>(y) * W + x) * D + d];
+        if (best < 0 || sum < best_sum) {
+          best = d;
+          best_sum = sum;
+        }
+      }
+      if (best >= 0) right[static_cast<std::size_t>(y) * W + xr] = static_cast<float>(best + min_d);
+    }
+  return right;
+}
+
 // The CPU engine (its own buffers and scheduling) = the per-stage CPU functions composed by hand.
 TEST(SgmCpuFastPaths, EngineMatchesComposedStages) {
   test::Image<std::uint8_t> l, r;
@@ -258,13 +279,20 @@ TEST(SgmCpuFastPaths, EngineMatchesComposedStages) {
     bool lr, median, confidence;
     int speckle;
     bool fill;
+    LrMethod lr_method = LrMethod::kRightSgm;
+    int disparities = 48;  // 64, 128, 256: the AVX-512 byte sweep where the CPU has it
   };
-  for (const Case c : {Case{8, 0, 0, true, true, false, 100, false}, Case{4, 10, -5, true, true, true, 20, false},
-                       Case{8, 5, 3, false, false, true, 0, false}, Case{8, 0, -20, true, false, false, 50, false},
-                       Case{8, 8, 0, true, true, true, 100, true}, Case{4, 20, -5, true, false, false, 20, true},
-                       Case{8, 0, 0, true, true, true, 100, true}}) {  // the last: the library's defaults
+  const LrMethod vol = LrMethod::kVolume;
+  for (const Case c :
+       {Case{8, 0, 0, true, true, false, 100, false}, Case{4, 10, -5, true, true, true, 20, false},
+        Case{8, 5, 3, false, false, true, 0, false}, Case{8, 0, -20, true, false, false, 50, false},
+        Case{8, 8, 0, true, true, true, 100, true}, Case{4, 20, -5, true, false, false, 20, true},
+        Case{8, 0, 0, true, false, false, 0, false, vol}, Case{4, 10, -5, true, true, true, 20, false, vol},
+        Case{8, 0, -20, true, false, false, 0, false, vol, 64}, Case{8, 0, 7, true, true, true, 100, true, vol, 128},
+        Case{8, 0, 0, true, true, true, 100, true}}) {  // the last: the library's defaults
     SgmParams p;
-    p.disparities = 48;
+    p.disparities = c.disparities;
+    p.lr_method = c.lr_method;
     p.paths = c.paths;
     p.uniqueness = c.uniqueness;
     p.min_disparity = c.min_d;
@@ -278,9 +306,12 @@ TEST(SgmCpuFastPaths, EngineMatchesComposedStages) {
     const auto cl = stages::census(kCpuDev, l.view(), p.census, p.census_width, p.census_height);
     const auto cr = stages::census(kCpuDev, r.view(), p.census, p.census_width, p.census_height);
     std::vector<float> disp, conf, right;
-    stages::wta(kCpuDev, stages::aggregate(kCpuDev, cl, cr, W, H, p, stages::View::kLeft), W, H, p, stages::View::kLeft,
-                disp, c.confidence ? &conf : nullptr);
-    if (c.lr) {
+    const std::vector<std::uint16_t> volume = stages::aggregate(kCpuDev, cl, cr, W, H, p, stages::View::kLeft);
+    stages::wta(kCpuDev, volume, W, H, p, stages::View::kLeft, disp, c.confidence ? &conf : nullptr);
+    if (c.lr && c.lr_method == LrMethod::kVolume) {
+      right = right_view_from_volume(volume, W, H, p.disparities, p.min_disparity);
+      disp = stages::lr_check(kCpuDev, disp, right, W, H, p.lr_max_diff);
+    } else if (c.lr) {
       stages::wta(kCpuDev, stages::aggregate(kCpuDev, cl, cr, W, H, p, stages::View::kRight), W, H, p,
                   stages::View::kRight, right, nullptr);
       disp = stages::lr_check(kCpuDev, disp, right, W, H, p.lr_max_diff);
@@ -296,7 +327,8 @@ TEST(SgmCpuFastPaths, EngineMatchesComposedStages) {
       EXPECT_GT(filled, 0) << "no occlusion filled: the case tests nothing";
     }
     std::string where;
-    EXPECT_TRUE(same_bits(got.disparity, disp, W, &where)) << "paths " << c.paths << ": " << where;
+    EXPECT_TRUE(same_bits(got.disparity, disp, W, &where))
+        << "paths " << c.paths << " D " << c.disparities << " " << lr_method_name(c.lr_method) << ": " << where;
     if (c.confidence) {
       // the confidence is not filled: 0 wherever the map was invalid before the fill
       for (std::size_t i = 0; i < conf.size(); ++i)

@@ -540,6 +540,29 @@ std::vector<Config> configs() {
   });
   add("min-40", [](SgmParams& p) { p.min_disparity = -40; });
   add("min+9", [](SgmParams& p) { p.min_disparity = 9; });
+  // the LR check's right view from the left volume: the per-path WTA's folded keys (every lane group width),
+  // and the fallback volumes (path costs beyond a byte: p2 250)
+  add("lr_volume", [](SgmParams& p) { p.lr_method = LrMethod::kVolume; });
+  add("lr_volume_D100_min-20", [](SgmParams& p) {
+    p.lr_method = LrMethod::kVolume;
+    p.disparities = 100;
+    p.min_disparity = -20;
+  });
+  add("lr_volume_D16_min+9", [](SgmParams& p) {
+    p.lr_method = LrMethod::kVolume;
+    p.disparities = 16;
+    p.min_disparity = 9;
+  });
+  add("lr_volume_D512", [](SgmParams& p) {
+    p.lr_method = LrMethod::kVolume;
+    p.disparities = 512;
+    p.paths = 4;
+  });
+  add("lr_volume_fallback", [](SgmParams& p) {
+    p.lr_method = LrMethod::kVolume;
+    p.p2 = 250;
+    p.uniqueness = 5;
+  });
   return c;
 }
 
@@ -664,15 +687,18 @@ TEST(SgmRealScenes, CudaMatchesCpu) {
         !test::read_pgm(std::string(dir) + "/" + scene + "_right.pgm", r))
       continue;
     ++scenes;
-    for (int D : {64, 128}) {
+    for (const auto& [D, method] : {std::pair{64, LrMethod::kRightSgm}, std::pair{128, LrMethod::kRightSgm},
+                                    std::pair{128, LrMethod::kVolume}, std::pair{256, LrMethod::kVolume}}) {
       SgmParams p;
       p.disparities = D;
+      p.lr_method = method;
       p.confidence = true;
       const SgmResult g = compute_sgm(Device(Device::Kind::kCuda, 0), p, l.view(), r.view());
       const SgmResult c = compute_sgm(kCpu, p, l.view(), r.view());
       std::string where;
-      EXPECT_TRUE(test::bit_equal(g.disparity, c.disparity, l.width, &where)) << scene << " D" << D << " " << where;
-      EXPECT_TRUE(test::bit_equal(g.confidence, c.confidence, l.width, &where)) << scene << " D" << D << " " << where;
+      const std::string what = std::string(scene) + " D" + std::to_string(D) + " " + lr_method_name(method) + " ";
+      EXPECT_TRUE(test::bit_equal(g.disparity, c.disparity, l.width, &where)) << what << where;
+      EXPECT_TRUE(test::bit_equal(g.confidence, c.confidence, l.width, &where)) << what << where;
     }
   }
   EXPECT_GT(scenes, 0) << "no PGM scene found in " << dir;

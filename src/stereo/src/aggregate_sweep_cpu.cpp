@@ -90,7 +90,8 @@ constexpr L sentinel() {
 /// Winner-take-all of one row from the two sweeps' sums (same decisions as wta_cpu.cpp and the CUDA WTA).
 __attribute__((always_inline)) inline void wta_row(const std::uint16_t* __restrict a, const std::uint16_t* __restrict b,
                                                    std::uint16_t* __restrict s, const MatchSpec& spec,
-                                                   float* __restrict disparity, float* __restrict confidence) {
+                                                   float* __restrict disparity, float* __restrict confidence,
+                                                   std::uint32_t* __restrict right_keys) {
   const int W = spec.width, D = spec.disparities;
   for (int x = 0; x < W; ++x) {
     const std::uint16_t* pa = a + static_cast<std::ptrdiff_t>(x) * D;
@@ -102,6 +103,7 @@ __attribute__((always_inline)) inline void wta_row(const std::uint16_t* __restri
       key = std::min(key, (static_cast<std::uint32_t>(v) << 16) | static_cast<std::uint32_t>(d));
     }
     wta_pixel(s, static_cast<int>(key & 0xffffu), static_cast<int>(key >> 16), x, spec, disparity, confidence);
+    if (right_keys) fold_right_keys(s, x, W, D, right_keys);
   }
 }
 
@@ -235,7 +237,10 @@ __attribute__((always_inline)) inline void sweep_impl(const std::uint8_t* __rest
       } else {
         while (meet->stored[y].load(std::memory_order_acquire) == 0) std::this_thread::yield();
         const std::ptrdiff_t r = static_cast<std::ptrdiff_t>(y) * W;
-        wta_row(orow, vrow, b.total.data(), s, meet->disparity + r, meet->confidence ? meet->confidence + r : nullptr);
+        std::uint32_t* keys = start_right_keys(*meet, s, b);
+        wta_row(orow, vrow, b.total.data(), s, meet->disparity + r, meet->confidence ? meet->confidence + r : nullptr,
+                keys);
+        if (keys) right_row_from_keys(keys, s, meet->right_disparity + r);
       }
     }
   }
@@ -310,10 +315,16 @@ void aggregate(const std::uint8_t* cost, const MatchSpec& s, std::uint16_t* volu
   }
 }
 
+std::uint32_t* start_right_keys(const Meet& meet, const MatchSpec& spec, SweepBuffers& b) {
+  if (!meet.right_disparity) return nullptr;
+  b.right_keys.assign(static_cast<std::size_t>(spec.width) + spec.disparities - 1, kNoRightKey);
+  return b.right_keys.data();
+}
+
 /// The engine's aggregation + winner-take-all (same results as aggregate() then wta()): `volume` is
 /// W*H*D scratch holding, per row, the sums of whichever sweep finished that row first.
 void aggregate_wta(const std::uint8_t* cost, const MatchSpec& s, std::uint16_t* volume, float* disparity,
-                   float* confidence) {
+                   float* confidence, float* right_disparity) {
   Meet meet;
   meet.arrivals.reset(new std::atomic<int>[static_cast<std::size_t>(s.height)]);
   meet.stored.reset(new std::atomic<int>[static_cast<std::size_t>(s.height)]);
@@ -324,6 +335,7 @@ void aggregate_wta(const std::uint8_t* cost, const MatchSpec& s, std::uint16_t* 
   meet.volume = volume;
   meet.disparity = disparity;
   meet.confidence = confidence;
+  meet.right_disparity = right_disparity;
   const int threads = std::max(1, std::min(2, omp_get_max_threads()));
   // One thread runs both sweeps in turn (the second then finds every row stored); two run one each and
   // wait only when one reaches a row the other is storing.
@@ -347,14 +359,15 @@ std::size_t sweep_buffer_bytes(const MatchSpec& s) {
   const std::size_t stride = D + 2, np = s.paths == 8 ? 3 : 1, planes = np == 3 ? np + 2 : np + 1;
   const std::size_t l_bytes = use_byte_rows(s) ? sizeof(std::uint8_t) : sizeof(std::uint16_t);
   return (planes * W * stride + 2 * stride) * l_bytes + (np + 1) * W * sizeof(int) +
-         (W * D + D) * sizeof(std::uint16_t);
+         (W * D + D) * sizeof(std::uint16_t) + (W + D - 1) * sizeof(std::uint32_t);
 }
 
 std::size_t this_thread_sweep_bytes() {
   const SweepBuffers& b = thread_buffers();
   return b.rows.capacity() * sizeof(std::uint16_t) + b.hrow.capacity() * sizeof(std::uint16_t) + b.rows8.capacity() +
          b.hrow8.capacity() + b.mins.capacity() * sizeof(int) +
-         (b.sums.capacity() + b.total.capacity()) * sizeof(std::uint16_t);
+         (b.sums.capacity() + b.total.capacity()) * sizeof(std::uint16_t) +
+         b.right_keys.capacity() * sizeof(std::uint32_t);
 }
 
 void add_volume(std::uint16_t* a, const std::uint16_t* b, std::size_t count) {

@@ -52,8 +52,10 @@ void add_volume(std::uint16_t* a, const std::uint16_t* b, std::size_t count);
 std::size_t sweep_buffer_bytes(const MatchSpec& spec);
 /// Bytes the calling thread's row buffers hold now (for the tests of sweep_buffer_bytes).
 std::size_t this_thread_sweep_bytes();
+/// With `right_disparity` (left view only) also the right view's integer disparities from the same sums
+/// (LrMethod::kVolume; wta_math.hpp's right_key).
 void aggregate_wta(const std::uint8_t* cost, const MatchSpec& spec, std::uint16_t* volume, float* disparity,
-                   float* confidence);
+                   float* confidence, float* right_disparity = nullptr);
 /// WTA over A + B (`volume_b` may be null).
 void wta(const std::uint16_t* volume_a, const std::uint16_t* volume_b, const MatchSpec& spec, float* disparity,
          float* confidence);
@@ -89,10 +91,14 @@ void aggregate(const std::uint64_t* d_ref, const std::uint64_t* d_target, const 
 /// a += b elementwise (the per-stage API's total volume).
 void add_volumes(std::uint16_t* d_a, const std::uint16_t* d_b, std::size_t count, StreamHandle stream);
 /// WTA over A + B + C (`d_volume_b`/`d_volume_c` null for a total volume in A). Row pitches in elements;
-/// `d_confidence` may be null.
+/// `d_confidence` may be null. `d_right_keys` as wta_per_path()'s (sgm_paths_cuda.cuh).
 void wta(const std::uint16_t* d_volume_a, const std::uint16_t* d_volume_b, const std::uint16_t* d_volume_c,
          const MatchSpec& spec, float* d_disparity, std::ptrdiff_t disp_pitch, float* d_confidence,
-         std::ptrdiff_t conf_pitch, StreamHandle stream);
+         std::ptrdiff_t conf_pitch, StreamHandle stream, std::uint32_t* d_right_keys = nullptr);
+/// Decodes the folded right keys (width * height, pitch == width) into the right view's disparities, in place
+/// (wta_math.hpp's right_key_disparity).
+void right_disparity_from_keys(std::uint32_t* d_keys_then_disparity, int width, int height, int min_disparity,
+                               StreamHandle stream);
 void lr_check(float* d_left, std::ptrdiff_t left_pitch, const float* d_right, int width, int height, float max_diff,
               StreamHandle stream);
 void median3x3(const float* d_in, std::ptrdiff_t in_pitch, float* d_out, std::ptrdiff_t out_pitch, int width,

@@ -58,8 +58,11 @@ class CpuEngine final : public SgmEngine::Impl {
     const MatchSpec sl = make_match_spec(p, W, H, false);
     cpu::cost_volume(census_left_.data(), census_right_.data(), sl, cost_.data());
     float* conf = p.confidence ? out_conf : nullptr;
-    cpu::aggregate_wta(cost_.data(), sl, volume_.data(), disp_.data(), conf);
-    if (p.lr_check) {
+    const bool lr_volume = p.lr_check && p.lr_method == LrMethod::kVolume;
+    cpu::aggregate_wta(cost_.data(), sl, volume_.data(), disp_.data(), conf, lr_volume ? disp_right_.data() : nullptr);
+    if (lr_volume) {
+      cpu::lr_check(disp_.data(), disp_right_.data(), W, H, p.lr_max_diff);
+    } else if (p.lr_check) {
       const MatchSpec sr = make_match_spec(p, W, H, true);
       cpu::cost_volume(census_right_.data(), census_left_.data(), sr, cost_.data());
       cpu::aggregate_wta(cost_.data(), sr, volume_.data(), disp_right_.data(), nullptr);

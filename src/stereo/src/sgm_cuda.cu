@@ -99,19 +99,27 @@ class CudaEngine final : public SgmEngine::Impl {
     float* d_conf = p.confidence ? conf.data : nullptr;
     // aggregation + WTA of one view (reference `ref`, target `tgt`) into `out`
     auto match = [&](const MatchSpec& spec, const std::uint64_t* ref, const std::uint64_t* tgt, float* out, float* c,
-                     std::ptrdiff_t c_pitch) {
+                     std::ptrdiff_t c_pitch, std::uint32_t* right_keys) {
       if (per_path_) {
         cuda::aggregate_per_path(ref, tgt, spec, cost_.data(), paths_.data(), s);
-        cuda::wta_per_path(paths_.data(), spec, out, W, c, c_pitch, s);
+        cuda::wta_per_path(paths_.data(), spec, out, W, c, c_pitch, s, right_keys);
       } else {
         cuda::aggregate(ref, tgt, spec, volume_.data(), volume_b_.data(), volume_c_.data(), as);
-        cuda::wta(volume_.data(), volume_b_.data(), volume_c_.data(), spec, out, W, c, c_pitch, s);
+        cuda::wta(volume_.data(), volume_b_.data(), volume_c_.data(), spec, out, W, c, c_pitch, s, right_keys);
       }
     };
-    match(sl, census_left_.data(), census_right_.data(), disp_.data(), d_conf, conf.pitch);
-    if (p.lr_check) {
+    // LrMethod::kVolume: the right view's keys, then its disparities, in disp_right_ (both 4 bytes a pixel)
+    const bool lr_volume = p.lr_check && p.lr_method == LrMethod::kVolume;
+    std::uint32_t* right_keys = lr_volume ? reinterpret_cast<std::uint32_t*>(disp_right_.data()) : nullptr;
+    if (right_keys)
+      S3D_CUDA_CHECK(cudaMemsetAsync(right_keys, 0xff, static_cast<std::size_t>(W) * H * sizeof(std::uint32_t), s));
+    match(sl, census_left_.data(), census_right_.data(), disp_.data(), d_conf, conf.pitch, right_keys);
+    if (lr_volume) {
+      cuda::right_disparity_from_keys(right_keys, W, H, p.min_disparity, s);
+      cuda::lr_check(disp_.data(), W, disp_right_.data(), W, H, p.lr_max_diff, s);
+    } else if (p.lr_check) {
       const MatchSpec sr = make_match_spec(p, W, H, true);
-      match(sr, census_right_.data(), census_left_.data(), disp_right_.data(), nullptr, 0);
+      match(sr, census_right_.data(), census_left_.data(), disp_right_.data(), nullptr, 0, nullptr);
       cuda::lr_check(disp_.data(), W, disp_right_.data(), W, H, p.lr_max_diff, s);
     }
     if (p.median) {

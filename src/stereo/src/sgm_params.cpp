@@ -47,6 +47,14 @@ void parse_census(const std::string& text, CensusKind& kind, int& width, int& he
   height = h;
 }
 
+LrMethod parse_lr_method(const std::string& text) {
+  if (text == "volume") return LrMethod::kVolume;
+  if (text == "right-sgm") return LrMethod::kRightSgm;
+  bad("lr_method: '" + text + "' is not volume or right-sgm");
+}
+
+const char* lr_method_name(LrMethod method) { return method == LrMethod::kVolume ? "volume" : "right-sgm"; }
+
 int SgmParams::census_bits() const {
   const int n = census_width * census_height;
   return census == CensusKind::kFull ? n - 1 : (n - 1) / 2;
@@ -69,6 +77,8 @@ void SgmParams::validate() const {
     bad("p2 (" + std::to_string(p2) + ") too large: paths * (census bits + p2) = " + std::to_string(bound) +
         " overflows the 16-bit aggregated cost (max " + std::to_string(kMaxAggregatedCost) + ")");
   if (uniqueness < 0 || uniqueness > 99) bad("uniqueness (" + std::to_string(uniqueness) + ") must be in [0, 99]");
+  if (lr_method != LrMethod::kVolume && lr_method != LrMethod::kRightSgm)
+    bad("lr_method (" + std::to_string(static_cast<int>(lr_method)) + ") is not volume or right-sgm");
   if (!(lr_max_diff >= 0.0f) || !std::isfinite(lr_max_diff))
     bad("lr_max_diff (" + num(lr_max_diff) + ") must be a finite number >= 0");
   if (speckle_size < 0) bad("speckle_size (" + std::to_string(speckle_size) + ") must be >= 0");

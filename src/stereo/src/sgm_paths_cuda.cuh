@@ -30,7 +30,10 @@ std::size_t per_path_cost_bytes(const MatchSpec& spec);
 void aggregate_per_path(const std::uint64_t* d_ref, const std::uint64_t* d_target, const MatchSpec& spec,
                         std::uint8_t* d_cost, std::uint8_t* d_paths, StreamHandle stream);
 /// WTA (+ uniqueness, subpixel, confidence) over the sum of the directions' volumes; `d_confidence` may be null.
+/// With `d_right_keys` (width * height, set to kNoRightKey by the caller; left view only) also folds the right
+/// view's keys from the same sums (wta_math.hpp's right_key; right_disparity_from_keys() decodes them).
 void wta_per_path(const std::uint8_t* d_paths, const MatchSpec& spec, float* d_disparity, std::ptrdiff_t disp_pitch,
-                  float* d_confidence, std::ptrdiff_t conf_pitch, StreamHandle stream);
+                  float* d_confidence, std::ptrdiff_t conf_pitch, StreamHandle stream,
+                  std::uint32_t* d_right_keys = nullptr);
 
 }  // namespace s3d::stereo::detail::cuda

@@ -35,4 +35,22 @@ __attribute__((always_inline)) inline void wta_pixel(const std::uint16_t* __rest
   if (confidence) confidence[x] = ok ? wta_confidence(best_cost, second) : 0.0f;
 }
 
+/// Folds left pixel x's sums s[0..D) into the right view's keys (wta_math.hpp's right_key): right pixel
+/// x_r = x - min_disparity - d sits at keys[W - 1 - x + d], so one pixel's D keys are contiguous. `keys`
+/// holds W + D - 1 entries, set to kNoRightKey before the row's first pixel.
+__attribute__((always_inline)) inline void fold_right_keys(const std::uint16_t* __restrict s, int x, int W, int D,
+                                                           std::uint32_t* __restrict keys) {
+  std::uint32_t* __restrict k = keys + (W - 1 - x);
+  for (int d = 0; d < D; ++d) k[d] = std::min(k[d], right_key(s[d], d));
+}
+
+/// The right view's disparities of one row from its folded keys.
+inline void right_row_from_keys(const std::uint32_t* keys, const MatchSpec& spec, float* right) {
+  const int W = spec.width, n = spec.width + spec.disparities - 1;
+  for (int xr = 0; xr < W; ++xr) {
+    const int q = W - 1 - spec.min_disparity - xr;
+    right[xr] = right_key_disparity(q >= 0 && q < n ? keys[q] : kNoRightKey, spec.min_disparity);
+  }
+}
+
 }  // namespace s3d::stereo::detail::cpu

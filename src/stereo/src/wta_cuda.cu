@@ -1,5 +1,6 @@
 // Winner-take-all, CUDA backend: one warp per pixel, lanes hold K consecutive disparities; (cost, index)
-// minimum and the second minimum outside best+-1 by butterfly reduction. Same decisions as the CPU (wta_math).
+// minimum and the second minimum outside best+-1 by butterfly reduction. Same decisions as the CPU (wta_math),
+// and, on request, the right view's winners from the same sums (LrMethod::kVolume: wta_math.hpp's right_key).
 #include <climits>
 
 #include "backend.hpp"
@@ -15,7 +16,8 @@ constexpr unsigned kFull = 0xffffffffu;
 
 __global__ void wta_kernel(const std::uint16_t* __restrict__ volume, const std::uint16_t* __restrict__ volume_b,
                            const std::uint16_t* __restrict__ volume_c, int vpitch, MatchSpec s, float* disp,
-                           std::ptrdiff_t disp_pitch, float* conf, std::ptrdiff_t conf_pitch) {
+                           std::ptrdiff_t disp_pitch, float* conf, std::ptrdiff_t conf_pitch,
+                           std::uint32_t* right_keys) {
   const int lane = threadIdx.x & 31;
   const int pix = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) >> 5);  // < 2^26 (validated)
   const int W = s.width, D = s.disparities;
@@ -54,6 +56,14 @@ __global__ void wta_kernel(const std::uint16_t* __restrict__ volume, const std::
     if (d < D && (d < best_d - 1 || d > best_d + 1)) second = min(second, cost(d));
   }
   for (int o = 16; o > 0; o >>= 1) second = min(second, __shfl_xor_sync(kFull, second, o));
+  if (right_keys) {  // this fallback path folds the right view's keys straight into global memory
+    for (int j = 0; j < K; ++j) {
+      const int d = lane * K + j;
+      const int xr = x - s.min_disparity - d;
+      if (d < D && xr >= 0 && xr < W)
+        atomicMin(right_keys + static_cast<std::ptrdiff_t>(y) * W + xr, right_key(cost(d), d));
+    }
+  }
   if (lane != 0) return;
   const bool ok = target_inside(x, best_d, s.min_disparity, s.sign, W) && passes_uniqueness(best, second, s.uniqueness);
   float out = kInvalidDisparity;
@@ -68,17 +78,16 @@ __global__ void wta_kernel(const std::uint16_t* __restrict__ volume, const std::
 
 /// Per-path pipeline: G lanes per pixel, lane t sums disparities [16t, 16t+16) over the directions' uint8
 /// volumes (16-byte loads; bytes added pairwise in 16-bit halves: <= 8 * 255 fits), then the same decisions.
+/// c[] returns the lane's 16 sums (the right view's keys are folded from them).
 template <int G>
-__global__ void wta_per_path_kernel(const std::uint8_t* __restrict__ paths, std::size_t volume_bytes, int pitch,
-                                    MatchSpec s, float* disp, std::ptrdiff_t disp_pitch, float* conf,
-                                    std::ptrdiff_t conf_pitch) {
+__device__ __forceinline__ void wta_per_path_pixel(const std::uint8_t* __restrict__ paths, std::size_t volume_bytes,
+                                                   int pitch, const MatchSpec& s, int pix, float* disp,
+                                                   std::ptrdiff_t disp_pitch, float* conf, std::ptrdiff_t conf_pitch,
+                                                   int (&c)[16]) {
   const int lane = threadIdx.x & 31;
   const int glane = lane % G;
   const unsigned mask = (G == 32) ? kFull : (((1u << G) - 1u) << (lane - glane));
   const int W = s.width, D = s.disparities;
-  const long long pix_ll = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / G;
-  if (pix_ll >= static_cast<long long>(W) * s.height) return;  // whole groups leave together
-  const int pix = static_cast<int>(pix_ll);
   const int d0 = glane * 16;
   const std::uint8_t* src = paths + static_cast<std::size_t>(pix) * pitch + d0;
   unsigned even[4] = {0u, 0u, 0u, 0u}, odd[4] = {0u, 0u, 0u, 0u};
@@ -97,7 +106,6 @@ __global__ void wta_per_path_kernel(const std::uint8_t* __restrict__ paths, std:
       odd[i] += (w[i] >> 8) & 0x00ff00ffu;
     }
   }
-  int c[16];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     c[4 * i] = static_cast<int>(even[i] & 0xffffu);
@@ -149,10 +157,77 @@ __global__ void wta_per_path_kernel(const std::uint8_t* __restrict__ paths, std:
 }
 
 template <int G>
+__global__ void wta_per_path_kernel(const std::uint8_t* __restrict__ paths, std::size_t volume_bytes, int pitch,
+                                    MatchSpec s, float* disp, std::ptrdiff_t disp_pitch, float* conf,
+                                    std::ptrdiff_t conf_pitch) {
+  const long long pix_ll = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / G;
+  if (pix_ll >= static_cast<long long>(s.width) * s.height) return;  // whole groups leave together
+  int c[16];
+  wta_per_path_pixel<G>(paths, volume_bytes, pitch, s, static_cast<int>(pix_ll), disp, disp_pitch, conf, conf_pitch, c);
+}
+
+/// Pixels of one row segment of wta_per_path_right_kernel: its right keys fit shared memory
+/// (kRightSegment + D - 1 <= 767 for D <= 512).
+constexpr int kRightSegment = 256;
+constexpr int kRightBlock = 256;
+
+/// The same winner-take-all over one row segment (blockIdx.y = row), which also folds the right view's keys
+/// (wta_math.hpp's right_key) of the segment's left pixels: in shared memory first, then one global atomicMin
+/// per right pixel the segment reaches (segments overlap by D - 1 right pixels).
+template <int G>
+__global__ void __launch_bounds__(kRightBlock)
+    wta_per_path_right_kernel(const std::uint8_t* __restrict__ paths, std::size_t volume_bytes, int pitch, MatchSpec s,
+                              float* disp, std::ptrdiff_t disp_pitch, float* conf, std::ptrdiff_t conf_pitch,
+                              std::uint32_t* right_keys) {
+  extern __shared__ std::uint32_t keys[];  // kRightSegment + D - 1
+  const int W = s.width, D = s.disparities, y = blockIdx.y;
+  const int seg = blockIdx.x * kRightSegment;
+  const int span = kRightSegment + D - 1;
+  for (int i = threadIdx.x; i < span; i += blockDim.x) keys[i] = kNoRightKey;
+  __syncthreads();
+  constexpr int kPixels = kRightBlock / G;  // pixels of one pass
+  const int d0 = (threadIdx.x % G) * 16;
+  for (int k = 0; k < kRightSegment; k += kPixels) {
+    const int x = seg + k + static_cast<int>(threadIdx.x) / G;
+    if (x >= W) break;  // whole groups leave together
+    int c[16];
+    wta_per_path_pixel<G>(paths, volume_bytes, pitch, s, y * W + x, disp, disp_pitch, conf, conf_pitch, c);
+    // right pixel x - min_disparity - d at keys[x - seg - d + D - 1]
+    const int base = x - seg + D - 1 - d0;
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+      if (d0 + j < D) atomicMin(keys + base - j, right_key(c[j], d0 + j));
+  }
+  __syncthreads();
+  const int xr0 = seg - s.min_disparity - (D - 1);
+  std::uint32_t* row = right_keys + static_cast<std::ptrdiff_t>(y) * W;
+  for (int i = threadIdx.x; i < span; i += blockDim.x) {
+    const int xr = xr0 + i;
+    const std::uint32_t key = keys[i];
+    if (key != kNoRightKey && xr >= 0 && xr < W) atomicMin(row + xr, key);
+  }
+}
+
+__global__ void right_disparity_kernel(std::uint32_t* keys_then_disparity, int n, int min_disparity) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float d = right_key_disparity(keys_then_disparity[i], min_disparity);
+  reinterpret_cast<float*>(keys_then_disparity)[i] = d;
+}
+
+template <int G>
 void launch_wta_per_path(const std::uint8_t* paths, const MatchSpec& s, float* disp, std::ptrdiff_t disp_pitch,
-                         float* conf, std::ptrdiff_t conf_pitch, StreamHandle stream) {
+                         float* conf, std::ptrdiff_t conf_pitch, std::uint32_t* right_keys, StreamHandle stream) {
   const int pitch = per_path_pitch(s.disparities);
   const std::size_t vbytes = static_cast<std::size_t>(s.width) * s.height * pitch;
+  if (right_keys) {
+    const dim3 grid(grid_size(s.width, kRightSegment), s.height);
+    const std::size_t smem = (kRightSegment + s.disparities - 1) * sizeof(std::uint32_t);
+    wta_per_path_right_kernel<G>
+        <<<grid, kRightBlock, smem, stream>>>(paths, vbytes, pitch, s, disp, disp_pitch, conf, conf_pitch, right_keys);
+    S3D_CUDA_CHECK_LAUNCH();
+    return;
+  }
   const std::size_t threads = static_cast<std::size_t>(s.width) * s.height * G;
   const unsigned block = 256;
   wta_per_path_kernel<G>
@@ -164,31 +239,45 @@ void launch_wta_per_path(const std::uint8_t* paths, const MatchSpec& s, float* d
 
 void wta(const std::uint16_t* d_volume, const std::uint16_t* d_volume_b, const std::uint16_t* d_volume_c,
          const MatchSpec& spec, float* d_disparity, std::ptrdiff_t disp_pitch, float* d_confidence,
-         std::ptrdiff_t conf_pitch, StreamHandle stream) {
+         std::ptrdiff_t conf_pitch, StreamHandle stream, std::uint32_t* d_right_keys) {
   const std::size_t threads = static_cast<std::size_t>(spec.width) * spec.height * 32;
   const unsigned block = 256;
-  wta_kernel<<<grid_size(threads, block), block, 0, stream>>>(d_volume, d_volume_b, d_volume_c,
-                                                              volume_pitch(spec.disparities, spec.lanes), spec,
-                                                              d_disparity, disp_pitch, d_confidence, conf_pitch);
+  wta_kernel<<<grid_size(threads, block), block, 0, stream>>>(
+      d_volume, d_volume_b, d_volume_c, volume_pitch(spec.disparities, spec.lanes), spec, d_disparity, disp_pitch,
+      d_confidence, conf_pitch, d_right_keys);
+  S3D_CUDA_CHECK_LAUNCH();
+}
+
+void right_disparity_from_keys(std::uint32_t* d_keys_then_disparity, int width, int height, int min_disparity,
+                               StreamHandle stream) {
+  const int n = width * height;
+  const unsigned block = 256;
+  right_disparity_kernel<<<grid_size(n, block), block, 0, stream>>>(d_keys_then_disparity, n, min_disparity);
   S3D_CUDA_CHECK_LAUNCH();
 }
 
 void wta_per_path(const std::uint8_t* d_paths, const MatchSpec& spec, float* d_disparity, std::ptrdiff_t disp_pitch,
-                  float* d_confidence, std::ptrdiff_t conf_pitch, StreamHandle stream) {
+                  float* d_confidence, std::ptrdiff_t conf_pitch, StreamHandle stream, std::uint32_t* d_right_keys) {
   if (!per_path_fits(spec)) throw InvalidArgument("wta_per_path: path costs do not fit a byte");
   switch (per_path_pitch(spec.disparities) / 16) {
     case 1:
-      return launch_wta_per_path<1>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, stream);
+      return launch_wta_per_path<1>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, d_right_keys,
+                                    stream);
     case 2:
-      return launch_wta_per_path<2>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, stream);
+      return launch_wta_per_path<2>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, d_right_keys,
+                                    stream);
     case 4:
-      return launch_wta_per_path<4>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, stream);
+      return launch_wta_per_path<4>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, d_right_keys,
+                                    stream);
     case 8:
-      return launch_wta_per_path<8>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, stream);
+      return launch_wta_per_path<8>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, d_right_keys,
+                                    stream);
     case 16:
-      return launch_wta_per_path<16>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, stream);
+      return launch_wta_per_path<16>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, d_right_keys,
+                                     stream);
     case 32:
-      return launch_wta_per_path<32>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, stream);
+      return launch_wta_per_path<32>(d_paths, spec, d_disparity, disp_pitch, d_confidence, conf_pitch, d_right_keys,
+                                     stream);
     default:
       throw InvalidArgument("wta_per_path: no kernel for the disparity range");
   }

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "s3d/core/host_device.hpp"
+#include "s3d/stereo/sgm.hpp"
 #include "subpixel_math.hpp"
 
 namespace s3d::stereo::detail {
@@ -34,6 +35,20 @@ S3D_HOST_DEVICE S3D_FORCEINLINE float wta_disparity(int best, int disparities, i
 S3D_HOST_DEVICE S3D_FORCEINLINE bool target_inside(int x, int best, int min_disparity, int sign, int width) {
   const int xt = x + sign * (best + min_disparity);
   return xt >= 0 && xt < width;
+}
+
+/// The right view's winners from the left view's sums (LrMethod::kVolume), in one key per right pixel:
+/// (S(x, d) << 16) | d, least over the left pixels x = x_r + min_disparity + d, so the least sum wins and the
+/// lowest d among equal sums. S <= 65535 (kMaxAggregatedCost) and d < 1024 fit; kNoRightKey: no left pixel.
+inline constexpr std::uint32_t kNoRightKey = 0xffffffffu;
+
+S3D_HOST_DEVICE S3D_FORCEINLINE std::uint32_t right_key(int sum, int d) {
+  return (static_cast<std::uint32_t>(sum) << 16) | static_cast<std::uint32_t>(d);
+}
+
+/// The right pixel's disparity (an integer, in pixels) from its key.
+S3D_HOST_DEVICE S3D_FORCEINLINE float right_key_disparity(std::uint32_t key, int min_disparity) {
+  return key == kNoRightKey ? kInvalidDisparity : static_cast<float>(static_cast<int>(key & 0xffffu) + min_disparity);
 }
 
 }  // namespace s3d::stereo::detail

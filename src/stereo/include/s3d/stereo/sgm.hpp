@@ -4,8 +4,9 @@
 // Pipeline (one file per stage under src/stereo/src, CPU `*_cpu.cpp` and CUDA `*_cuda.cu`):
 //   census -> aggregate (4 or 8 paths; Hamming costs of the census codes: a uint8 volume on the CPU,
 //   computed on the fly on the GPU; sums in uint16, see kMaxAggregatedCost) -> wta
-//   (winner-take-all + uniqueness + parabola subpixel + confidence) -> lr_check (a second, full SGM
-//   run with the RIGHT image as reference: a true right-view match) -> median (3x3) -> speckle
+//   (winner-take-all + uniqueness + parabola subpixel + confidence) -> lr_check (the right view's
+//   disparities from the left view's aggregated costs, or a second, full SGM run with the RIGHT image as
+//   reference: SgmParams::lr_method) -> median (3x3) -> speckle
 //   -> occlusion fill of the invalid runs that a depth step explains (SgmParams::fill, on by default).
 //
 // Input: rectified grey images, 8-bit or 16-bit, left and right of the same size. Colour images are
@@ -54,6 +55,22 @@ enum class CensusKind {
 /// @throws InvalidArgument naming the bad text.
 void parse_census(const std::string& text, CensusKind& kind, int& width, int& height);
 
+/// How the left-right check finds the right view's disparities.
+enum class LrMethod {
+  /// From the left view's aggregated costs S: d_R(x) = argmin_d S(x + d, d), the lowest d among equal
+  /// sums, integer (Hirschmüller 2008, section 3.4; as libSGM and OpenCV's StereoSGBM). Costs no second
+  /// aggregation.
+  kVolume,
+  /// A second, full SGM run with the right image as reference (its own paths, subpixel and uniqueness):
+  /// a true right-view match, about twice the work.
+  kRightSgm,
+};
+
+/// Parses "volume" or "right-sgm". @throws InvalidArgument naming the bad text.
+LrMethod parse_lr_method(const std::string& text);
+/// "volume" or "right-sgm".
+const char* lr_method_name(LrMethod method);
+
 /// All parameters of the matcher. Every field has a unit and a default; `validate()` says which is wrong.
 /// The defaults (census 9x7, 8 paths, P1 24, P2 80, no uniqueness test, LR check 2 px, subpixel, median,
 /// speckle 100 / 2 px, occlusion fill) were chosen on the real scenes beside OpenCV StereoSGBM; how, and
@@ -71,8 +88,9 @@ struct SgmParams {
   /// |d - best| > 1 satisfies S(d) * (100 - uniqueness) < S(best) * 100. 0 disables (the default: it rejects
   /// correct matches in weak texture; 8 gives fewer wrong estimates, a sparser map). 0..99.
   int uniqueness = 0;
-  bool subpixel = true;        ///< parabola fit through S(best-1), S(best), S(best+1); output stays in pixels
-  bool lr_check = true;        ///< left-right consistency with a true right-view SGM run
+  bool subpixel = true;  ///< parabola fit through S(best-1), S(best), S(best+1); output stays in pixels
+  bool lr_check = true;  ///< left-right consistency (the right view's disparities: lr_method)
+  LrMethod lr_method = LrMethod::kRightSgm;  ///< how the LR check finds the right view's disparities
   float lr_max_diff = 2.0f;    ///< LR tolerance (pixels): invalid when |d_left - d_right(x - d_left)| > this
   bool median = true;          ///< 3x3 median over valid neighbours (invalid pixels stay invalid)
   int speckle_size = 100;      ///< regions of <= this many pixels are invalidated (OpenCV filterSpeckles); 0 disables
