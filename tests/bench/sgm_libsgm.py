@@ -10,8 +10,9 @@ Rows are matched on size, disparities, paths, subpixel and LR check. The ratio i
 over s3d's, both timed the same way: wall clock around one device-to-device call with the GPU synchronised
 before and after (libSGM's execute() runs its own streams, so events on one stream do not bracket it).
 s3d's rows without an LR check are its libSGM-like core (census, aggregation, WTA, uniqueness, subpixel,
-median); its "full" rows (true right-view LR check, speckle filter, occlusion fill) are set beside libSGM with
-its LR check on, which also computes a right disparity map but neither filters speckles nor fills.
+median); its "full" rows (LR check, speckle filter, occlusion fill; the right view from a second SGM run, or with
+"LR volume" from the left view's volume) are set beside libSGM with its LR check on, which takes its right
+disparity map from the left volume too but neither filters speckles nor fills.
 Exit status 1 when an s3d row has no libSGM row to stand beside.
 """
 import argparse
