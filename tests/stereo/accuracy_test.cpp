@@ -250,11 +250,13 @@ TEST(SgmOcclusionFill, OccludedRunTakesTheBackground) {
 }
 
 /// The right view's disparities from the left view's total volume, as LrMethod::kVolume defines them:
-/// d_R(x_r) = the least S(x_r + min_d + d, d) over the left pixels that exist, the lowest d among equal sums.
-std::vector<float> right_view_from_volume(const std::vector<std::uint16_t>& volume, int W, int H, int D, int min_d) {
+/// d_R(x_r) = the least S(x_r + min_d + d, d) over the left pixels that exist, the lowest d among equal sums;
+/// none for the `edge` right pixels at the left edge.
+std::vector<float> right_view_from_volume(const std::vector<std::uint16_t>& volume, int W, int H, int D, int min_d,
+                                          int edge) {
   std::vector<float> right(static_cast<std::size_t>(W) * H, kInvalidDisparity);
   for (int y = 0; y < H; ++y)
-    for (int xr = 0; xr < W; ++xr) {
+    for (int xr = edge; xr < W; ++xr) {
       int best = -1, best_sum = 0;
       for (int d = 0; d < D; ++d) {
         const int x = xr + min_d + d;
@@ -281,18 +283,21 @@ TEST(SgmCpuFastPaths, EngineMatchesComposedStages) {
     bool fill;
     LrMethod lr_method = LrMethod::kRightSgm;
     int disparities = 48;  // 64, 128, 256: the AVX-512 byte sweep where the CPU has it
+    int census_width = 9, census_height = 7;
   };
   const LrMethod vol = LrMethod::kVolume;
   for (const Case c :
        {Case{8, 0, 0, true, true, false, 100, false}, Case{4, 10, -5, true, true, true, 20, false},
         Case{8, 5, 3, false, false, true, 0, false}, Case{8, 0, -20, true, false, false, 50, false},
         Case{8, 8, 0, true, true, true, 100, true}, Case{4, 20, -5, true, false, false, 20, true},
-        Case{8, 0, 0, true, false, false, 0, false, vol}, Case{4, 10, -5, true, true, true, 20, false, vol},
+        Case{8, 0, 0, true, false, false, 0, false, vol}, Case{4, 10, -5, true, true, true, 20, false, vol, 48, 5, 3},
         Case{8, 0, -20, true, false, false, 0, false, vol, 64}, Case{8, 0, 7, true, true, true, 100, true, vol, 128},
         Case{8, 0, 0, true, true, true, 100, true}}) {  // the last: the library's defaults
     SgmParams p;
     p.disparities = c.disparities;
     p.lr_method = c.lr_method;
+    p.census_width = c.census_width;
+    p.census_height = c.census_height;
     p.paths = c.paths;
     p.uniqueness = c.uniqueness;
     p.min_disparity = c.min_d;
@@ -309,7 +314,7 @@ TEST(SgmCpuFastPaths, EngineMatchesComposedStages) {
     const std::vector<std::uint16_t> volume = stages::aggregate(kCpuDev, cl, cr, W, H, p, stages::View::kLeft);
     stages::wta(kCpuDev, volume, W, H, p, stages::View::kLeft, disp, c.confidence ? &conf : nullptr);
     if (c.lr && c.lr_method == LrMethod::kVolume) {
-      right = right_view_from_volume(volume, W, H, p.disparities, p.min_disparity);
+      right = right_view_from_volume(volume, W, H, p.disparities, p.min_disparity, p.census_width / 2);
       disp = stages::lr_check(kCpuDev, disp, right, W, H, p.lr_max_diff);
     } else if (c.lr) {
       stages::wta(kCpuDev, stages::aggregate(kCpuDev, cl, cr, W, H, p, stages::View::kRight), W, H, p,

@@ -159,7 +159,7 @@ S3D_AVX512_BYTES void sweep_bytes_avx512(const std::uint8_t* cost, const MatchSp
       while (meet->stored[y].load(std::memory_order_acquire) == 0) std::this_thread::yield();
     float* disp_row = meet ? meet->disparity + static_cast<std::ptrdiff_t>(y) * W : nullptr;
     float* conf_row = meet && meet->confidence ? meet->confidence + static_cast<std::ptrdiff_t>(y) * W : nullptr;
-    std::uint32_t* right_keys = meet && !first ? start_right_keys(*meet, s, b) : nullptr;
+    const RightRow right = meet && !first ? start_right_row(*meet, s, b) : RightRow{};
     __m512i h[NV], hmin = _mm512_setzero_si512();
     const std::size_t vcur = (i & 1) ? static_cast<std::size_t>(np) * W : 0;
     const std::size_t vprev = (i & 1) ? 0 : static_cast<std::size_t>(np) * W;
@@ -263,10 +263,10 @@ S3D_AVX512_BYTES void sweep_bytes_avx512(const std::uint8_t* cost, const MatchSp
         }
         const int best_cost = _mm_cvtsi128_si32(_mm512_castsi512_si128(mn)) & 0xffff;
         wta_pixel(tot, best, best_cost, x, s, disp_row, conf_row);
-        if (right_keys) fold_right_keys(tot, x, W, D, right_keys);
+        if (right) fold_right(tot, x, W, D, sx > 0, right);
       }
     }
-    if (right_keys) right_row_from_keys(right_keys, s, meet->right_disparity + static_cast<std::ptrdiff_t>(y) * W);
+    if (right) right_row_disparities(right, s, meet->right_disparity + static_cast<std::ptrdiff_t>(y) * W);
     flush_mins(pending);  // the next row reads this row's minima
     if (meet && first) meet->stored[y].store(1, std::memory_order_release);
   }

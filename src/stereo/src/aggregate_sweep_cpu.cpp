@@ -91,7 +91,7 @@ constexpr L sentinel() {
 __attribute__((always_inline)) inline void wta_row(const std::uint16_t* __restrict a, const std::uint16_t* __restrict b,
                                                    std::uint16_t* __restrict s, const MatchSpec& spec,
                                                    float* __restrict disparity, float* __restrict confidence,
-                                                   std::uint32_t* __restrict right_keys) {
+                                                   RightRow right) {
   const int W = spec.width, D = spec.disparities;
   for (int x = 0; x < W; ++x) {
     const std::uint16_t* pa = a + static_cast<std::ptrdiff_t>(x) * D;
@@ -103,7 +103,7 @@ __attribute__((always_inline)) inline void wta_row(const std::uint16_t* __restri
       key = std::min(key, (static_cast<std::uint32_t>(v) << 16) | static_cast<std::uint32_t>(d));
     }
     wta_pixel(s, static_cast<int>(key & 0xffffu), static_cast<int>(key >> 16), x, spec, disparity, confidence);
-    if (right_keys) fold_right_keys(s, x, W, D, right_keys);
+    if (right) fold_right<true>(s, x, W, D, right);  // x ascends
   }
 }
 
@@ -237,10 +237,10 @@ __attribute__((always_inline)) inline void sweep_impl(const std::uint8_t* __rest
       } else {
         while (meet->stored[y].load(std::memory_order_acquire) == 0) std::this_thread::yield();
         const std::ptrdiff_t r = static_cast<std::ptrdiff_t>(y) * W;
-        std::uint32_t* keys = start_right_keys(*meet, s, b);
+        const RightRow right = start_right_row(*meet, s, b);
         wta_row(orow, vrow, b.total.data(), s, meet->disparity + r, meet->confidence ? meet->confidence + r : nullptr,
-                keys);
-        if (keys) right_row_from_keys(keys, s, meet->right_disparity + r);
+                right);
+        if (right) right_row_disparities(right, s, meet->right_disparity + r);
       }
     }
   }
@@ -315,10 +315,12 @@ void aggregate(const std::uint8_t* cost, const MatchSpec& s, std::uint16_t* volu
   }
 }
 
-std::uint32_t* start_right_keys(const Meet& meet, const MatchSpec& spec, SweepBuffers& b) {
-  if (!meet.right_disparity) return nullptr;
-  b.right_keys.assign(static_cast<std::size_t>(spec.width) + spec.disparities - 1, kNoRightKey);
-  return b.right_keys.data();
+RightRow start_right_row(const Meet& meet, const MatchSpec& spec, SweepBuffers& b) {
+  if (!meet.right_disparity) return {};
+  const std::size_t n = static_cast<std::size_t>(spec.width) + spec.disparities - 1;
+  b.right_sum.assign(n, 0xffff);
+  b.right_d.assign(n, kNoRightD);
+  return {b.right_sum.data(), b.right_d.data()};
 }
 
 /// The engine's aggregation + winner-take-all (same results as aggregate() then wta()): `volume` is
@@ -359,7 +361,7 @@ std::size_t sweep_buffer_bytes(const MatchSpec& s) {
   const std::size_t stride = D + 2, np = s.paths == 8 ? 3 : 1, planes = np == 3 ? np + 2 : np + 1;
   const std::size_t l_bytes = use_byte_rows(s) ? sizeof(std::uint8_t) : sizeof(std::uint16_t);
   return (planes * W * stride + 2 * stride) * l_bytes + (np + 1) * W * sizeof(int) +
-         (W * D + D) * sizeof(std::uint16_t) + (W + D - 1) * sizeof(std::uint32_t);
+         (W * D + D) * sizeof(std::uint16_t) + 2 * (W + D - 1) * sizeof(std::uint16_t);
 }
 
 std::size_t this_thread_sweep_bytes() {
@@ -367,7 +369,7 @@ std::size_t this_thread_sweep_bytes() {
   return b.rows.capacity() * sizeof(std::uint16_t) + b.hrow.capacity() * sizeof(std::uint16_t) + b.rows8.capacity() +
          b.hrow8.capacity() + b.mins.capacity() * sizeof(int) +
          (b.sums.capacity() + b.total.capacity()) * sizeof(std::uint16_t) +
-         b.right_keys.capacity() * sizeof(std::uint32_t);
+         (b.right_sum.capacity() + b.right_d.capacity()) * sizeof(std::uint16_t);
 }
 
 void add_volume(std::uint16_t* a, const std::uint16_t* b, std::size_t count) {

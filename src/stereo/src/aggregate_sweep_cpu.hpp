@@ -8,6 +8,7 @@
 
 #include "backend.hpp"
 #include "s3d/core/cpu_dispatch.hpp"
+#include "wta_cpu.hpp"
 
 // The hot loops of the CPU aggregation are compiled for AVX-512 (BW / VPOPCNTDQ), AVX2 (POPCNT) and baseline
 // x86-64 and picked at run time by CPU feature (GCC's target_clones cannot name these AVX-512 subsets).
@@ -30,9 +31,9 @@ struct SweepBuffers {
   std::vector<std::uint16_t> hrow;  // [W][D+2]
   std::vector<std::uint8_t> rows8;  // the same two with byte rows (use_byte_rows())
   std::vector<std::uint8_t> hrow8;
-  std::vector<std::uint16_t> sums;        // [W][D]: this row's sums (fused winner-take-all)
-  std::vector<std::uint16_t> total;       // [D]
-  std::vector<std::uint32_t> right_keys;  // [W + D - 1]: this row's right-view keys (Meet::right_disparity)
+  std::vector<std::uint16_t> sums;                // [W][D]: this row's sums (fused winner-take-all)
+  std::vector<std::uint16_t> total;               // [D]
+  std::vector<std::uint16_t> right_sum, right_d;  // [W + D - 1]: this row's right view (Meet::right_disparity)
 };
 
 /// Fused winner-take-all of the two sweeps: they walk the rows in opposite orders and meet in the middle.
@@ -48,8 +49,8 @@ struct Meet {
   float* right_disparity = nullptr;  ///< also the right view's disparities from the sums (LrMethod::kVolume)
 };
 
-/// The row buffer of the right view's keys, reset for a new row (nullptr when the right view is not wanted).
-std::uint32_t* start_right_keys(const Meet& meet, const MatchSpec& spec, SweepBuffers& b);
+/// The row buffers of the right view, reset for a new row (empty when the right view is not wanted).
+RightRow start_right_row(const Meet& meet, const MatchSpec& spec, SweepBuffers& b);
 
 /// One sweep (aggregate_sweep_cpu.cpp): rows in direction dy, horizontal path hdx, sums assigned to `out`
 /// (or met in `meet`).

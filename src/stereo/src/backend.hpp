@@ -31,6 +31,9 @@ struct MatchSpec {
   int p2 = 120;
   int uniqueness = 0;
   bool subpixel = true;
+  /// Right pixels closer than this to the right image's left edge take no disparity from the left volume
+  /// (LrMethod::kVolume; wta_math.hpp's right_view_disparity): half the census window's width.
+  int right_edge = 4;
   int lanes = 0;  ///< CUDA only: lanes per scanline (0 = automatic; 4/8/16/32 = experiment, src/stereo/experimental)
 };
 
@@ -96,9 +99,8 @@ void wta(const std::uint16_t* d_volume_a, const std::uint16_t* d_volume_b, const
          const MatchSpec& spec, float* d_disparity, std::ptrdiff_t disp_pitch, float* d_confidence,
          std::ptrdiff_t conf_pitch, StreamHandle stream, std::uint32_t* d_right_keys = nullptr);
 /// Decodes the folded right keys (width * height, pitch == width) into the right view's disparities, in place
-/// (wta_math.hpp's right_key_disparity).
-void right_disparity_from_keys(std::uint32_t* d_keys_then_disparity, int width, int height, int min_disparity,
-                               StreamHandle stream);
+/// (wta_math.hpp's right_view_disparity).
+void right_disparity_from_keys(std::uint32_t* d_keys_then_disparity, const MatchSpec& spec, StreamHandle stream);
 void lr_check(float* d_left, std::ptrdiff_t left_pitch, const float* d_right, int width, int height, float max_diff,
               StreamHandle stream);
 void median3x3(const float* d_in, std::ptrdiff_t in_pitch, float* d_out, std::ptrdiff_t out_pitch, int width,

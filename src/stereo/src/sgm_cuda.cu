@@ -115,7 +115,7 @@ class CudaEngine final : public SgmEngine::Impl {
       S3D_CUDA_CHECK(cudaMemsetAsync(right_keys, 0xff, static_cast<std::size_t>(W) * H * sizeof(std::uint32_t), s));
     match(sl, census_left_.data(), census_right_.data(), disp_.data(), d_conf, conf.pitch, right_keys);
     if (lr_volume) {
-      cuda::right_disparity_from_keys(right_keys, W, H, p.min_disparity, s);
+      cuda::right_disparity_from_keys(right_keys, sl, s);
       cuda::lr_check(disp_.data(), W, disp_right_.data(), W, H, p.lr_max_diff, s);
     } else if (p.lr_check) {
       const MatchSpec sr = make_match_spec(p, W, H, true);

@@ -115,6 +115,7 @@ MatchSpec make_match_spec(const SgmParams& p, int width, int height, bool right_
   s.p2 = p.p2;
   s.uniqueness = p.uniqueness;
   s.subpixel = p.subpixel;
+  s.right_edge = p.census_width / 2;
   return s;
 }
 }  // namespace detail

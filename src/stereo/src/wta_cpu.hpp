@@ -35,21 +35,47 @@ __attribute__((always_inline)) inline void wta_pixel(const std::uint16_t* __rest
   if (confidence) confidence[x] = ok ? wta_confidence(best_cost, second) : 0.0f;
 }
 
-/// Folds left pixel x's sums s[0..D) into the right view's keys (wta_math.hpp's right_key): right pixel
-/// x_r = x - min_disparity - d sits at keys[W - 1 - x + d], so one pixel's D keys are contiguous. `keys`
-/// holds W + D - 1 entries, set to kNoRightKey before the row's first pixel.
-__attribute__((always_inline)) inline void fold_right_keys(const std::uint16_t* __restrict s, int x, int W, int D,
-                                                           std::uint32_t* __restrict keys) {
-  std::uint32_t* __restrict k = keys + (W - 1 - x);
-  for (int d = 0; d < D; ++d) k[d] = std::min(k[d], right_key(s[d], d));
+/// One row of the right view's winners (LrMethod::kVolume), in two planes of W + D - 1 entries: right pixel
+/// x_r = x - min_disparity - d of left pixel x sits at [W - 1 - x + d], so one pixel's D entries are contiguous.
+/// Sixteen-bit planes, not wta_math.hpp's 32-bit keys: twice the lanes a vector; the same winners.
+struct RightRow {
+  std::uint16_t* sum = nullptr;  ///< the least sum so far
+  std::uint16_t* d = nullptr;    ///< its disparity index; kNoRightD: none yet
+  explicit operator bool() const { return sum != nullptr; }
+};
+inline constexpr std::uint16_t kNoRightD = 0xffff;
+
+/// Folds left pixel x's sums s[0..D) into `row`: the least sum wins, and the lowest d among equal sums (the
+/// order of right_key). Along a row a later pixel brings a larger d to the same entry when x ascends and a
+/// smaller one when x descends, so it takes an equal sum only when x descends.
+template <bool kAscending>
+__attribute__((always_inline)) inline void fold_right(const std::uint16_t* __restrict s, int x, int W, int D,
+                                                      RightRow row) {
+  std::uint16_t* __restrict ms = row.sum + (W - 1 - x);
+  std::uint16_t* __restrict md = row.d + (W - 1 - x);
+  for (int d = 0; d < D; ++d) {
+    const std::uint16_t v = s[d], m = ms[d], k = md[d];
+    const bool take = kAscending ? (v < m || k == kNoRightD) : v <= m;
+    ms[d] = take ? v : m;
+    md[d] = take ? static_cast<std::uint16_t>(d) : k;
+  }
 }
 
-/// The right view's disparities of one row from its folded keys.
-inline void right_row_from_keys(const std::uint32_t* keys, const MatchSpec& spec, float* right) {
+__attribute__((always_inline)) inline void fold_right(const std::uint16_t* __restrict s, int x, int W, int D,
+                                                      bool ascending, RightRow row) {
+  if (ascending)
+    fold_right<true>(s, x, W, D, row);
+  else
+    fold_right<false>(s, x, W, D, row);
+}
+
+/// The right view's disparities of one row from its folded winners.
+inline void right_row_disparities(RightRow row, const MatchSpec& spec, float* right) {
   const int W = spec.width, n = spec.width + spec.disparities - 1;
   for (int xr = 0; xr < W; ++xr) {
     const int q = W - 1 - spec.min_disparity - xr;
-    right[xr] = right_key_disparity(q >= 0 && q < n ? keys[q] : kNoRightKey, spec.min_disparity);
+    const std::uint32_t key = q >= 0 && q < n && row.d[q] != kNoRightD ? right_key(row.sum[q], row.d[q]) : kNoRightKey;
+    right[xr] = right_view_disparity(key, xr, spec.min_disparity, spec.right_edge);
   }
 }
 

@@ -208,10 +208,11 @@ __global__ void __launch_bounds__(kRightBlock)
   }
 }
 
-__global__ void right_disparity_kernel(std::uint32_t* keys_then_disparity, int n, int min_disparity) {
+__global__ void right_disparity_kernel(std::uint32_t* keys_then_disparity, int width, int n, int min_disparity,
+                                       int right_edge) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  const float d = right_key_disparity(keys_then_disparity[i], min_disparity);
+  const float d = right_view_disparity(keys_then_disparity[i], i % width, min_disparity, right_edge);
   reinterpret_cast<float*>(keys_then_disparity)[i] = d;
 }
 
@@ -248,11 +249,11 @@ void wta(const std::uint16_t* d_volume, const std::uint16_t* d_volume_b, const s
   S3D_CUDA_CHECK_LAUNCH();
 }
 
-void right_disparity_from_keys(std::uint32_t* d_keys_then_disparity, int width, int height, int min_disparity,
-                               StreamHandle stream) {
-  const int n = width * height;
+void right_disparity_from_keys(std::uint32_t* d_keys_then_disparity, const MatchSpec& spec, StreamHandle stream) {
+  const int n = spec.width * spec.height;
   const unsigned block = 256;
-  right_disparity_kernel<<<grid_size(n, block), block, 0, stream>>>(d_keys_then_disparity, n, min_disparity);
+  right_disparity_kernel<<<grid_size(n, block), block, 0, stream>>>(d_keys_then_disparity, spec.width, n,
+                                                                    spec.min_disparity, spec.right_edge);
   S3D_CUDA_CHECK_LAUNCH();
 }
 

@@ -46,9 +46,14 @@ S3D_HOST_DEVICE S3D_FORCEINLINE std::uint32_t right_key(int sum, int d) {
   return (static_cast<std::uint32_t>(sum) << 16) | static_cast<std::uint32_t>(d);
 }
 
-/// The right pixel's disparity (an integer, in pixels) from its key.
-S3D_HOST_DEVICE S3D_FORCEINLINE float right_key_disparity(std::uint32_t key, int min_disparity) {
-  return key == kNoRightKey ? kInvalidDisparity : static_cast<float>(static_cast<int>(key & 0xffffu) + min_disparity);
+/// Right pixel x_r's disparity (an integer, in pixels) from its key. Invalid within `right_edge` pixels of the
+/// right image's left edge: there the census codes are built on replicated border pixels and the left pixels
+/// whose range leaves the right image (the left band) match them; a right view from the same volume would
+/// agree with those matches, where a true right-view match does not (docs/ACCURACY.md).
+S3D_HOST_DEVICE S3D_FORCEINLINE float right_view_disparity(std::uint32_t key, int xr, int min_disparity,
+                                                           int right_edge) {
+  if (key == kNoRightKey || xr < right_edge) return kInvalidDisparity;
+  return static_cast<float>(static_cast<int>(key & 0xffffu) + min_disparity);
 }
 
 }  // namespace s3d::stereo::detail

@@ -58,8 +58,8 @@ void parse_census(const std::string& text, CensusKind& kind, int& width, int& he
 /// How the left-right check finds the right view's disparities.
 enum class LrMethod {
   /// From the left view's aggregated costs S: d_R(x) = argmin_d S(x + d, d), the lowest d among equal
-  /// sums, integer (Hirschmüller 2008, section 3.4; as libSGM and OpenCV's StereoSGBM). Costs no second
-  /// aggregation.
+  /// sums, integer (Hirschmüller 2008, section 3.4; as libSGM and OpenCV's StereoSGBM); none within half a
+  /// census window of the right image's left edge. Costs no second aggregation.
   kVolume,
   /// A second, full SGM run with the right image as reference (its own paths, subpixel and uniqueness):
   /// a true right-view match, about twice the work.
