@@ -132,8 +132,6 @@ S3D_AVX512_BYTES void sweep_bytes_avx512(const std::uint8_t* cost, const MatchSp
     rows[k + stride - 1] = 0xff;
   }
   b.mins.resize(static_cast<std::size_t>(np + 1) * W);
-  b.total.resize(static_cast<std::size_t>(D));
-  std::uint16_t* tot = b.total.data();
   const __m512i ones = _mm512_set1_epi8(-1);
   const __m512i p1v = _mm512_set1_epi8(static_cast<char>(s.p1));
   const __m512i p2mp1 = _mm512_set1_epi8(static_cast<char>(s.p2 - s.p1));
@@ -249,7 +247,7 @@ S3D_AVX512_BYTES void sweep_bytes_avx512(const std::uint8_t* cost, const MatchSp
         __m512i mn = _mm512_set1_epi16(-1);
         for (int q = 0; q < 2 * NV; ++q) {
           sum[q] = _mm512_add_epi16(sum[q], _mm512_loadu_si512(o + 32 * q));
-          _mm512_storeu_si512(tot + 32 * q, sum[q]);
+          _mm512_storeu_si512(o + 32 * q, sum[q]);  // the totals replace the first sweep's sums
           mn = _mm512_min_epu16(mn, sum[q]);
         }
         mn = splat_min_u16(mn);
@@ -262,8 +260,8 @@ S3D_AVX512_BYTES void sweep_bytes_avx512(const std::uint8_t* cost, const MatchSp
           }
         }
         const int best_cost = _mm_cvtsi128_si32(_mm512_castsi512_si128(mn)) & 0xffff;
-        wta_pixel(tot, best, best_cost, x, s, disp_row, conf_row);
-        if (right) fold_right(tot, x, W, D, sx > 0, right);
+        wta_pixel(o, best, best_cost, x, s, disp_row, conf_row);
+        if (right) fold_right(o, x, W, D, sx > 0, right);
       }
     }
     if (right) right_row_disparities(right, s, meet->right_disparity + static_cast<std::ptrdiff_t>(y) * W);
