@@ -60,14 +60,12 @@ class CpuEngine final : public SgmEngine::Impl {
     float* conf = p.confidence ? out_conf : nullptr;
     const bool lr_volume = p.lr_check && p.lr_method == LrMethod::kVolume;
     cpu::aggregate_wta(cost_.data(), sl, volume_.data(), disp_.data(), conf, lr_volume ? disp_right_.data() : nullptr);
-    if (lr_volume) {
-      cpu::lr_check(disp_.data(), disp_right_.data(), W, H, p.lr_max_diff);
-    } else if (p.lr_check) {
+    if (p.lr_check && !lr_volume) {  // LrMethod::kRightSgm: the right view's own SGM run
       const MatchSpec sr = make_match_spec(p, W, H, true);
       cpu::cost_volume(census_right_.data(), census_left_.data(), sr, cost_.data());
       cpu::aggregate_wta(cost_.data(), sr, volume_.data(), disp_right_.data(), nullptr);
-      cpu::lr_check(disp_.data(), disp_right_.data(), W, H, p.lr_max_diff);
     }
+    if (p.lr_check) cpu::lr_check(disp_.data(), disp_right_.data(), W, H, p.lr_max_diff);
     const float* cur = disp_.data();
     if (p.median) {
       cpu::median3x3(disp_.data(), out_disp, W, H);

@@ -116,12 +116,11 @@ class CudaEngine final : public SgmEngine::Impl {
     match(sl, census_left_.data(), census_right_.data(), disp_.data(), d_conf, conf.pitch, right_keys);
     if (lr_volume) {
       cuda::right_disparity_from_keys(right_keys, sl, s);
-      cuda::lr_check(disp_.data(), W, disp_right_.data(), W, H, p.lr_max_diff, s);
-    } else if (p.lr_check) {
+    } else if (p.lr_check) {  // LrMethod::kRightSgm: the right view's own SGM run
       const MatchSpec sr = make_match_spec(p, W, H, true);
       match(sr, census_right_.data(), census_left_.data(), disp_right_.data(), nullptr, 0, nullptr);
-      cuda::lr_check(disp_.data(), W, disp_right_.data(), W, H, p.lr_max_diff, s);
     }
+    if (p.lr_check) cuda::lr_check(disp_.data(), W, disp_right_.data(), W, H, p.lr_max_diff, s);
     if (p.median) {
       cuda::median3x3(disp_.data(), W, disp.data, disp.pitch, W, H, s);
     } else {
